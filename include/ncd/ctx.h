@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file ctx.h
+ * @brief The libncd context: sysroot, injected environment, error buffer.
+ *
+ * Every probe and check takes a struct ncd_ctx.  It holds
+ *  - the sysroot: the directory that stands for "/" when files such as
+ *    /sys/class/net or /proc/mounts are read (hwloc's HWLOC_FSROOT is the
+ *    model).  "/" means this machine ("live"); anything else is a recorded
+ *    tree (a fixture or a `gather` capture) and probes that need system calls
+ *    (getifaddrs, statvfs, dlopen) then read their recorded answers from
+ *    <sysroot>/.ncd/ or report that they cannot see;
+ *  - a private copy of the environment.  Checks read variables through
+ *    ncd_getenv(), never getenv(), so tests inject any NCCL_* value;
+ *  - the error detail buffer (first failure wins, see error.h).
+ *
+ * A context is not thread-safe; use one per thread.
+ */
+#ifndef NCD_CTX_H
+#define NCD_CTX_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ncd_ctx;
+
+/**
+ * Creates a context.
+ * @param sysroot  directory standing for "/", or NULL / "/" for this machine.
+ * @param envp     NULL-terminated "NAME=value" array copied into the context
+ *                 (pass `environ` for the real environment, or a fixture);
+ *                 NULL gives an empty environment.
+ * @param out      receives the new context; caller frees with ncd_ctx_free().
+ * @return 0, NCD_ENOMEM, or NCD_ENOENT when the sysroot cannot be opened
+ *         (no context is created then).
+ */
+int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out);
+
+/** Frees a context and everything it owns.  NULL is allowed. */
+void ncd_ctx_free(struct ncd_ctx *ctx);
+
+/** 1 when the sysroot is "/" (this machine), 0 for a recorded tree. */
+int ncd_ctx_is_live(const struct ncd_ctx *ctx);
+
+/** The sysroot path as given ("/" for live).  Owned by ctx. */
+const char *ncd_ctx_sysroot(const struct ncd_ctx *ctx);
+
+/** Directory fd of the sysroot, for *at() calls.  Owned by ctx. */
+int ncd_ctx_rootfd(const struct ncd_ctx *ctx);
+
+/**
+ * Reads a variable from the context's environment copy.
+ * @return the value (owned by ctx, valid until the variable is changed), or
+ *         NULL when unset.  An empty value is returned as "".
+ */
+const char *ncd_getenv(const struct ncd_ctx *ctx, const char *name);
+
+/**
+ * Sets (value != NULL) or removes (value == NULL) a variable in the
+ * context's environment copy.  Never touches the process environment.
+ * @param overwrite  0 keeps an existing value (NCCL's config-file semantics).
+ * @return 0 or NCD_ENOMEM / NCD_EINVAL (empty name or name with '=').
+ */
+int ncd_setenv(struct ncd_ctx *ctx, const char *name, const char *value,
+               int overwrite);
+
+/** Number of variables in the environment copy. */
+size_t ncd_env_count(const struct ncd_ctx *ctx);
+
+/**
+ * The i-th variable (0 <= i < ncd_env_count()), in the order they were
+ * added.  Both strings are owned by ctx.
+ */
+void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
+                const char **value);
+
+/**
+ * Records the detail of a failure if none is recorded yet and returns
+ * `code`, so callers write `return ncd_fail(ctx, NCD_EIO, "read %s", p);`.
+ */
+int ncd_fail(struct ncd_ctx *ctx, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/** Like ncd_fail() with a va_list. */
+int ncd_vfail(struct ncd_ctx *ctx, int code, const char *fmt, va_list ap);
+
+/**
+ * The recorded detail ("" when none).  Owned by ctx, valid until the next
+ * ncd_ctx_clear_error().
+ */
+const char *ncd_ctx_errdetail(const struct ncd_ctx *ctx);
+
+/** The code passed with the recorded detail (NCD_OK when none). */
+int ncd_ctx_errcode(const struct ncd_ctx *ctx);
+
+/** Forgets the recorded failure. */
+void ncd_ctx_clear_error(struct ncd_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file fs.h
+ * @brief All file reads of libncd go through the context's sysroot.
+ *
+ * Paths are written as on the live system ("/sys/class/net/eth0/mtu") and
+ * resolved below ncd_ctx_sysroot(): the leading '/' is stripped and the rest
+ * opened relative to the sysroot's directory fd (hwloc's hwloc_openat()
+ * family is the model).  On a recorded tree, absolute symlinks and ".." are
+ * kept inside the tree (openat2 RESOLVE_IN_ROOT where the kernel has it).
+ *
+ * Errors: NCD_ENOENT (missing), NCD_EPERM (not readable), NCD_EIO, NCD_EPARSE
+ * (content not of the expected form), NCD_ENOMEM.  The detail names the path
+ * as seen inside the sysroot.
+ */
+#ifndef NCD_FS_H
+#define NCD_FS_H
+
+#include <dirent.h>
+#include <stddef.h>
+
+#include "ncd/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Largest file ncd_fs_read() accepts by default (bytes). */
+#define NCD_FS_MAX_DEFAULT (4u << 20)
+
+/**
+ * open(2) of `path` below the sysroot with `flags` (O_CLOEXEC is added).
+ * @return an fd the caller closes, or a negative NCD_E* code.
+ */
+int ncd_fs_open(struct ncd_ctx *ctx, const char *path, int flags);
+
+/**
+ * Reads a whole file (sysfs attributes, /proc files, logs).
+ * @param max   the most bytes read; 0 means NCD_FS_MAX_DEFAULT.  A longer
+ *              file gives NCD_ERANGE.
+ * @param buf   receives a malloc'ed, NUL-terminated copy; caller frees.
+ * @param len   receives the length in bytes (may be NULL).
+ */
+int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
+                size_t *len);
+
+/**
+ * Reads a small file into `out` (at most outsz-1 bytes), with trailing
+ * white space (the newline of sysfs attributes) removed.
+ */
+int ncd_fs_read_str(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz);
+
+/**
+ * Reads a file holding one integer, decimal or 0x-hex (sysfs "vendor",
+ * "flags", "speed").  "-1" is a valid value (unknown speed).  Anything else
+ * gives NCD_EPARSE.  Reading EINVAL (sysfs "speed" of a down link) gives
+ * NCD_EINVAL.
+ */
+int ncd_fs_read_ll(struct ncd_ctx *ctx, const char *path, long long *out);
+
+/** readlink(2) below the sysroot; `out` is NUL-terminated. */
+int ncd_fs_readlink(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz);
+
+/**
+ * Canonical path of `path` inside the sysroot, following symlinks as the
+ * kernel would if the sysroot were "/".  The result starts with '/' and is
+ * relative to the sysroot ("/sys/devices/pci0000:00/0000:00:03.0/net/eth0").
+ * The path need not exist past its last existing component.
+ */
+int ncd_fs_realpath(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz);
+
+/** opendir(3) below the sysroot; NULL with the code in *err. */
+DIR *ncd_fs_opendir(struct ncd_ctx *ctx, const char *path, int *err);
+
+/** 1 when `path` exists below the sysroot (symlinks followed), else 0. */
+int ncd_fs_exists(struct ncd_ctx *ctx, const char *path);
+
+/**
+ * Sorted names in a directory (without "." and ".."), natural order
+ * ("eth2" before "eth10").  Caller frees with ncd_fs_list_free().
+ * @return the count, or a negative NCD_E* code.
+ */
+int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names);
+
+/** Frees a list returned by ncd_fs_list(). */
+void ncd_fs_list_free(char **names, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file strbuf.h
+ * @brief Growable NUL-terminated byte buffer used by renderers and parsers.
+ *
+ * A zero-initialised struct ncd_strbuf is a valid empty buffer.  After an
+ * allocation failure the buffer keeps its old content and `oom` is set; all
+ * later appends are no-ops, so callers check once at the end.
+ */
+#ifndef NCD_STRBUF_H
+#define NCD_STRBUF_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ncd_strbuf {
+    char *buf;  /**< NUL-terminated content, NULL while empty; owned */
+    size_t len; /**< bytes used, not counting the NUL */
+    size_t cap; /**< bytes allocated */
+    int oom;    /**< set when an allocation failed */
+};
+
+/** Appends `n` bytes. */
+void ncd_sb_add(struct ncd_strbuf *sb, const void *data, size_t n);
+/** Appends a NUL-terminated string (NULL appends nothing). */
+void ncd_sb_puts(struct ncd_strbuf *sb, const char *s);
+/** Appends one character. */
+void ncd_sb_putc(struct ncd_strbuf *sb, char c);
+/** Appends printf-formatted text. */
+void ncd_sb_printf(struct ncd_strbuf *sb, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/** Appends vprintf-formatted text. */
+void ncd_sb_vprintf(struct ncd_strbuf *sb, const char *fmt, va_list ap);
+/** Content as a string; "" while empty.  Owned by sb. */
+const char *ncd_sb_str(const struct ncd_strbuf *sb);
+/** Empties the buffer but keeps its memory. */
+void ncd_sb_reset(struct ncd_strbuf *sb);
+/**
+ * Takes the content out: caller frees with free().  Returns a malloc'ed ""
+ * when empty (NULL only on allocation failure).  The buffer is left empty.
+ */
+char *ncd_sb_detach(struct ncd_strbuf *sb);
+/** Frees the memory; the buffer is empty and reusable afterwards. */
+void ncd_sb_release(struct ncd_strbuf *sb);
+
+/**
+ * printf into a new string.  Caller frees with free(); NULL on allocation
+ * failure.
+ */
+char *ncd_strdup_printf(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+
+#ifdef __cplusplus
+}
+#endif
+#endif

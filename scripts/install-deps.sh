@@ -1,0 +1,26 @@
+#!/bin/sh
+# Installs the Debian/Ubuntu packages nccl-doctor needs to build and test.
+# The only place the project installs system packages; the README's two
+# commands and .ci/run call it. Safe to re-run: apt-get skips what is there.
+set -eu
+
+PKGS="build-essential cmake pkg-config
+      libhwloc-dev libjansson-dev libyaml-dev libpcre2-dev libcmocka-dev
+      zlib1g-dev libarchive-dev
+      libopenmpi-dev openmpi-bin
+      iproute2 iperf3 nftables procps kmod
+      clang"
+
+missing=""
+for p in $PKGS; do
+    dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q "install ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nccl-doctor command line: one file per subcommand, one table.
+ *
+ * How to add a subcommand:
+ *  1. Write src/cli/cmd_<name>.c defining
+ *       int ncd_cmd_<name>(int argc, char **argv);
+ *     argv[0] is the subcommand name; parse the rest with getopt_long and
+ *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
+ *  2. Declare it here and add a line to commands[] in main.c with a
+ *     one-line summary and its usage text.
+ *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
+ * The library does the work; a command parses options, calls libncd,
+ * renders, prints and returns an exit status from the list below.
+ */
+#ifndef NCD_CLI_CMD_H
+#define NCD_CLI_CMD_H
+
+#include <getopt.h>
+#include <stdio.h>
+
+#include "ncd/ctx.h"
+#include "ncd/report.h"
+
+/*
+ * Exit statuses of check-like commands (check, ifaces, env, topo, explain,
+ * probe, tune).  `perf` keeps nccl-tests' statuses instead (see cmd_perf.c).
+ */
+enum {
+    NCD_EXIT_OK = 0,       /* no error findings */
+    NCD_EXIT_WARN = 1,     /* warnings only, and --strict was given */
+    NCD_EXIT_FINDINGS = 2, /* at least one error finding */
+    NCD_EXIT_TOOL = 3,     /* the tool itself failed, or bad usage */
+};
+
+struct cli_cmd {
+    const char *name;
+    int (*fn)(int argc, char **argv);
+    const char *summary;
+    const char *usage; /* full help text for `help NAME` and NAME --help */
+};
+
+/* Looks a command up by name; NULL when unknown. */
+const struct cli_cmd *cli_find_cmd(const char *name);
+
+/* Options every command accepts. */
+struct cli_common {
+    const char *sysroot; /* --sysroot DIR (default: NCD_SYSROOT or "/") */
+    int json;            /* --json */
+    int color;           /* resolved: 1 colour, 0 none */
+    int unicode;         /* resolved: 1 when the locale is UTF-8 */
+    int verbose;         /* --verbose / -v */
+    int strict;          /* --strict: warnings make exit status 1 */
+};
+
+/* Long options shared by all commands; their `val`s start at 0x1000. */
+enum {
+    CLI_OPT_SYSROOT = 0x1000,
+    CLI_OPT_JSON,
+    CLI_OPT_COLOR,
+    CLI_OPT_NO_COLOR,
+    CLI_OPT_STRICT,
+    CLI_OPT_HELP,
+    CLI_OPT__NEXT /* first free value for a command's own long options */
+};
+#define CLI_COMMON_OPTS                                                       \
+    {"sysroot", required_argument, 0, CLI_OPT_SYSROOT},                       \
+        {"json", no_argument, 0, CLI_OPT_JSON},                               \
+        {"color", optional_argument, 0, CLI_OPT_COLOR},                       \
+        {"no-color", no_argument, 0, CLI_OPT_NO_COLOR},                       \
+        {"strict", no_argument, 0, CLI_OPT_STRICT},                           \
+        {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}
+
+/* Sets defaults (colour auto, sysroot from NCD_SYSROOT). */
+void cli_common_init(struct cli_common *c);
+
+/*
+ * Handles one common option returned by getopt_long.  Returns 1 when it was
+ * one (handled), 0 when not, -1 on a bad value (message printed).  'h'
+ * prints the command's usage and makes the caller return 0: check
+ * `c->help_shown`... instead callers use cli_usage().
+ */
+int cli_common_opt(struct cli_common *c, int opt, const char *arg);
+
+/* Prints the usage of `cmd` to `f`. */
+void cli_usage(const char *cmd, FILE *f);
+
+/* Prints "nccl-doctor: <msg>\n" to stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Creates the library context for the chosen sysroot with a copy of this
+ * process's environment.  Prints an error and returns NULL on failure.
+ */
+struct ncd_ctx *cli_ctx_new(const struct cli_common *c);
+
+/* Text style for renderers from the common options. */
+struct ncd_text_style cli_text_style(const struct cli_common *c);
+
+/* Prints a JSON value (indented, newline-terminated) to stdout and drops the
+ * reference.  Returns 0, or -1 when it could not be written. */
+int cli_print_json(json_t *j);
+
+/* Writes the whole buffer to stdout; -1 on a write error (message printed). */
+int cli_print_sb(const struct ncd_strbuf *sb);
+
+/* Exit status for a findings list under the common options. */
+int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
+
+/* The host name as recorded in the sysroot (or live). Static buffer. */
+const char *cli_hostname(struct ncd_ctx *ctx);
+
+int ncd_cmd_check(int argc, char **argv);
+int ncd_cmd_ifaces(int argc, char **argv);
+int ncd_cmd_env(int argc, char **argv);
+
+#endif

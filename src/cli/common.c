@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/* Options, context creation and printing shared by the subcommands. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <langinfo.h>
+#include <locale.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "ncd/error.h"
+#include "ncd/fs.h"
+
+extern char **environ;
+
+static int color_auto(void)
+{
+    const char *nc = getenv("NO_COLOR");
+    if (nc && *nc)
+        return 0;
+    const char *term = getenv("TERM");
+    if (term && strcmp(term, "dumb") == 0)
+        return 0;
+    return isatty(STDOUT_FILENO);
+}
+
+void cli_common_init(struct cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->sysroot = getenv("NCD_SYSROOT");
+    c->color = color_auto();
+    setlocale(LC_CTYPE, "");
+    const char *cs = nl_langinfo(CODESET);
+    c->unicode = cs && strcmp(cs, "UTF-8") == 0;
+}
+
+int cli_common_opt(struct cli_common *c, int opt, const char *arg)
+{
+    switch (opt) {
+    case CLI_OPT_SYSROOT:
+        c->sysroot = arg;
+        return 1;
+    case CLI_OPT_JSON:
+        c->json = 1;
+        return 1;
+    case CLI_OPT_COLOR:
+        if (!arg || strcmp(arg, "always") == 0)
+            c->color = 1;
+        else if (strcmp(arg, "never") == 0)
+            c->color = 0;
+        else if (strcmp(arg, "auto") == 0)
+            c->color = color_auto();
+        else {
+            cli_err("--color takes always, never or auto, not '%s'", arg);
+            return -1;
+        }
+        return 1;
+    case CLI_OPT_NO_COLOR:
+        c->color = 0;
+        return 1;
+    case CLI_OPT_STRICT:
+        c->strict = 1;
+        return 1;
+    case 'v':
+        c->verbose = 1;
+        return 1;
+    }
+    return 0;
+}
+
+void cli_err(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("nccl-doctor: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
+{
+    struct ncd_ctx *ctx;
+    int rc = ncd_ctx_new(c->sysroot, environ, &ctx);
+    if (rc < 0) {
+        cli_err("cannot open sysroot '%s': %s", c->sysroot ? c->sysroot : "/",
+                ncd_strerror(rc));
+        return NULL;
+    }
+    return ctx;
+}
+
+struct ncd_text_style cli_text_style(const struct cli_common *c)
+{
+    struct ncd_text_style st = {.color = c->color && !c->json,
+                                .unicode = c->unicode,
+                                .verbose = c->verbose};
+    return st;
+}
+
+int cli_print_sb(const struct ncd_strbuf *sb)
+{
+    if (sb->oom) {
+        cli_err("out of memory while rendering");
+        return -1;
+    }
+    if (fwrite(ncd_sb_str(sb), 1, sb->len, stdout) != sb->len ||
+        fflush(stdout) != 0) {
+        cli_err("cannot write output: %s", strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+int cli_print_json(json_t *j)
+{
+    if (!j) {
+        cli_err("out of memory while building JSON");
+        return -1;
+    }
+    char *s = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    if (!s) {
+        cli_err("out of memory while printing JSON");
+        return -1;
+    }
+    int rc = 0;
+    if (fputs(s, stdout) == EOF || fputc('\n', stdout) == EOF ||
+        fflush(stdout) != 0) {
+        cli_err("cannot write output: %s", strerror(errno));
+        rc = -1;
+    }
+    free(s);
+    return rc;
+}
+
+int cli_exit_for(const struct cli_common *c, enum ncd_severity worst)
+{
+    if (worst >= NCD_SEV_ERROR)
+        return NCD_EXIT_FINDINGS;
+    if (worst == NCD_SEV_WARNING && c->strict)
+        return NCD_EXIT_WARN;
+    return NCD_EXIT_OK;
+}
+
+const char *cli_hostname(struct ncd_ctx *ctx)
+{
+    static char host[256];
+    if (ncd_ctx_is_live(ctx)) {
+        if (gethostname(host, sizeof host - 1) < 0)
+            snprintf(host, sizeof host, "unknown");
+        host[sizeof host - 1] = '\0';
+        return host;
+    }
+    if (ncd_fs_read_str(ctx, "/proc/sys/kernel/hostname", host,
+                        sizeof host) < 0 &&
+        ncd_fs_read_str(ctx, "/etc/hostname", host, sizeof host) < 0)
+        snprintf(host, sizeof host, "unknown");
+    ncd_ctx_clear_error(ctx);
+    return host;
+}

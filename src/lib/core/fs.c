@@ -1,0 +1,340 @@
+/* SPDX-License-Identifier: MIT */
+#define _GNU_SOURCE
+#include "ncd/fs.h"
+#include "ncd/error.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__has_include)
+#if __has_include(<linux/openat2.h>)
+#include <linux/openat2.h>
+#define NCD_HAVE_OPENAT2 1
+#endif
+#endif
+
+static const char *rel(const char *path)
+{
+    while (*path == '/')
+        path++;
+    return *path ? path : ".";
+}
+
+int ncd_fs_open(struct ncd_ctx *ctx, const char *path, int flags)
+{
+    int fd = -1;
+    flags |= O_CLOEXEC;
+#if defined(NCD_HAVE_OPENAT2) && defined(SYS_openat2)
+    if (!ncd_ctx_is_live(ctx)) {
+        struct open_how how = {.flags = (unsigned long long)flags,
+                               .resolve = RESOLVE_IN_ROOT};
+        fd = (int)syscall(SYS_openat2, ncd_ctx_rootfd(ctx), rel(path), &how,
+                          sizeof how);
+        if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+            goto done;
+    }
+#endif
+    fd = openat(ncd_ctx_rootfd(ctx), rel(path), flags);
+#if defined(NCD_HAVE_OPENAT2) && defined(SYS_openat2)
+done:
+#endif
+    if (fd < 0) {
+        int e = errno;
+        return ncd_fail(ctx, ncd_err_from_errno(e), "%s: %s", path,
+                        strerror(e));
+    }
+    return fd;
+}
+
+int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
+                size_t *len)
+{
+    *buf = NULL;
+    if (len)
+        *len = 0;
+    if (!max)
+        max = NCD_FS_MAX_DEFAULT;
+    int fd = ncd_fs_open(ctx, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap + 1);
+    if (!b) {
+        close(fd);
+        return NCD_ENOMEM;
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max) {
+                free(b);
+                close(fd);
+                return ncd_fail(ctx, NCD_ERANGE, "%s: larger than %zu bytes",
+                                path, max);
+            }
+            size_t nc = cap * 2 > max ? max : cap * 2;
+            char *nb = realloc(b, nc + 1);
+            if (!nb) {
+                free(b);
+                close(fd);
+                return NCD_ENOMEM;
+            }
+            b = nb;
+            cap = nc;
+        }
+        ssize_t r = read(fd, b + n, cap - n);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(b);
+            close(fd);
+            /* sysfs answers EINVAL for e.g. the speed of a down link. */
+            return ncd_fail(ctx, e == EINVAL ? NCD_EINVAL : NCD_EIO,
+                            "%s: %s", path, strerror(e));
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    close(fd);
+    b[n] = '\0';
+    *buf = b;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int ncd_fs_read_str(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz)
+{
+    char *b;
+    size_t n;
+    if (outsz)
+        out[0] = '\0';
+    int rc = ncd_fs_read(ctx, path, 1 << 16, &b, &n);
+    if (rc < 0)
+        return rc;
+    while (n && isspace((unsigned char)b[n - 1]))
+        n--;
+    if (outsz) {
+        size_t c = n < outsz - 1 ? n : outsz - 1;
+        memcpy(out, b, c);
+        out[c] = '\0';
+    }
+    free(b);
+    return 0;
+}
+
+int ncd_fs_read_ll(struct ncd_ctx *ctx, const char *path, long long *out)
+{
+    char s[64];
+    int rc = ncd_fs_read_str(ctx, path, s, sizeof s);
+    if (rc < 0)
+        return rc;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 0);
+    if (end == s || *end || errno)
+        return ncd_fail(ctx, NCD_EPARSE, "%s: not an integer: '%s'", path, s);
+    *out = v;
+    return 0;
+}
+
+int ncd_fs_readlink(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz)
+{
+    ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz - 1);
+    if (n < 0) {
+        int e = errno;
+        out[0] = '\0';
+        return ncd_fail(ctx, ncd_err_from_errno(e), "%s: %s", path,
+                        strerror(e));
+    }
+    out[n] = '\0';
+    return 0;
+}
+
+/* Resolves like the kernel's path walk, but with the sysroot as "/". */
+int ncd_fs_realpath(struct ncd_ctx *ctx, const char *path, char *out,
+                    size_t outsz)
+{
+    char res[PATH_MAX] = "";   /* resolved so far, "" = root */
+    char todo[PATH_MAX * 2];   /* what is left to walk */
+    int links = 0;
+    if (snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
+        return ncd_fail(ctx, NCD_ERANGE, "%s: path too long", path);
+    char *p = todo;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        char *end = strchr(p, '/');
+        size_t clen = end ? (size_t)(end - p) : strlen(p);
+        char comp[NAME_MAX + 1];
+        if (clen > NAME_MAX)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: name too long", path);
+        memcpy(comp, p, clen);
+        comp[clen] = '\0';
+        p += clen;
+        if (strcmp(comp, ".") == 0)
+            continue;
+        if (strcmp(comp, "..") == 0) {
+            char *slash = strrchr(res, '/');
+            if (slash)
+                *slash = '\0';
+            continue;
+        }
+        size_t rl = strlen(res);
+        if (rl + 1 + clen + 1 > sizeof res)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: path too long", path);
+        res[rl] = '/';
+        memcpy(res + rl + 1, comp, clen + 1);
+        char target[PATH_MAX];
+        ssize_t tn = readlinkat(ncd_ctx_rootfd(ctx), res + 1, target,
+                                sizeof target - 1);
+        if (tn < 0)
+            continue; /* not a link, or does not exist: keep as is */
+        target[tn] = '\0';
+        if (++links > 40)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: too many symlinks", path);
+        res[rl] = '\0'; /* drop the link itself */
+        if (target[0] == '/')
+            res[0] = '\0';
+        char rest[PATH_MAX * 2];
+        if (snprintf(rest, sizeof rest, "%s/%s", target, p) >=
+            (int)sizeof rest)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: path too long", path);
+        memcpy(todo, rest, strlen(rest) + 1);
+        p = todo;
+    }
+    if (snprintf(out, outsz, "%s", res[0] ? res : "/") >= (int)outsz)
+        return ncd_fail(ctx, NCD_ERANGE, "%s: path too long", path);
+    return 0;
+}
+
+DIR *ncd_fs_opendir(struct ncd_ctx *ctx, const char *path, int *err)
+{
+    int fd = ncd_fs_open(ctx, path, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) {
+        if (err)
+            *err = fd;
+        return NULL;
+    }
+    DIR *d = fdopendir(fd);
+    if (!d) {
+        int e = errno;
+        close(fd);
+        if (err)
+            *err = ncd_err_from_errno(e);
+    }
+    return d;
+}
+
+int ncd_fs_exists(struct ncd_ctx *ctx, const char *path)
+{
+    struct stat st;
+    int fd = -1;
+#if defined(NCD_HAVE_OPENAT2) && defined(SYS_openat2)
+    if (!ncd_ctx_is_live(ctx)) {
+        struct open_how how = {.flags = O_PATH | O_CLOEXEC,
+                               .resolve = RESOLVE_IN_ROOT};
+        fd = (int)syscall(SYS_openat2, ncd_ctx_rootfd(ctx), rel(path), &how,
+                          sizeof how);
+        if (fd >= 0) {
+            close(fd);
+            return 1;
+        }
+        if (errno != ENOSYS && errno != EPERM)
+            return 0;
+    }
+#endif
+    (void)fd;
+    return fstatat(ncd_ctx_rootfd(ctx), rel(path), &st, 0) == 0;
+}
+
+/* Natural order: digit runs compare by value, so eth2 < eth10. */
+static int natcmp(const char *a, const char *b)
+{
+    while (*a && *b) {
+        if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
+            while (*a == '0' && isdigit((unsigned char)a[1]))
+                a++;
+            while (*b == '0' && isdigit((unsigned char)b[1]))
+                b++;
+            size_t la = 0, lb = 0;
+            while (isdigit((unsigned char)a[la]))
+                la++;
+            while (isdigit((unsigned char)b[lb]))
+                lb++;
+            if (la != lb)
+                return la < lb ? -1 : 1;
+            int c = strncmp(a, b, la);
+            if (c)
+                return c;
+            a += la;
+            b += lb;
+            continue;
+        }
+        if (*a != *b)
+            return (unsigned char)*a < (unsigned char)*b ? -1 : 1;
+        a++;
+        b++;
+    }
+    return (unsigned char)*a - (unsigned char)*b;
+}
+
+static int natcmp_q(const void *a, const void *b)
+{
+    return natcmp(*(char *const *)a, *(char *const *)b);
+}
+
+int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
+{
+    int err = 0;
+    *names = NULL;
+    DIR *d = ncd_fs_opendir(ctx, path, &err);
+    if (!d)
+        return err;
+    char **v = NULL;
+    int n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **nv = realloc(v, (size_t)cap * sizeof *v);
+            if (!nv)
+                goto oom;
+            v = nv;
+        }
+        if (!(v[n] = strdup(de->d_name)))
+            goto oom;
+        n++;
+    }
+    closedir(d);
+    if (n)
+        qsort(v, (size_t)n, sizeof *v, natcmp_q);
+    *names = v;
+    return n;
+oom:
+    closedir(d);
+    ncd_fs_list_free(v, n);
+    return NCD_ENOMEM;
+}
+
+void ncd_fs_list_free(char **names, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}

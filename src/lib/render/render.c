@@ -1,0 +1,197 @@
+/* SPDX-License-Identifier: MIT */
+#include "ncd/report.h"
+#include "ncd_version.h"
+
+#include <string.h>
+
+const char *ncd_version(void)
+{
+    return NCD_VERSION_STRING;
+}
+
+json_t *ncd_json_envelope(const char *host)
+{
+    return json_pack("{s:s, s:i, s:s, s:o}", "tool", "nccl-doctor",
+                     "schema_version", NCD_JSON_SCHEMA_VERSION, "version",
+                     ncd_version(), "host",
+                     host ? json_string(host) : json_null());
+}
+
+static json_t *str_or_null(const char *s)
+{
+    return s ? json_string(s) : json_null();
+}
+
+json_t *ncd_finding_to_json(const struct ncd_finding *f)
+{
+    json_t *ev = json_array();
+    json_t *env = json_object();
+    if (!ev || !env)
+        goto fail;
+    for (size_t i = 0; i < f->n_evidence; i++)
+        json_array_append_new(ev, json_string(f->evidence[i]));
+    for (size_t i = 0; i < f->n_env; i++)
+        json_object_set_new(env, f->env[i].name, str_or_null(f->env[i].value));
+    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", f->id,
+                     "category", ncd_category_name(f->category), "severity",
+                     ncd_severity_name(f->severity), "title", f->title,
+                     "evidence", ev, "cause", str_or_null(f->cause), "fix",
+                     str_or_null(f->fix), "env", env);
+fail:
+    json_decref(ev);
+    json_decref(env);
+    return NULL;
+}
+
+json_t *ncd_findings_to_json(const struct ncd_findings *list)
+{
+    json_t *a = json_array();
+    if (!a)
+        return NULL;
+    for (size_t i = 0; i < list->n; i++) {
+        json_t *o = ncd_finding_to_json(&list->v[i]);
+        if (!o || json_array_append_new(a, o) < 0) {
+            json_decref(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+json_t *ncd_findings_env_json(const struct ncd_findings *list,
+                              enum ncd_severity min_sev)
+{
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < list->n; i++) {
+        const struct ncd_finding *f = &list->v[i];
+        if (f->severity < min_sev)
+            continue;
+        for (size_t j = 0; j < f->n_env; j++)
+            if (!json_object_get(o, f->env[j].name))
+                json_object_set_new(o, f->env[j].name,
+                                    str_or_null(f->env[j].value));
+    }
+    return o;
+}
+
+const char *ncd_severity_mark(enum ncd_severity sev,
+                              const struct ncd_text_style *st)
+{
+    static const char *const uni[] = {"✓", "ℹ", "⚠", "✗"};
+    static const char *const asc[] = {"[ok]  ", "[info]", "[warn]", "[FAIL]"};
+    if ((int)sev < 0 || sev > NCD_SEV_ERROR)
+        return "?";
+    return st && st->unicode ? uni[sev] : asc[sev];
+}
+
+const char *ncd_severity_color(enum ncd_severity sev,
+                               const struct ncd_text_style *st)
+{
+    static const char *const col[] = {"\033[32m", "\033[36m", "\033[33m",
+                                      "\033[1;31m"};
+    if (!st || !st->color || (int)sev < 0 || sev > NCD_SEV_ERROR)
+        return "";
+    return col[sev];
+}
+
+const char *ncd_color_reset(const struct ncd_text_style *st)
+{
+    return st && st->color ? "\033[0m" : "";
+}
+
+void ncd_sb_shell_quote(struct ncd_strbuf *out, const char *value)
+{
+    /* Plain words need no quotes; keeps `export NCCL_IB_DISABLE=1` tidy. */
+    int plain = *value != '\0';
+    for (const char *p = value; *p && plain; p++)
+        plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                       "0123456789_-.,:/=@%+",
+                       *p) != NULL;
+    if (plain) {
+        ncd_sb_puts(out, value);
+        return;
+    }
+    ncd_sb_putc(out, '\'');
+    for (const char *p = value; *p; p++) {
+        if (*p == '\'')
+            ncd_sb_puts(out, "'\\''");
+        else
+            ncd_sb_putc(out, *p);
+    }
+    ncd_sb_putc(out, '\'');
+}
+
+static void put_wrapped(struct ncd_strbuf *out, const char *label,
+                        const char *text)
+{
+    /* Keep author line breaks; indent continuation lines under the text. */
+    ncd_sb_printf(out, "      %s ", label);
+    for (const char *p = text; *p; p++) {
+        ncd_sb_putc(out, *p);
+        if (*p == '\n' && p[1])
+            ncd_sb_printf(out, "      %*s ", (int)strlen(label), "");
+    }
+    ncd_sb_putc(out, '\n');
+}
+
+void ncd_render_finding_text(struct ncd_strbuf *out,
+                             const struct ncd_finding *f,
+                             const struct ncd_text_style *st)
+{
+    ncd_sb_printf(out, "  %s%s%s %s  [%s]\n",
+                  ncd_severity_color(f->severity, st),
+                  ncd_severity_mark(f->severity, st), ncd_color_reset(st),
+                  f->title, ncd_category_name(f->category));
+    size_t max_ev = st && st->verbose ? f->n_evidence : 8;
+    for (size_t i = 0; i < f->n_evidence && i < max_ev; i++)
+        ncd_sb_printf(out, "      | %s\n", f->evidence[i]);
+    if (f->n_evidence > max_ev)
+        ncd_sb_printf(out, "      | ... %zu more (use --verbose)\n",
+                      f->n_evidence - max_ev);
+    if (f->severity == NCD_SEV_OK && !(st && st->verbose))
+        return;
+    if (f->cause)
+        put_wrapped(out, "cause:", f->cause);
+    if (f->fix)
+        put_wrapped(out, "fix:  ", f->fix);
+    for (size_t i = 0; i < f->n_env; i++) {
+        if (f->env[i].value) {
+            ncd_sb_printf(out, "      env:   export %s=", f->env[i].name);
+            ncd_sb_shell_quote(out, f->env[i].value);
+            ncd_sb_putc(out, '\n');
+        } else {
+            ncd_sb_printf(out, "      env:   unset %s\n", f->env[i].name);
+        }
+    }
+}
+
+void ncd_render_findings_text(struct ncd_strbuf *out,
+                              const struct ncd_findings *list,
+                              const struct ncd_text_style *st)
+{
+    size_t shown = 0;
+    for (int sev = NCD_SEV_ERROR; sev >= NCD_SEV_OK; sev--) {
+        if (sev == NCD_SEV_OK && !(st && st->verbose))
+            break;
+        for (size_t i = 0; i < list->n; i++) {
+            if ((int)list->v[i].severity != sev)
+                continue;
+            ncd_render_finding_text(out, &list->v[i], st);
+            shown++;
+        }
+    }
+    if (!shown)
+        ncd_sb_puts(out, "  (no findings)\n");
+    size_t ne = ncd_findings_count(list, NCD_SEV_ERROR);
+    size_t nw = ncd_findings_count(list, NCD_SEV_WARNING);
+    size_t ni = ncd_findings_count(list, NCD_SEV_INFO);
+    size_t nok = ncd_findings_count(list, NCD_SEV_OK);
+    ncd_sb_printf(out, "\n%s%zu error%s, %zu warning%s%s, %zu info, %zu ok\n",
+                  ne ? ncd_severity_color(NCD_SEV_ERROR, st)
+                     : (nw ? ncd_severity_color(NCD_SEV_WARNING, st)
+                           : ncd_severity_color(NCD_SEV_OK, st)),
+                  ne, ne == 1 ? "" : "s", nw, nw == 1 ? "" : "s",
+                  ncd_color_reset(st), ni, nok);
+}

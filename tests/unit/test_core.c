@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: MIT */
+/* Core: error codes, env copy, strbuf, findings, sysroot reads. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ncd/ctx.h"
+#include "ncd/error.h"
+#include "ncd/finding.h"
+#include "ncd/fs.h"
+#include "ncd/report.h"
+#include "ncd/strbuf.h"
+
+static void test_error_codes(void **state)
+{
+    (void)state;
+    assert_int_equal(NCD_ENOMEM, -1);
+    assert_string_equal(ncd_err_name(NCD_ENOMEM), "NOMEM");
+    assert_string_equal(ncd_strerror(NCD_OK), "success");
+    assert_string_equal(ncd_strerror(-9999), "unknown error");
+    assert_string_equal(ncd_err_name(-9999), "UNKNOWN");
+    /* every code has a distinct name and message */
+    for (int a = 1; a <= 22; a++)
+        for (int b = a + 1; b <= 22; b++) {
+            assert_string_not_equal(ncd_err_name(-a), ncd_err_name(-b));
+            assert_string_not_equal(ncd_strerror(-a), ncd_strerror(-b));
+        }
+}
+
+static void test_env_copy(void **state)
+{
+    (void)state;
+    char *envp[] = {"A=1", "B=", "A=2", "=bad", "noequal", "NCCL_X=a=b", NULL};
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new("/", envp, &ctx), 0);
+    assert_string_equal(ncd_getenv(ctx, "A"), "1");
+    assert_string_equal(ncd_getenv(ctx, "B"), "");
+    assert_string_equal(ncd_getenv(ctx, "NCCL_X"), "a=b");
+    assert_null(ncd_getenv(ctx, "C"));
+    assert_int_equal(ncd_env_count(ctx), 3);
+    assert_int_equal(ncd_setenv(ctx, "A", "9", 0), 0);
+    assert_string_equal(ncd_getenv(ctx, "A"), "1");
+    assert_int_equal(ncd_setenv(ctx, "A", "9", 1), 0);
+    assert_string_equal(ncd_getenv(ctx, "A"), "9");
+    assert_int_equal(ncd_setenv(ctx, "A", NULL, 1), 0);
+    assert_null(ncd_getenv(ctx, "A"));
+    assert_int_equal(ncd_setenv(ctx, "X=Y", "1", 1), NCD_EINVAL);
+    assert_true(ncd_ctx_is_live(ctx));
+    /* first failure wins */
+    assert_int_equal(ncd_fail(ctx, NCD_EIO, "first %d", 1), NCD_EIO);
+    ncd_fail(ctx, NCD_ENOENT, "second");
+    assert_string_equal(ncd_ctx_errdetail(ctx), "first 1");
+    assert_int_equal(ncd_ctx_errcode(ctx), NCD_EIO);
+    ncd_ctx_clear_error(ctx);
+    assert_string_equal(ncd_ctx_errdetail(ctx), "");
+    ncd_ctx_free(ctx);
+    assert_int_equal(ncd_ctx_new("/nonexistent/dir", NULL, &ctx), NCD_ENOENT);
+}
+
+static void test_strbuf(void **state)
+{
+    (void)state;
+    struct ncd_strbuf sb = {0};
+    assert_string_equal(ncd_sb_str(&sb), "");
+    for (int i = 0; i < 1000; i++)
+        ncd_sb_printf(&sb, "%d,", i);
+    assert_int_equal(sb.len, strlen(sb.buf));
+    assert_memory_equal(sb.buf, "0,1,2,", 6);
+    char big[600];
+    memset(big, 'x', sizeof big - 1);
+    big[sizeof big - 1] = 0;
+    ncd_sb_reset(&sb);
+    ncd_sb_printf(&sb, "%s|", big);
+    assert_int_equal(sb.len, 600);
+    char *s = ncd_sb_detach(&sb);
+    assert_int_equal(strlen(s), 600);
+    free(s);
+    ncd_sb_shell_quote(&sb, "it's");
+    ncd_sb_putc(&sb, ' ');
+    ncd_sb_shell_quote(&sb, "eth0");
+    ncd_sb_putc(&sb, ' ');
+    ncd_sb_shell_quote(&sb, "^docker,lo");
+    assert_string_equal(ncd_sb_str(&sb), "'it'\\''s' eth0 '^docker,lo'");
+    ncd_sb_release(&sb);
+}
+
+static void test_findings(void **state)
+{
+    (void)state;
+    struct ncd_findings l = {0};
+    struct ncd_finding *f =
+        ncd_findings_add(&l, "a.one", NCD_CAT_NET_IFNAME, NCD_SEV_WARNING,
+                         "warn %d", 1);
+    assert_non_null(f);
+    ncd_finding_env(f, "NCCL_SOCKET_IFNAME", "eth0");
+    ncd_finding_env(f, "NCCL_SOCKET_IFNAME", "=eth0");
+    ncd_finding_env(f, "NCCL_TIMEOUT", NULL);
+    assert_int_equal(f->n_env, 2);
+    f = ncd_findings_add(&l, "b.two", NCD_CAT_SYS_SHM, NCD_SEV_ERROR, "err");
+    ncd_finding_evidence(f, "line %s", "x");
+    ncd_findings_add(&l, "c.three", NCD_CAT_SYS_SHM, NCD_SEV_ERROR, "err2");
+    ncd_findings_sort(&l);
+    assert_string_equal(l.v[0].id, "b.two");
+    assert_string_equal(l.v[1].id, "c.three");
+    assert_string_equal(l.v[2].id, "a.one");
+    assert_int_equal(ncd_findings_worst(&l), NCD_SEV_ERROR);
+    json_t *j = ncd_findings_to_json(&l);
+    assert_non_null(j);
+    json_t *e = json_object_get(json_array_get(j, 2), "env");
+    assert_string_equal(
+        json_string_value(json_object_get(e, "NCCL_SOCKET_IFNAME")), "=eth0");
+    assert_true(json_is_null(json_object_get(e, "NCCL_TIMEOUT")));
+    assert_string_equal(json_string_value(json_object_get(
+                            json_array_get(j, 0), "category")),
+                        "sys.shm");
+    json_decref(j);
+    assert_int_equal(ncd_category_parse("net.iface-choice"),
+                     NCD_CAT_NET_IFACE_CHOICE);
+    assert_int_equal(ncd_category_parse("net.bogus"), -1);
+    for (int c = 0; c < NCD_CAT__COUNT; c++)
+        assert_int_equal(ncd_category_parse(ncd_category_name(c)), c);
+    ncd_findings_release(&l);
+}
+
+static void test_sysroot(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ncd-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char cmd[512];
+    snprintf(cmd, sizeof cmd,
+             "set -e; cd %s; mkdir -p sys/devices/pci0000:00/0000:00:03.0/net/eth0 "
+             "sys/class/net; "
+             "ln -s ../../devices/pci0000:00/0000:00:03.0/net/eth0 sys/class/net/eth0; "
+             "ln -s ../../../0000:00:03.0 sys/devices/pci0000:00/0000:00:03.0/net/eth0/device; "
+             "echo 1500 > sys/class/net/eth0/mtu; echo 0x1003 > sys/class/net/eth0/flags; "
+             "echo garbage > sys/class/net/eth0/speed; ln -s /etc/escape sys/abs; "
+             "mkdir -p etc; echo inside > etc/escape; touch sys/class/net/eth10 sys/class/net/eth2",
+             dir);
+    assert_int_equal(system(cmd), 0);
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(dir, NULL, &ctx), 0);
+    assert_false(ncd_ctx_is_live(ctx));
+    long long v;
+    assert_int_equal(ncd_fs_read_ll(ctx, "/sys/class/net/eth0/mtu", &v), 0);
+    assert_int_equal(v, 1500);
+    assert_int_equal(ncd_fs_read_ll(ctx, "/sys/class/net/eth0/flags", &v), 0);
+    assert_int_equal(v, 0x1003);
+    assert_int_equal(ncd_fs_read_ll(ctx, "/sys/class/net/eth0/speed", &v),
+                     NCD_EPARSE);
+    assert_int_equal(ncd_fs_read_ll(ctx, "/sys/class/net/eth9/mtu", &v),
+                     NCD_ENOENT);
+    char rp[4096];
+    assert_int_equal(ncd_fs_realpath(ctx, "/sys/class/net/eth0/device", rp,
+                                     sizeof rp), 0);
+    assert_string_equal(rp, "/sys/devices/pci0000:00/0000:00:03.0");
+    char s[64];
+    /* an absolute link stays inside the sysroot */
+    assert_int_equal(ncd_fs_read_str(ctx, "/sys/abs", s, sizeof s), 0);
+    assert_string_equal(s, "inside");
+    char **names;
+    int n = ncd_fs_list(ctx, "/sys/class/net", &names);
+    assert_int_equal(n, 3);
+    assert_string_equal(names[0], "eth0");
+    assert_string_equal(names[1], "eth2");
+    assert_string_equal(names[2], "eth10");
+    ncd_fs_list_free(names, n);
+    assert_true(ncd_fs_exists(ctx, "/sys/class/net/eth0/mtu"));
+    assert_false(ncd_fs_exists(ctx, "/sys/class/net/eth0/nope"));
+    ncd_ctx_free(ctx);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_codes), cmocka_unit_test(test_env_copy),
+        cmocka_unit_test(test_strbuf),      cmocka_unit_test(test_findings),
+        cmocka_unit_test(test_sysroot),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
