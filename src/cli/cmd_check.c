@@ -10,27 +10,6 @@
 
 enum { OPT_NCCL_VERSION = CLI_OPT__NEXT };
 
-/* The recommended environment: the interface recommendation first, then
- * the env suggestions of warning/error findings. */
-static json_t *recommended_env(json_t *facts, const struct ncd_findings *l)
-{
-    json_t *env = json_object();
-    json_t *net = json_object_get(json_object_get(facts, "network"),
-                                  "recommended_env");
-    if (net)
-        json_object_update(env, net);
-    json_t *more = ncd_findings_env_json(l, NCD_SEV_WARNING);
-    const char *k;
-    json_t *v;
-    json_object_foreach(more, k, v)
-    {
-        if (!json_object_get(env, k))
-            json_object_set(env, k, v);
-    }
-    json_decref(more);
-    return env;
-}
-
 static void render_text(struct ncd_strbuf *sb, const char *host,
                         struct ncd_ctx *ctx, const struct ncd_check_opts *o,
                         const struct ncd_findings *l, json_t *facts,
@@ -154,7 +133,7 @@ int ncd_cmd_check(int argc, char **argv)
         goto out;
     }
     const char *host = cli_hostname(ctx);
-    json_t *env = recommended_env(facts, &l);
+    json_t *env = ncd_recommended_env(facts, &l);
     if (c.json) {
         json_t *j = ncd_json_envelope(host);
         if (j) {
