@@ -60,8 +60,9 @@ enum ncd_if_kind {
  *  "virtual"; static. */
 const char *ncd_netif_kind_name(enum ncd_if_kind k);
 
-/** 1 for kinds that are never a good NCCL data path between hosts
- *  (container bridges, veth, tunnels, loopback, wireless, virtual). */
+/** 1 for software kinds that are never a good NCCL data path between
+ *  hosts (container bridges, veth, tunnels, loopback, other virtual).
+ *  Wireless is physical (but slow): 0. */
 int ncd_netif_kind_is_virtual(enum ncd_if_kind k);
 
 /** One address of an interface. */

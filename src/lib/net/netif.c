@@ -45,6 +45,7 @@ int ncd_netif_kind_is_virtual(enum ncd_if_kind k)
     case NCD_IFK_BOND:
     case NCD_IFK_VLAN:
     case NCD_IFK_BRIDGE:
+    case NCD_IFK_WIRELESS:
     case NCD_IFK_UNKNOWN:
         return 0;
     default:

@@ -88,11 +88,10 @@ static int tier_of(const struct ncd_netif *ni)
     if (ni->kind == NCD_IFK_LOOPBACK)
         return 5;
     if (ncd_ifname_is_plumbing(ni->name) ||
-        ncd_netif_kind_is_virtual(ni->kind)) {
-        if (ni->kind == NCD_IFK_WIRELESS)
-            return 2;
+        ncd_netif_kind_is_virtual(ni->kind))
         return 4;
-    }
+    if (ni->kind == NCD_IFK_WIRELESS)
+        return 2;
     if (ni->kind == NCD_IFK_IPOIB)
         return 0;
     if (ni->kind == NCD_IFK_UNKNOWN)
