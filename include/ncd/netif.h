@@ -120,6 +120,8 @@ struct ncd_netif_list {
     size_t n_ifa;
     int ifa_known; /**< 0 when no address list could be read (recorded
                         sysroot without /.ncd/ifaddrs) */
+    char ifa_error[256]; /**< why the address list is unknown, "" if it is
+                              known or simply absent */
 };
 
 /**

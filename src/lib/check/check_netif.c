@@ -338,6 +338,18 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                                       : "Bring up a network interface with "
                                         "a routable address.");
         fix_use(f, rec);
+    } else if (!(boot->flags & IFF_RUNNING)) {
+        ok = 0;
+        ADD("net.iface-choice.down", NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
+            "NCCL %s would bootstrap on %s, which has no carrier", ver,
+            boot->name);
+        evidence_iface(f, boot);
+        ncd_finding_cause(f, "NCCL before 2.28 does not check IFF_RUNNING: a "
+                             "down interface that keeps its address is taken "
+                             "and connections time out.");
+        ncd_finding_fix(f, "Bring the link up, or set NCCL_SOCKET_IFNAME%s%s.",
+                        best ? " to " : "", best ? best->name : "");
+        fix_use(f, rec);
     } else if (ncd_ifname_is_plumbing(boot->name) ||
                ncd_netif_kind_is_virtual(boot->kind)) {
         int only = best == boot || !best;
@@ -371,18 +383,6 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                             best->name);
             fix_use(f, rec);
         }
-    } else if (!(boot->flags & IFF_RUNNING)) {
-        ok = 0;
-        ADD("net.iface-choice.down", NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
-            "NCCL %s would bootstrap on %s, which has no carrier", ver,
-            boot->name);
-        evidence_iface(f, boot);
-        ncd_finding_cause(f, "NCCL before 2.28 does not check IFF_RUNNING: a "
-                             "down interface that keeps its address is taken "
-                             "and connections time out.");
-        ncd_finding_fix(f, "Bring the link up, or set NCCL_SOCKET_IFNAME%s%s.",
-                        best ? " to " : "", best ? best->name : "");
-        fix_use(f, rec);
     } else {
         int ll_only = 1;
         for (size_t i = 0; i < boot->n_addrs; i++)
@@ -561,9 +561,12 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                                    "this capture; NCCL's choice cannot be "
                                    "predicted")))
             rc = NCD_ENOMEM;
-        else
+        else {
+            if (nl.ifa_error[0])
+                ncd_finding_evidence(f, "%s", nl.ifa_error);
             ncd_finding_fix(f, "Capture with `nccl-doctor gather`, which "
                                "records /.ncd/ifaddrs.");
+        }
         goto done;
     }
     if (!rec.best) {

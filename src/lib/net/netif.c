@@ -641,6 +641,12 @@ int ncd_netif_probe(struct ncd_ctx *ctx, struct ncd_netif_list *out)
         ncd_netif_list_release(out);
         return rc;
     }
+    if (rc < 0) {
+        snprintf(out->ifa_error, sizeof out->ifa_error, "%s",
+                 *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                         : ncd_strerror(rc));
+        ncd_ctx_clear_error(ctx);
+    }
     /* Live link flags from netlink are authoritative. */
     for (size_t i = 0; i < n_pkt; i++) {
         struct ncd_netif *ni = ncd_netif_find(out, pkt_names[i]);
