@@ -104,7 +104,7 @@ extern "C" {
  *   "address","prefix","scope","link_local"}],"speed_mbps"(null when
  *   unknown),"rx_bytes","tx_bytes","rx_packets","tx_packets","pci","numa_node",
  *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
- *  "recommended":NAME|null,"recommended_env":{...},
+ *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
  *  "nccl":{"version","version_source","bootstrap":NAME|null,
  *          "bootstrap_address","socket":[NAMES],"pass"}}
  * New reference; NULL on allocation failure.

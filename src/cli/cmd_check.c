@@ -16,11 +16,12 @@ static void render_text(struct ncd_strbuf *sb, const char *host,
                         json_t *env, const struct ncd_text_style *st)
 {
     char vb[16];
-    ncd_sb_printf(sb, "nccl-doctor %s: check of %s%s%s\n", ncd_version(),
-                  host, ncd_ctx_is_live(ctx) ? "" : " (capture ",
-                  ncd_ctx_is_live(ctx) ? "" : ncd_ctx_sysroot(ctx));
-    if (!ncd_ctx_is_live(ctx))
-        ncd_sb_puts(sb, ")\n");
+    if (ncd_ctx_is_live(ctx))
+        ncd_sb_printf(sb, "nccl-doctor %s: check of %s\n", ncd_version(),
+                      host);
+    else
+        ncd_sb_printf(sb, "nccl-doctor %s: check of %s (capture %s)\n",
+                      ncd_version(), host, ncd_ctx_sysroot(ctx));
     ncd_sb_printf(sb, "NCCL behaviour predicted: %s (%s)\n\n",
                   ncd_nccl_version_str(o->nccl_version ? o->nccl_version
                                                        : NCD_NCCL_NEWEST,

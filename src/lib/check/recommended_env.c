@@ -18,11 +18,18 @@ json_t *ncd_recommended_env(json_t *facts, const struct ncd_findings *l)
                                   "recommended_env");
     if (net)
         json_object_update(env, net);
+    /* A usable RDMA port is a decision too: never carry a suggestion to
+     * disable IB (e.g. the intent behind NCCL_IB_DISABLE=true) into the
+     * node's recommendation. */
+    json_int_t rdma = json_integer_value(json_object_get(
+        json_object_get(facts, "network"), "rdma_active_ports"));
     json_t *more = ncd_findings_env_json(l, NCD_SEV_WARNING);
     const char *k;
     json_t *v;
     json_object_foreach(more, k, v)
     {
+        if (rdma > 0 && strcmp(k, "NCCL_IB_DISABLE") == 0)
+            continue;
         if (!json_object_get(env, k))
             json_object_set(env, k, v);
     }
