@@ -123,5 +123,6 @@ int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
+int ncd_cmd_perf(int argc, char **argv);
 
 #endif

@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file perf.h
+ * @brief nccl-tests compatible collective benchmarks (`nccl-doctor perf`).
+ *
+ * Four layers, each usable on its own:
+ *
+ *  1. The collective table: names, datatypes, reduction ops, the count and
+ *     byte derivation of every nccl-tests binary and its bus-bandwidth
+ *     factor (NVIDIA/nccl-tests v2.19.6 src/<coll>.cu *GetCollByteCount and
+ *     *GetBw; doc/PERFORMANCE.md), the size sweep (src/common.cu), and the
+ *     deterministic data pattern plus its checker.
+ *  2. The formatter: preamble, device lines, table header, rows, footer and
+ *     the -J JSON document as pure functions of the results, byte for byte
+ *     the format strings of nccl-tests src/util.cu (v2.19.6).
+ *  3. The process group and rank-to-rank connection layer
+ *     (struct ncd_pg, struct ncd_peerset): rendezvous of N processes
+ *     through a TCP root (NCCL-unique-id style) or MPI, small allgathers
+ *     and barriers, and a validated full mesh of TCP connections between
+ *     ranks.  `probe` and `tune` build on it.
+ *  4. The benchmark runner and its two backends: `socket` (host buffers,
+ *     TCP between ranks, ring and direct algorithms) and `nccl`
+ *     (libnccl.so.2 and libcudart.so through dlopen).
+ *
+ * Units everywhere: sizes in bytes, counts in elements, times in
+ * microseconds (µs) unless a name says _s (seconds) or _ms, bandwidths in
+ * GB/s with 1 GB = 1e9 bytes.  The library never prints and never exits;
+ * text is returned in strbufs and rows are handed to a callback.
+ */
+#ifndef NCD_PERF_H
+#define NCD_PERF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "ncd/strbuf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------ */
+/* 1. Collectives, datatypes, ops                                      */
+/* ------------------------------------------------------------------ */
+
+/** The collectives of nccl-tests (one binary each, `<name>_perf`). */
+enum ncd_perf_coll {
+    NCD_COLL_ALL_REDUCE,
+    NCD_COLL_ALL_GATHER,
+    NCD_COLL_REDUCE_SCATTER,
+    NCD_COLL_BROADCAST,
+    NCD_COLL_REDUCE,
+    NCD_COLL_ALLTOALL,
+    NCD_COLL_SENDRECV,
+    NCD_COLL_GATHER,
+    NCD_COLL_SCATTER,
+    NCD_COLL_HYPERCUBE,
+    NCD_COLL__COUNT
+};
+
+/** Datatypes; the numbers are ncclDataType_t's (NCCL src/nccl.h.in). */
+enum ncd_perf_dtype {
+    NCD_DT_INT8 = 0,
+    NCD_DT_UINT8 = 1,
+    NCD_DT_INT32 = 2,
+    NCD_DT_UINT32 = 3,
+    NCD_DT_INT64 = 4,
+    NCD_DT_UINT64 = 5,
+    NCD_DT_HALF = 6,
+    NCD_DT_FLOAT = 7,
+    NCD_DT_DOUBLE = 8,
+    NCD_DT_BFLOAT16 = 9,
+    NCD_DT_F8E4M3 = 10,
+    NCD_DT_F8E5M2 = 11,
+    NCD_DT__COUNT
+};
+
+/**
+ * Reduction ops; SUM..AVG are ncclRedOp_t's numbers.  MULSUM is nccl-tests'
+ * "mulsum" (ncclRedOpCreatePreMulSum): every input is multiplied by a
+ * scalar before the sum; nccl-doctor uses the scalar NCD_PERF_MULSUM_SCALAR.
+ */
+enum ncd_perf_op {
+    NCD_OP_SUM = 0,
+    NCD_OP_PROD = 1,
+    NCD_OP_MAX = 2,
+    NCD_OP_MIN = 3,
+    NCD_OP_AVG = 4,
+    NCD_OP_MULSUM = 5,
+    NCD_OP__COUNT
+};
+
+/** Scalar of the mulsum op (a power of two, so results stay exact). */
+#define NCD_PERF_MULSUM_SCALAR 2
+
+/** "all_reduce" ... (static string); NULL for an unknown value. */
+const char *ncd_perf_coll_name(enum ncd_perf_coll c);
+
+/**
+ * Parses a collective name: "all_reduce", "allreduce", "all_reduce_perf"
+ * (a path is allowed: the basename is used), case-insensitive.
+ * @return the collective, or -1 when unknown.
+ */
+int ncd_perf_coll_from_name(const char *s);
+
+/** nccl-tests' type name ("float", "bfloat16"...), static; NULL if unknown. */
+const char *ncd_perf_dtype_name(enum ncd_perf_dtype t);
+/** Element size in bytes (0 for an unknown type). */
+size_t ncd_perf_dtype_size(enum ncd_perf_dtype t);
+/** Parses a type name as nccl-tests does (also "fp16", "fp32"...); -1. */
+int ncd_perf_dtype_from_name(const char *s);
+/** 1 for half, float, double, bfloat16 and the fp8 types. */
+int ncd_perf_dtype_is_float(enum ncd_perf_dtype t);
+
+/** nccl-tests' op name ("sum", "mulsum"...), static; NULL if unknown. */
+const char *ncd_perf_op_name(enum ncd_perf_op o);
+/** Parses an op name; -1 when unknown. */
+int ncd_perf_op_from_name(const char *s);
+
+/** 1 when the collective takes a reduction op (redop column = op name). */
+int ncd_perf_coll_has_op(enum ncd_perf_coll c);
+/** 1 when the collective has a root (broadcast, reduce, gather, scatter). */
+int ncd_perf_coll_has_root(enum ncd_perf_coll c);
+/**
+ * The text of the redop column: the op name for reductions and sendrecv,
+ * "none" for all_gather/broadcast/alltoall/gather/scatter, "" for
+ * hypercube (nccl-tests src/<coll>.cu).  Static string.
+ */
+const char *ncd_perf_redop_label(enum ncd_perf_coll c, enum ncd_perf_op o);
+
+/** Element counts and offsets of one size of one collective (per rank). */
+struct ncd_perf_counts {
+    size_t sendcount;        /**< elements in each rank's send buffer */
+    size_t recvcount;        /**< elements in each rank's recv buffer */
+    size_t paramcount;       /**< the count passed to NCCL: `count` column */
+    size_t send_inplace_off; /**< in-place: sendbuf = recvbuf + this (elements) */
+    size_t recv_inplace_off; /**< in-place: recvbuf = sendbuf + this (elements) */
+    size_t bytes;            /**< `size` column: max(send, recv) * esize */
+};
+
+/**
+ * Derives counts for `bytes` of `esize`-byte elements on `nranks` ranks
+ * (nccl-tests src/<coll>.cu GetCollByteCount, v2.19.6).  With c = bytes /
+ * esize and base = (c / nranks) & ~(16 / esize - 1): all_reduce, broadcast,
+ * reduce, sendrecv use c; the others use base per rank.  `rank` sets the
+ * in-place offsets of all_gather, gather, hypercube (send side) and
+ * reduce_scatter, scatter (recv side).
+ */
+void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
+                     int nranks, int rank, struct ncd_perf_counts *out);
+
+/**
+ * Bus-bandwidth factor (doc/PERFORMANCE.md; src/<coll>.cu GetBw):
+ * all_reduce 2(n-1)/n; reduce_scatter, all_gather, alltoall, gather,
+ * scatter (n-1)/n; broadcast, reduce, sendrecv, hypercube 1.
+ */
+double ncd_perf_busbw_factor(enum ncd_perf_coll c, int nranks);
+
+/**
+ * algbw and busbw in GB/s for `sec` seconds per op.  algbw = bytes / sec,
+ * except hypercube: paramcount * esize * (n-1) / sec.
+ */
+void ncd_perf_bw(enum ncd_perf_coll c, const struct ncd_perf_counts *k,
+                 size_t esize, int nranks, double sec, double *algbw,
+                 double *busbw);
+
+/**
+ * The size sweep of nccl-tests: min, then *factor (factor > 1) or +step,
+ * while <= max.  Writes at most `cap` sizes to `out` (may be NULL to
+ * count).  @return the number of sizes in the sweep; 0 when step is 0 and
+ * factor <= 1 (an endless sweep) or min > max.
+ */
+size_t ncd_perf_sweep(size_t minb, size_t maxb, size_t step, size_t factor,
+                      size_t *out, size_t cap);
+
+/**
+ * Parses a size as nccl-tests' parsesize(): a decimal number with an
+ * optional K, M or G suffix (binary: 1024, case-insensitive), fractions
+ * allowed ("0.5G").  @return 0, or NCD_EINVAL for garbage / negative.
+ */
+int ncd_perf_parse_size(const char *s, size_t *out);
+
+/* Data pattern ------------------------------------------------------ */
+
+/**
+ * Fills `count` elements at `buf` with rank `rank`'s input for elements
+ * [first, first+count) of its send buffer, repetition `seed`.  Values are
+ * a hash of (seed, rank, index) chosen so every reduction is exact in any
+ * order: integers wrap, floats are small integers (sum, min, max, avg) or
+ * ±1/±2/±0.5 (prod).  `buf` may be unaligned for the type.
+ */
+void ncd_perf_fill(enum ncd_perf_dtype t, enum ncd_perf_op op, void *buf,
+                   size_t first, size_t count, int rank, uint32_t seed);
+
+/** Checking state for one rank's result buffer. */
+struct ncd_perf_check {
+    enum ncd_perf_coll coll;
+    enum ncd_perf_dtype dtype;
+    enum ncd_perf_op op;
+    int nranks, rank, root;
+    uint32_t seed;
+    struct ncd_perf_counts k;
+};
+
+/**
+ * Counts the wrong elements of rank `chk->rank`'s recv buffer after the
+ * collective described by `chk` (every element expected by nccl-tests'
+ * semantics; reduce checks only the root, gather only the root).
+ * Tolerance 0, except 2 ULP for floating-point avg.
+ * @return the number of wrong elements.
+ */
+int64_t ncd_perf_check(const struct ncd_perf_check *chk, const void *recvbuf);
+
+/* Element-wise kernels used by the socket backend (vectorised). */
+
+/**
+ * dst[i] = f(a[i]) OP f(b[i]) for n elements, where f multiplies by the
+ * mulsum scalar when `scale_a` / `scale_b` is set and op is MULSUM (MULSUM
+ * then sums).  AVG sums.  dst may equal a or b.
+ */
+void ncd_perf_reduce(enum ncd_perf_dtype t, enum ncd_perf_op op, void *dst,
+                     const void *a, const void *b, size_t n, int scale_a,
+                     int scale_b);
+/**
+ * Final step of a reduction on n elements: AVG divides by `nranks`;
+ * MULSUM with `scale` multiplies by the scalar (used when one rank's input
+ * is the whole result); other ops copy.  dst may equal src.
+ */
+void ncd_perf_reduce_finish(enum ncd_perf_dtype t, enum ncd_perf_op op,
+                            void *dst, const void *src, size_t n, int nranks,
+                            int scale);
+
+/* ------------------------------------------------------------------ */
+/* 2. Options, results and the nccl-tests formatter                    */
+/* ------------------------------------------------------------------ */
+
+/** nccl-tests' options (src/common.cu, defaults as there). */
+struct ncd_perf_opts {
+    enum ncd_perf_coll coll;
+    const char *prog;      /**< "all_reduce_perf" */
+    int nthreads;          /**< -t (1) */
+    int ngpus;             /**< -g (1) */
+    size_t minbytes;       /**< -b (32M) */
+    size_t maxbytes;       /**< -e (32M) */
+    size_t stepbytes;      /**< -i (1M) */
+    size_t stepfactor;     /**< -f (1) */
+    int iters;             /**< -n (20) */
+    int agg_iters;         /**< -m (1) */
+    int warmup_iters;      /**< -w (1) */
+    int run_cycles;        /**< -N (1), 0 = forever */
+    int parallel_init;     /**< -p (0) */
+    int check;             /**< -c (1) */
+    int op;                /**< -o: enum ncd_perf_op, or -1 = all */
+    int dtype;             /**< -d: enum ncd_perf_dtype, or -1 = all */
+    int root;              /**< -r (0), -1 = every root */
+    int blocking;          /**< -z (0) */
+    int stream_null;       /**< -y (0) */
+    int timeout_s;         /**< -T (0 = off) */
+    int cudagraph;         /**< -G (0) */
+    int report_cputime;    /**< -C (0) */
+    int report_timestamps; /**< -S (0) */
+    int average;           /**< -a (1): 0 rank 0, 1 avg, 2 min, 3 max */
+    int local_register;    /**< -R (0) */
+    int memory_report;     /**< -M (0) */
+    int unalign;           /**< -u (0) elements */
+    const char *json_path; /**< -J, NULL = none */
+    double min_bw;         /**< NCCL_TESTS_MIN_BW in GB/s, < 0 = unset */
+};
+
+/** Fills `o` with nccl-tests' defaults. */
+void ncd_perf_opts_default(struct ncd_perf_opts *o);
+
+/** One side (out-of-place or in-place) of a table row. */
+struct ncd_perf_cell {
+    double time_us; /**< time (or CPU time with -C) per op, µs */
+    double algbw;   /**< GB/s */
+    double busbw;   /**< GB/s */
+    int64_t wrong;  /**< wrong elements summed over ranks; -1 = N/A */
+};
+
+/** One row of the table. */
+struct ncd_perf_row {
+    size_t bytes;       /**< size column */
+    size_t count;       /**< count column */
+    const char *type;   /**< type name */
+    const char *redop;  /**< redop column text */
+    int root;           /**< root column */
+    struct ncd_perf_cell oop, ip;
+    char timestamp[32]; /**< -S: "%Y-%m-%d %H:%M:%S" */
+};
+
+/** One device line ("#  Rank ..."). */
+struct ncd_perf_device {
+    int rank, group, pid;
+    char host[64];  /**< host name cut at the first '.' */
+    int device;     /**< CUDA ordinal (socket: local rank index) */
+    char busid[32]; /**< "0000:1b:00" */
+    char name[128]; /**< device name */
+};
+
+/**
+ * Formats a number as nccl-tests' getFloatStr(): the first of %.2f, %.1f,
+ * %.0f that fits in `width` characters, else %.1e (width >= 7) or %.0e,
+ * right-aligned.  `out` must hold width + 1 bytes.
+ */
+void ncd_perf_fmt_num(double v, int width, char *out);
+
+/**
+ * Appends the preamble: version line, "Collective test starting", the
+ * nThread line, optional Blocking/Parallel lines, "#", "# Using devices"
+ * and one line per device.  `nccl_version` is NCCL's version code
+ * (23007), 0 on the socket backend.
+ */
+void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
+                           const struct ncd_perf_opts *o, int nccl_version,
+                           const struct ncd_perf_device *devs, int ndevs);
+
+/** Appends "#" and the three table header lines (trailing spaces kept). */
+void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o);
+
+/** Appends one table row with its newline. */
+void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                      const struct ncd_perf_row *r);
+
+/**
+ * Appends the footer: "Out of bounds values", "Avg bus bandwidth" (with
+ * OK/FAILED when o->min_bw >= 0: FAILED below 0.9 x min_bw), "#",
+ * "Collective test concluded", "#", then "# error: <error>" or an empty
+ * line.  `oob` counts failing (thread x row side) instances.
+ */
+void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                         int oob, double avg_busbw, const char *error);
+
+/**
+ * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
+ * _new, add rows, finish.  Booleans are the strings "true"/"false" and NaN
+ * is "nan" as in nccl-tests.  Caller frees with json_decref().
+ * @param argv,envp  NULL-terminated; copied.
+ * @return NULL when out of memory.
+ */
+json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
+                          char *const *envp, int nccl_version,
+                          const struct ncd_perf_device *devs, int ndevs,
+                          const char *start_time);
+/** Appends a row to "results".  @return 0 or NCD_ENOMEM. */
+int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
+                          const struct ncd_perf_row *r, const char *name);
+/** Adds out_of_bounds, average_bus_bandwidth, errors, end_time. */
+int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
+                         double avg_busbw, const char *error,
+                         const char *end_time);
+
+/* ------------------------------------------------------------------ */
+/* 3. Process group and rank-to-rank connections                       */
+/* ------------------------------------------------------------------ */
+
+struct ncd_ctx;
+
+/**
+ * A process group: `nprocs` processes that can allgather small blobs.
+ * Made by ncd_pg_tcp_root(), ncd_pg_tcp_join() or ncd_pg_mpi().  Not
+ * thread-safe: one thread per process calls it.
+ */
+struct ncd_pg;
+
+/**
+ * Rendezvous parameters for the TCP root ("NCCL unique id" style: proc 0
+ * listens, the others connect).
+ */
+struct ncd_pg_params {
+    int nprocs;          /**< processes in the job */
+    int proc;            /**< this process, 0..nprocs-1 */
+    const char *host;    /**< root address (IPv4/IPv6 literal or name) */
+    int port;            /**< root port */
+    int listen_fd;       /**< proc 0: an already bound+listening socket to
+                              use (from `-np`), or -1 to bind host:port */
+    uint64_t token;      /**< job token every process must present; 0 = proc
+                              0 draws one and hands it to the others */
+    int timeout_ms;      /**< for the whole rendezvous and each allgather */
+};
+
+/**
+ * Creates a TCP process group.  Proc 0 accepts the others (connections
+ * presenting a wrong magic, token, size or a duplicate proc index are
+ * closed and do not count); the others connect with retries until the
+ * timeout.  @return 0, or NCD_ETIMEOUT / NCD_ECONNREFUSED / NCD_EPROTO /
+ * NCD_ESYS with the detail in ctx; on success *out (free with
+ * ncd_pg_free()).
+ */
+int ncd_pg_tcp(struct ncd_ctx *ctx, const struct ncd_pg_params *p,
+               struct ncd_pg **out);
+
+/**
+ * A process group over MPI_COMM_WORLD (initialises MPI with
+ * MPI_THREAD_FUNNELED if needed).  NCD_EUNSUPPORTED when built without
+ * -DNCD_WITH_MPI=ON.
+ */
+int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
+               struct ncd_pg **out);
+
+/** A one-process group (no communication). */
+int ncd_pg_single(struct ncd_pg **out);
+
+int ncd_pg_nprocs(const struct ncd_pg *pg);
+int ncd_pg_proc(const struct ncd_pg *pg);
+/** The job token agreed at rendezvous. */
+uint64_t ncd_pg_token(const struct ncd_pg *pg);
+/**
+ * The local IP address of the connection to the root ("" for proc 0, MPI
+ * and single groups): the address peers can reach this process on.
+ */
+const char *ncd_pg_local_addr(const struct ncd_pg *pg);
+
+/**
+ * Allgather: every process contributes `len` bytes (the same len on every
+ * process, at most 1 MiB); `all` receives nprocs * len bytes in proc order.
+ * @return 0, or NCD_EPEER (a process died: detail names it), NCD_ETIMEOUT,
+ * NCD_EPROTO (lengths disagree).
+ */
+int ncd_pg_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg, const void *mine,
+                     size_t len, void *all);
+
+/**
+ * This process's index among the group's processes on the same node (MPI:
+ * MPI_Comm_split_type SHARED), or -1 when the group cannot tell.
+ */
+int ncd_pg_local_index(struct ncd_pg *pg);
+
+/**
+ * Splits "host:port" or "[v6addr]:port" (port 1..65535).
+ * @return 0, or NCD_EINVAL.
+ */
+int ncd_perf_split_hostport(const char *s, char *host, size_t hostlen,
+                            int *port);
+
+/** Barrier over the group (an allgather of one byte). */
+int ncd_pg_barrier(struct ncd_ctx *ctx, struct ncd_pg *pg);
+
+/** Closes connections (MPI: finalises). NULL allowed. */
+void ncd_pg_free(struct ncd_pg *pg);
+
+/** What every rank publishes at rendezvous. */
+struct ncd_rank_info {
+    int32_t rank;
+    int32_t pid;
+    char host[64];  /**< gethostname(), cut at the first '.' */
+    char ifname[16]; /**< interface the data sockets listen on */
+    char addr[64];  /**< numeric address of the listener */
+    int32_t port;   /**< listener port */
+};
+
+/**
+ * A rank's full mesh of TCP connections: `nsocks` sockets to every peer.
+ * Every accepted connection is validated (magic, job token, destination
+ * rank, source rank in range, socket index, no duplicate) before it is
+ * used; stray connections are closed.
+ */
+struct ncd_peerset;
+
+/**
+ * Creates a listening socket on `addr` (numeric, "" = any) with an
+ * ephemeral port and fills info->addr/port/ifname/host/pid.
+ * @return the listening fd, or a negative NCD_E* code.
+ */
+int ncd_peer_listen(struct ncd_ctx *ctx, const char *addr, const char *ifname,
+                    int rank, struct ncd_rank_info *info);
+
+/**
+ * Connects rank `rank` to every other rank of `infos[nranks]`: the lower
+ * rank of each pair connects (nsocks sockets), the higher accepts on
+ * `listen_fd` (which this call closes).  Each step has `timeout_ms`.
+ * @return 0 and *out (free with ncd_peerset_free()), or NCD_ETIMEOUT /
+ * NCD_ECONNREFUSED / NCD_EPROTO with a detail naming the peer's rank,
+ * host and address.
+ */
+int ncd_peerset_connect(struct ncd_ctx *ctx, int listen_fd, int rank,
+                        int nranks, const struct ncd_rank_info *infos,
+                        int nsocks, uint64_t token, int timeout_ms,
+                        struct ncd_peerset **out);
+
+/** The fd of socket `s` (0..nsocks-1) to `peer`; -1 for self. */
+int ncd_peerset_fd(const struct ncd_peerset *ps, int peer, int s);
+/** Sockets per peer. */
+int ncd_peerset_nsocks(const struct ncd_peerset *ps);
+/** Peer description "rank 3 (host node2, 10.0.0.2:41234)"; static per ps. */
+const char *ncd_peerset_describe(const struct ncd_peerset *ps, int peer);
+/** Closes all sockets. NULL allowed. */
+void ncd_peerset_free(struct ncd_peerset *ps);
+
+/* ------------------------------------------------------------------ */
+/* 4. Runner and backends                                              */
+/* ------------------------------------------------------------------ */
+
+/** Backends. */
+enum ncd_perf_backend_kind {
+    NCD_PERF_BACKEND_AUTO,
+    NCD_PERF_BACKEND_SOCKET,
+    NCD_PERF_BACKEND_NCCL,
+};
+
+/** Algorithms of the socket backend. */
+enum ncd_perf_algo {
+    NCD_PERF_ALGO_AUTO,   /**< ring for all_reduce, all_gather, reduce_scatter,
+                               broadcast, reduce; direct for the rest */
+    NCD_PERF_ALGO_RING,
+    NCD_PERF_ALGO_DIRECT,
+};
+
+/** How this process is placed in the job. */
+struct ncd_perf_job {
+    int nprocs, proc;       /**< processes and this one's index */
+    int local_proc;         /**< index among the processes of this host */
+    int ranks_per_proc;     /**< nthreads * ngpus */
+    struct ncd_pg *pg;      /**< process group (owned by the caller) */
+    enum ncd_perf_backend_kind backend;
+    enum ncd_perf_algo algo;
+    const char *bind_addr;  /**< socket: address to listen on */
+    const char *ifname;     /**< socket: its interface name (for display) */
+    int sock_nthreads;      /**< NCCL_SOCKET_NTHREADS (0..16) */
+    int sock_nsocks;        /**< NCCL_NSOCKS_PERTHREAD (>= 1) */
+    int peer_timeout_ms;    /**< max time without progress on a socket */
+    const char *nccl_path;  /**< override for libnccl.so.2 (NULL = default) */
+    const char *cudart_path;/**< override for libcudart.so (NULL = default) */
+    int device0;            /**< NCCL_TESTS_DEVICE, -1 = unset */
+    int progress;           /**< 1: call the progress callback */
+};
+
+/** Callbacks of the runner (called on global rank 0's thread only). */
+struct ncd_perf_sink {
+    void *arg;
+    /** Preamble is ready (devices of every rank). */
+    void (*preamble)(void *arg, int nccl_version, const char *backend_desc,
+                     const struct ncd_perf_device *devs, int ndevs);
+    /** A row is complete. */
+    void (*row)(void *arg, const struct ncd_perf_row *r);
+    /** Progress: size index i of n for the current type/op/root. */
+    void (*progress)(void *arg, size_t i, size_t n, size_t bytes);
+};
+
+/** What a run ended with. */
+struct ncd_perf_summary {
+    int oob;             /**< failing (thread x row side) instances */
+    double avg_busbw;    /**< mean busbw over all printed cells, GB/s */
+    int ncells;
+    int status;          /**< nccl-tests exit status (0, 1..7) */
+    char error[512];     /**< first error text ("" when none) */
+};
+
+/**
+ * Runs the benchmark for this process: creates the backend's ranks
+ * (threads), connects them, sweeps sizes/types/ops/roots, and hands rows to
+ * `sink` on global rank 0.  Returns the nccl-tests status (0 ok, 1
+ * internal, 2 CUDA, 3 NCCL/network, 4 timeout, 5 not implemented, 6 invalid
+ * usage, 7 wrong data / below NCCL_TESTS_MIN_BW) and fills `sum`.
+ */
+int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
+                 const struct ncd_perf_job *job,
+                 const struct ncd_perf_sink *sink,
+                 struct ncd_perf_summary *sum);
+
+/**
+ * Checks whether the nccl backend can run here, without running anything:
+ * loads libnccl.so.2 and libcudart.so and counts CUDA devices.
+ * @param why       receives the reason when it cannot (library not found
+ *                  and where it looked, CUDA error name and number).
+ * @param version   receives NCCL's version code when the library loads.
+ * @return 1 usable, 0 not usable.
+ */
+int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
+                         char *why, size_t whylen, int *version,
+                         int *ndevices);
+
+/* ------------------------------------------------------------------ */
+/* 5. Launchers and the data interface                                 */
+/* ------------------------------------------------------------------ */
+
+/** A job started by an external launcher (ecosystem.md section 2). */
+struct ncd_launch {
+    const char *launcher;  /**< "torchrun", "paddle", "Open MPI", "MPICH",
+                                "MVAPICH2", "Slurm srun"; static */
+    int rank, size;        /**< process index and number of processes */
+    int local_rank;        /**< index on this node, -1 when unknown */
+    int local_size;        /**< processes on this node, -1 when unknown */
+    char master_addr[256]; /**< rendezvous host, "" when the launcher has
+                                none (MPI, Slurm) */
+    int master_port;       /**< 0 when unknown */
+    int is_mpi;            /**< launched by an MPI launcher */
+};
+
+/**
+ * Reads the launcher variables from ctx's environment, in this order:
+ * torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+ * MASTER_PORT), paddle.distributed.launch (PADDLE_TRAINER_ID,
+ * PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE / PADDLE_LOCAL_RANK,
+ * PADDLE_MASTER or the first PADDLE_TRAINER_ENDPOINTS entry), Open MPI
+ * (OMPI_COMM_WORLD_*), MPICH/Intel MPI (PMI_RANK, PMI_SIZE,
+ * MPI_LOCALRANKID, MPI_LOCALNRANKS), MVAPICH2 (MV2_COMM_WORLD_*), Slurm
+ * (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID).
+ * MASTER_ADDR/MASTER_PORT, when set, complete any launcher.
+ * @return 1 found, 0 no launcher (or a 1-process job), NCD_EPARSE when a
+ *         variable is garbage (detail in ctx).
+ */
+int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out);
+
+/**
+ * 1 when interface `name` is selected by an NCCL_SOCKET_IFNAME value `spec`
+ * (NCCL src/misc/utils.cc matchIfList, 2.30: optional leading '^' =
+ * exclude, then optional '=' = exact, comma list, ":port" suffix ignored,
+ * prefix match otherwise, no whitespace trimming).  Values of length <= 1
+ * select nothing special: the caller must treat them as unset.
+ */
+int ncd_perf_ifname_match(const char *spec, const char *name);
+
+/**
+ * Picks the interface and address the socket backend listens on:
+ * `iface` (--iface) if given; else NCCL_SOCKET_IFNAME from ctx's
+ * environment with NCCL's rules (first RUNNING address in getifaddrs
+ * order, IPv4 before IPv6 per interface, ::1 skipped); else the interface
+ * holding `local_addr` (the address this process used to reach the
+ * rendezvous root) when given; else loopback when `local_only`; else
+ * NCCL's auto-selection (ib prefix, then anything but the docker, lo and virbr prefixes, then
+ * docker, lo, virbr).
+ * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
+ */
+int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
+                        const char *local_addr, int local_only, char *ifname,
+                        size_t iflen, char *addr, size_t addrlen, char *why,
+                        size_t whylen);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

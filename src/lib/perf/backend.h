@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Backend function table of the perf runner (internal).  A backend moves
+ * data between ranks; the runner (run.c) owns the sweep, timing, data
+ * check and aggregation.  One thread per rank; the process-level state is
+ * struct ncd__rt.
+ */
+#ifndef NCD_PERF_BACKEND_H
+#define NCD_PERF_BACKEND_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "ncd/perf.h"
+
+struct ncd__rt;
+struct ncd__rank;
+
+struct ncd__backend {
+    const char *name;
+    /* Per process, before the rank threads start (dlopen...).  Writes a
+     * description (rt->desc) and the version code (rt->nccl_version).
+     * Returns a nccl-tests status (0 ok). */
+    int (*open)(struct ncd__rt *rt);
+    void (*close)(struct ncd__rt *rt);
+    /* Per rank thread: join the job (may call ncd__rt_allgather). */
+    int (*rank_init)(struct ncd__rank *rk);
+    void (*rank_fini)(struct ncd__rank *rk);
+    /* The rank's device line. */
+    void (*describe)(struct ncd__rank *rk, struct ncd_perf_device *d);
+    /* Allocates send and recv buffers of `bytes` each (device memory for
+     * nccl), returned in rk->send / rk->recv. */
+    int (*alloc)(struct ncd__rank *rk, size_t bytes);
+    void (*free)(struct ncd__rank *rk);
+    /* Starts (nccl: enqueues) one collective; `group` > 1 fuses ops. */
+    int (*run_coll)(struct ncd__rank *rk, enum ncd_perf_coll c,
+                    enum ncd_perf_dtype t, enum ncd_perf_op op, int root,
+                    const void *send, void *recv,
+                    const struct ncd_perf_counts *k);
+    int (*group_start)(struct ncd__rank *rk);
+    int (*group_end)(struct ncd__rank *rk);
+    /* Waits until every started collective is done (-T timeout applies). */
+    int (*sync)(struct ncd__rank *rk);
+    /* Copies between host memory and backend buffers. */
+    int (*to_dev)(struct ncd__rank *rk, void *dev, const void *host, size_t n);
+    int (*to_host)(struct ncd__rank *rk, void *host, const void *dev, size_t n);
+};
+
+extern const struct ncd__backend ncd__backend_socket;
+extern const struct ncd__backend ncd__backend_nccl;
+
+struct ncd__rt {
+    const struct ncd_perf_opts *o;
+    const struct ncd_perf_job *job;
+    const struct ncd_perf_sink *sink;
+    struct ncd_ctx *ctx;
+    const struct ncd__backend *be;
+    int nlocal, nranks;
+    atomic_int abort;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int bar_count;
+    unsigned bar_gen;
+    char *blob_mine, *blob_all;
+    size_t blob_max;
+    int status;          /* first failure's nccl-tests status */
+    char error[512];     /* first failure's text */
+    int nccl_version;
+    char desc[256];
+    void *be_proc;       /* backend's per-process state */
+    struct ncd__rank *ranks;
+};
+
+struct ncd__rank {
+    struct ncd__rt *rt;
+    int local, rank;
+    pthread_t th;
+    struct ncd_ctx *ctx;  /* this thread's own context */
+    void *be;             /* backend's per-rank state */
+    char *send, *recv;    /* backend buffers (may be device pointers) */
+    size_t buflen;
+    char *hsend, *hrecv;  /* host copies for init/check (nccl) */
+    int status;
+    char err[512];
+    double bw_sum;        /* totals of the sweep (same on every rank) */
+    int ncells, oob;
+};
+
+/* Records the first failure of the process (thread-safe) and aborts. */
+void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Allgather over all ranks of the job: `len` <= rt->blob_max bytes each. */
+int ncd__rt_allgather(struct ncd__rank *rk, const void *mine, size_t len,
+                      void *all);
+
+/* nccl-tests statuses (src/common.h testResult_t). */
+enum {
+    NCD_PT_OK = 0,
+    NCD_PT_INTERNAL = 1,
+    NCD_PT_CUDA = 2,
+    NCD_PT_NCCL = 3,
+    NCD_PT_TIMEOUT = 4,
+    NCD_PT_NOTIMPL = 5,
+    NCD_PT_USAGE = 6,
+    NCD_PT_WRONG = 7,
+};
+
+#endif

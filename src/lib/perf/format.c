@@ -1,0 +1,336 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The nccl-tests text and JSON output as pure functions of the results.
+ * Format strings follow NVIDIA/nccl-tests v2.19.6 src/util.cu
+ * (writeDeviceReport, writeResultHeader, writeBenchmarkLine*,
+ * writeResultFooter, writeErrors, the JSON writer), see
+ * ../shared/reference/nccl-tests-and-errors.md A2 and A5.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ncd/error.h"
+#include "ncd/perf.h"
+
+/* Version of nccl-tests whose output is reproduced. */
+#define NCD_NCCL_TESTS_VERSION "2.19.6"
+
+void ncd_perf_opts_default(struct ncd_perf_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->coll = NCD_COLL_ALL_REDUCE;
+    o->prog = "all_reduce_perf";
+    o->nthreads = 1;
+    o->ngpus = 1;
+    o->minbytes = 32u << 20;
+    o->maxbytes = 32u << 20;
+    o->stepbytes = 1u << 20;
+    o->stepfactor = 1;
+    o->iters = 20;
+    o->agg_iters = 1;
+    o->warmup_iters = 1;
+    o->run_cycles = 1;
+    o->check = 1;
+    o->op = NCD_OP_SUM;
+    o->dtype = NCD_DT_FLOAT;
+    o->root = 0;
+    o->average = 1;
+    o->min_bw = -1;
+}
+
+void ncd_perf_fmt_num(double v, int width, char *out)
+{
+    char tmp[400];
+    for (int prec = 2; prec >= 0; prec--) {
+        int n = snprintf(tmp, sizeof tmp, "%*.*f", width, prec, v);
+        if (n >= 0 && n <= width) {
+            memcpy(out, tmp, (size_t)n + 1);
+            return;
+        }
+    }
+    /* nccl-tests prints into width+1 bytes, truncating what does not fit */
+    snprintf(tmp, sizeof tmp, "%*.*e", width, width >= 7 ? 1 : 0, v);
+    memcpy(out, tmp, (size_t)width);
+    out[width] = '\0';
+}
+
+void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
+                           const struct ncd_perf_opts *o, int nccl_version,
+                           const struct ncd_perf_device *devs, int ndevs)
+{
+    ncd_sb_printf(sb, "# nccl-tests version %s nccl-headers=%d "
+                      "nccl-library=%d\n",
+                  NCD_NCCL_TESTS_VERSION, nccl_version, nccl_version);
+    ncd_sb_printf(sb, "# Collective test starting: %s\n", o->prog);
+    ncd_sb_printf(sb,
+                  "# nThread %d nGpus %d minBytes %ld maxBytes %ld step: "
+                  "%ld(%s) warmup iters: %d iters: %d agg iters: %d "
+                  "validation: %d graph: %d unalign: %d\n",
+                  o->nthreads, o->ngpus, (long)o->minbytes, (long)o->maxbytes,
+                  (long)(o->stepfactor > 1 ? o->stepfactor : o->stepbytes),
+                  o->stepfactor > 1 ? "factor" : "bytes", o->warmup_iters,
+                  o->iters, o->agg_iters, o->check, o->cudagraph, o->unalign);
+    if (o->blocking == 1)
+        ncd_sb_puts(sb, "# Blocking Enabled: wait and barrier after each "
+                        "inner iteration (-m) \n");
+    if (o->blocking == 2)
+        ncd_sb_puts(sb, "# Blocking Enabled: wait after each inner "
+                        "iteration (-m), no barrier \n");
+    if (o->blocking == 3)
+        ncd_sb_puts(sb, "# Blocking Enabled: wait and barrier after each "
+                        "outer iteration (-n); time excludes barrier \n");
+    if (o->parallel_init)
+        ncd_sb_puts(sb, "# Parallel Init Enabled: threads call into "
+                        "NcclInitRank concurrently \n");
+    ncd_sb_puts(sb, "#\n");
+    ncd_sb_puts(sb, "# Using devices\n");
+    for (int i = 0; i < ndevs; i++) {
+        const struct ncd_perf_device *d = &devs[i];
+        ncd_sb_printf(sb,
+                      "#  Rank %2d Group %2d Pid %6d on %10s device %2d [%s] "
+                      "%s\n",
+                      d->rank, d->group, d->pid, d->host, d->device, d->busid,
+                      d->name);
+    }
+}
+
+void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o)
+{
+    const char *tl = o->report_timestamps ? "timestamp" : "";
+    const char *tf = o->report_timestamps ? "%Y-%m-%d %H:%M:%S" : "";
+    int pad = o->report_timestamps ? 19 : 0;
+    const char *tm = o->report_cputime ? "cputime" : "time";
+    ncd_sb_puts(sb, "#\n");
+    ncd_sb_printf(sb,
+                  "# %10s  %12s  %8s  %6s  %6s           out-of-place        "
+                  "               in-place          \n",
+                  "", "", "", "", "");
+    ncd_sb_printf(sb,
+                  "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  "
+                  "%6s  %6s %*s\n",
+                  "size", "count", "type", "redop", "root", tm, "algbw",
+                  "busbw", "#wrong", tm, "algbw", "busbw", "#wrong", pad, tl);
+    ncd_sb_printf(sb,
+                  "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  "
+                  "%6s  %6s %*s\n",
+                  "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)",
+                  "", "(us)", "(GB/s)", "(GB/s)", "", pad, tf);
+}
+
+static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_cell *c)
+{
+    char t[8], a[7], b[7];
+    ncd_perf_fmt_num(c->time_us, 7, t);
+    ncd_perf_fmt_num(c->algbw, 6, a);
+    ncd_perf_fmt_num(c->busbw, 6, b);
+    if (c->wrong >= 0)
+        ncd_sb_printf(sb, "  %7s  %6s  %6s  %6g", t, a, b, (double)c->wrong);
+    else
+        ncd_sb_printf(sb, "  %7s  %6s  %6s    N/A", t, a, b);
+}
+
+void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                      const struct ncd_perf_row *r)
+{
+    char root[32];
+    snprintf(root, sizeof root, "%6i", r->root);
+    ncd_sb_printf(sb, "%12li  %12li  %8s  %6s  %6s", (long)r->bytes,
+                  (long)r->count, r->type, r->redop, root);
+    fmt_cell(sb, &r->oop);
+    fmt_cell(sb, &r->ip);
+    if (o->report_timestamps)
+        ncd_sb_printf(sb, "%21s", r->timestamp);
+    ncd_sb_putc(sb, '\n');
+}
+
+void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                         int oob, double avg_busbw, const char *error)
+{
+    ncd_sb_printf(sb, "# %-20s : %d %s\n", "Out of bounds values", oob,
+                  oob ? "FAILED" : "OK");
+    const char *verdict = "";
+    if (o->min_bw >= 0)
+        verdict = avg_busbw < o->min_bw * 0.9 ? "FAILED" : "OK";
+    ncd_sb_printf(sb, "# %-20s : %g %s\n", "Avg bus bandwidth", avg_busbw,
+                  verdict);
+    ncd_sb_puts(sb, "#\n");
+    ncd_sb_printf(sb, "# Collective test concluded: %s\n", o->prog);
+    ncd_sb_puts(sb, "#\n");
+    if (error && *error)
+        ncd_sb_printf(sb, "# error: %s\n", error);
+    else
+        ncd_sb_putc(sb, '\n');
+}
+
+/* JSON --------------------------------------------------------------- */
+
+static json_t *jbool(int v)
+{
+    return json_string(v ? "true" : "false");
+}
+
+static json_t *jdouble(double v)
+{
+    if (isnan(v))
+        return json_string("nan");
+    if (isinf(v))
+        return json_string(v > 0 ? "inf" : "-inf");
+    return json_real(v);
+}
+
+static int jset(json_t *o, const char *k, json_t *v)
+{
+    return v && json_object_set_new(o, k, v) == 0 ? 0 : NCD_ENOMEM;
+}
+
+json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
+                          char *const *envp, int nccl_version,
+                          const struct ncd_perf_device *devs, int ndevs,
+                          const char *start_time)
+{
+    json_t *doc = json_object();
+    json_t *args = json_array(), *env = json_array();
+    json_t *cfg = json_object(), *dl = json_array();
+    int rc = 0;
+    if (!doc || !args || !env || !cfg || !dl)
+        goto oom;
+    rc |= jset(doc, "version", json_integer(3));
+    rc |= jset(doc, "start_time", json_string(start_time ? start_time : ""));
+    for (char *const *a = argv; a && *a; a++)
+        rc |= json_array_append_new(args, json_string(*a)) ? NCD_ENOMEM : 0;
+    for (char *const *e = envp; e && *e; e++) {
+        json_t *s = json_string(*e);
+        if (!s) /* not UTF-8: nccl-tests skips what it cannot quote */
+            continue;
+        rc |= json_array_append_new(env, s) ? NCD_ENOMEM : 0;
+    }
+    rc |= jset(doc, "args", args);
+    args = NULL;
+    rc |= jset(doc, "env", env);
+    env = NULL;
+    rc |= jset(doc, "nccl_version", json_integer(nccl_version));
+    rc |= jset(cfg, "nthreads", json_integer(o->nthreads));
+    rc |= jset(cfg, "ngpus", json_integer(o->ngpus));
+    rc |= jset(cfg, "minimum_bytes", json_integer((json_int_t)o->minbytes));
+    rc |= jset(cfg, "maximum_bytes", json_integer((json_int_t)o->maxbytes));
+    if (o->stepfactor > 1)
+        rc |= jset(cfg, "step_factor", json_integer((json_int_t)o->stepfactor));
+    else
+        rc |= jset(cfg, "step_bytes", json_integer((json_int_t)o->stepbytes));
+    rc |= jset(cfg, "warmup_iters", json_integer(o->warmup_iters));
+    rc |= jset(cfg, "iterations", json_integer(o->iters));
+    rc |= jset(cfg, "aggregated_iterations", json_integer(o->agg_iters));
+    rc |= jset(cfg, "validation", json_integer(o->check));
+    rc |= jset(cfg, "graph", json_integer(o->cudagraph));
+    rc |= jset(cfg, "blocking_collectives", jbool(o->blocking));
+    rc |= jset(cfg, "per_iter_timing", jbool(0));
+    rc |= jset(cfg, "per_iter_skip", json_integer(0));
+    rc |= jset(cfg, "parallel_init", jbool(o->parallel_init));
+    for (int i = 0; i < ndevs; i++) {
+        json_t *d = json_object();
+        if (!d)
+            goto oom;
+        rc |= jset(d, "rank", json_integer(devs[i].rank));
+        rc |= jset(d, "group", json_integer(devs[i].group));
+        rc |= jset(d, "pid", json_integer(devs[i].pid));
+        rc |= jset(d, "hostname", json_string(devs[i].host));
+        rc |= jset(d, "device", json_integer(devs[i].device));
+        rc |= jset(d, "device_hex", json_string(devs[i].busid));
+        rc |= jset(d, "device_info", json_string(devs[i].name));
+        rc |= json_array_append_new(dl, d) ? NCD_ENOMEM : 0;
+    }
+    rc |= jset(cfg, "devices", dl);
+    dl = NULL;
+    rc |= jset(doc, "config", cfg);
+    cfg = NULL;
+    rc |= jset(doc, "results", json_array());
+    if (rc)
+        goto oom;
+    return doc;
+oom:
+    json_decref(doc);
+    json_decref(args);
+    json_decref(env);
+    json_decref(cfg);
+    json_decref(dl);
+    return NULL;
+}
+
+static json_t *jcell(const struct ncd_perf_opts *o,
+                     const struct ncd_perf_cell *c)
+{
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int rc = 0;
+    rc |= jset(j, o->report_cputime ? "cpu_time" : "time",
+               jdouble(c->time_us));
+    rc |= jset(j, "alg_bw", jdouble(c->algbw));
+    rc |= jset(j, "bus_bw", jdouble(c->busbw));
+    rc |= jset(j, "nwrong",
+               c->wrong >= 0 ? jdouble((double)c->wrong) : json_null());
+    if (rc) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
+                          const struct ncd_perf_row *r, const char *name)
+{
+    json_t *res = json_object_get(doc, "results");
+    json_t *j = json_object();
+    if (!res || !j) {
+        json_decref(j);
+        return NCD_ENOMEM;
+    }
+    char root[32];
+    snprintf(root, sizeof root, "%6i", r->root);
+    int rc = 0;
+    rc |= jset(j, "size", json_integer((json_int_t)r->bytes));
+    rc |= jset(j, "count", json_integer((json_int_t)r->count));
+    rc |= jset(j, "type", json_string(r->type));
+    rc |= jset(j, "redop", json_string(r->redop));
+    rc |= jset(j, "root", json_string(root));
+    rc |= jset(j, "out_of_place", jcell(o, &r->oop));
+    rc |= jset(j, "in_place", jcell(o, &r->ip));
+    rc |= jset(j, "actual_iterations", json_integer(o->iters));
+    rc |= jset(j, "experiment_name", json_string(name ? name : ""));
+    if (rc || json_array_append_new(res, j)) {
+        if (rc)
+            json_decref(j);
+        return NCD_ENOMEM;
+    }
+    return 0;
+}
+
+int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
+                         double avg_busbw, const char *error,
+                         const char *end_time)
+{
+    json_t *ob = json_object(), *bw = json_object(), *errs = json_array();
+    int rc = 0;
+    if (!ob || !bw || !errs) {
+        json_decref(ob);
+        json_decref(bw);
+        json_decref(errs);
+        return NCD_ENOMEM;
+    }
+    rc |= jset(ob, "count", json_integer(oob));
+    rc |= jset(ob, "okay", jbool(oob == 0));
+    rc |= jset(doc, "out_of_bounds", ob);
+    rc |= jset(bw, "bandwidth", jdouble(avg_busbw));
+    if (o->min_bw < 0)
+        rc |= jset(bw, "okay", json_string("unchecked"));
+    else
+        rc |= jset(bw, "okay", jbool(avg_busbw >= o->min_bw * 0.9));
+    rc |= jset(doc, "average_bus_bandwidth", bw);
+    if (error && *error)
+        rc |= json_array_append_new(errs, json_string(error)) ? NCD_ENOMEM : 0;
+    rc |= jset(doc, "errors", errs);
+    rc |= jset(doc, "end_time", json_string(end_time ? end_time : ""));
+    return rc ? NCD_ENOMEM : 0;
+}

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The `nccl` backend: libnccl.so.2 and the CUDA runtime loaded with dlopen
+ * through a function table (no link-time CUDA dependency).  Prototypes are
+ * ABI-level restatements of NCCL's src/nccl.h.in (2.18-2.30) and the CUDA
+ * runtime API (cuda_runtime_api.h, CUDA 11-13): handles are opaque
+ * pointers, ncclUniqueId is 128 bytes passed by value, enums are int.
+ *
+ * One thread per rank, one communicator and one stream each; -m fuses ops
+ * in ncclGroupStart/End; alltoall, gather, scatter and hypercube are
+ * grouped ncclSend/ncclRecv as in nccl-tests; mulsum uses
+ * ncclRedOpCreatePreMulSum.  sync() polls the stream and
+ * ncclCommGetAsyncError and aborts the communicator after -T seconds.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ncd/error.h"
+#include "ncd/perf.h"
+#include "perf/backend.h"
+#include "perf/perf_int.h"
+
+typedef struct {
+    char internal[128]; /* NCCL_UNIQUE_ID_BYTES */
+} nccl_uid;
+typedef void *nccl_comm;
+typedef void *cuda_stream;
+typedef int nccl_res; /* ncclResult_t */
+typedef int cuda_err; /* cudaError_t */
+
+struct cudart {
+    void *h;
+    cuda_err (*GetDeviceCount)(int *);
+    cuda_err (*SetDevice)(int);
+    cuda_err (*Malloc)(void **, size_t);
+    cuda_err (*Free)(void *);
+    cuda_err (*Memcpy)(void *, const void *, size_t, int);
+    cuda_err (*Memset)(void *, int, size_t);
+    cuda_err (*StreamCreateWithFlags)(cuda_stream *, unsigned);
+    cuda_err (*StreamDestroy)(cuda_stream);
+    cuda_err (*StreamQuery)(cuda_stream);
+    const char *(*GetErrorName)(cuda_err);
+    const char *(*GetErrorString)(cuda_err);
+    cuda_err (*DeviceGetAttribute)(int *, int, int);
+    cuda_err (*GetDeviceProperties)(void *, int);
+    cuda_err (*RuntimeGetVersion)(int *);
+};
+
+struct libnccl {
+    void *h;
+    nccl_res (*GetVersion)(int *);
+    nccl_res (*GetUniqueId)(nccl_uid *);
+    nccl_res (*CommInitRank)(nccl_comm *, int, nccl_uid, int);
+    nccl_res (*CommDestroy)(nccl_comm);
+    nccl_res (*CommAbort)(nccl_comm);
+    nccl_res (*CommGetAsyncError)(nccl_comm, nccl_res *);
+    const char *(*GetErrorString)(nccl_res);
+    const char *(*GetLastError)(nccl_comm);
+    nccl_res (*AllReduce)(const void *, void *, size_t, int, int, nccl_comm,
+                          cuda_stream);
+    nccl_res (*Broadcast)(const void *, void *, size_t, int, int, nccl_comm,
+                          cuda_stream);
+    nccl_res (*Reduce)(const void *, void *, size_t, int, int, int, nccl_comm,
+                       cuda_stream);
+    nccl_res (*AllGather)(const void *, void *, size_t, int, nccl_comm,
+                          cuda_stream);
+    nccl_res (*ReduceScatter)(const void *, void *, size_t, int, int,
+                              nccl_comm, cuda_stream);
+    nccl_res (*Send)(const void *, size_t, int, int, nccl_comm, cuda_stream);
+    nccl_res (*Recv)(void *, size_t, int, int, nccl_comm, cuda_stream);
+    nccl_res (*GroupStart)(void);
+    nccl_res (*GroupEnd)(void);
+    nccl_res (*RedOpCreatePreMulSum)(int *, void *, int, int, nccl_comm);
+    nccl_res (*RedOpDestroy)(int, nccl_comm);
+};
+
+struct nccl_proc {
+    struct cudart cu;
+    struct libnccl nc;
+    int ndev;
+};
+
+struct nccl_rank {
+    int dev;
+    nccl_comm comm;
+    cuda_stream stream;
+};
+
+#define CUDA_SUCCESS 0
+#define CUDA_NOT_READY 600
+#define CUDA_MEMCPY_DEFAULT 4
+#define CUDA_STREAM_NON_BLOCKING 1
+#define ATTR_PCI_BUS 33
+#define ATTR_PCI_DEVICE 34
+#define ATTR_PCI_DOMAIN 50
+#define NCCL_SCALAR_HOST_IMMEDIATE 1
+
+static void *sym(void *h, const char *name, int *missing,
+                 const char **first_missing)
+{
+    void *p = dlsym(h, name);
+    if (!p && missing) {
+        if (!*missing)
+            *first_missing = name;
+        (*missing)++;
+    }
+    return p;
+}
+
+#define LOAD(tbl, field, name, req)                                            \
+    do {                                                                       \
+        *(void **)&(tbl)->field =                                              \
+            sym((tbl)->h, name, (req) ? &missing : NULL, &first_missing);      \
+    } while (0)
+
+/* Where dlopen looks, for the message when the library is missing. */
+static void search_path_text(char *out, size_t len)
+{
+    const char *ld = getenv("LD_LIBRARY_PATH");
+    snprintf(out, len,
+             "LD_LIBRARY_PATH=%s, the ld.so cache (/etc/ld.so.cache) and "
+             "/lib, /usr/lib",
+             ld && *ld ? ld : "(unset)");
+}
+
+static int load_cudart(struct cudart *cu, const char *path, char *why,
+                       size_t whylen)
+{
+    static const char *const names[] = {"libcudart.so",    "libcudart.so.13",
+                                        "libcudart.so.12", "libcudart.so.11.0",
+                                        NULL};
+    char err[512] = "";
+    memset(cu, 0, sizeof *cu);
+    if (path) {
+        cu->h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+        if (!cu->h)
+            snprintf(err, sizeof err, "%s", dlerror());
+    } else {
+        for (int i = 0; names[i] && !cu->h; i++) {
+            cu->h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+            if (!cu->h && !*err)
+                snprintf(err, sizeof err, "%s", dlerror());
+        }
+    }
+    if (!cu->h) {
+        char sp[400];
+        search_path_text(sp, sizeof sp);
+        snprintf(why, whylen,
+                 "the CUDA runtime (%s) could not be loaded: %s; looked in %s",
+                 path ? path : "libcudart.so, .so.13, .so.12, .so.11.0", err,
+                 sp);
+        return -1;
+    }
+    int missing = 0;
+    const char *first_missing = NULL;
+    LOAD(cu, GetDeviceCount, "cudaGetDeviceCount", 1);
+    LOAD(cu, SetDevice, "cudaSetDevice", 1);
+    LOAD(cu, Malloc, "cudaMalloc", 1);
+    LOAD(cu, Free, "cudaFree", 1);
+    LOAD(cu, Memcpy, "cudaMemcpy", 1);
+    LOAD(cu, Memset, "cudaMemset", 1);
+    LOAD(cu, StreamCreateWithFlags, "cudaStreamCreateWithFlags", 1);
+    LOAD(cu, StreamDestroy, "cudaStreamDestroy", 1);
+    LOAD(cu, StreamQuery, "cudaStreamQuery", 1);
+    LOAD(cu, GetErrorName, "cudaGetErrorName", 1);
+    LOAD(cu, GetErrorString, "cudaGetErrorString", 1);
+    LOAD(cu, DeviceGetAttribute, "cudaDeviceGetAttribute", 1);
+    LOAD(cu, RuntimeGetVersion, "cudaRuntimeGetVersion", 0);
+    /* CUDA 12 renamed the symbol; the old one remains for old binaries */
+    LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
+    if (!cu->GetDeviceProperties)
+        LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties", 1);
+    if (missing) {
+        snprintf(why, whylen,
+                 "the CUDA runtime lacks %s (and %d other symbol%s): not a "
+                 "CUDA runtime library?",
+                 first_missing, missing - 1, missing == 2 ? "" : "s");
+        dlclose(cu->h);
+        cu->h = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static int load_nccl(struct libnccl *nc, const char *path, char *why,
+                     size_t whylen)
+{
+    memset(nc, 0, sizeof *nc);
+    const char *name = path ? path : "libnccl.so.2";
+    nc->h = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!nc->h) {
+        char sp[400];
+        search_path_text(sp, sizeof sp);
+        snprintf(why, whylen, "%s could not be loaded: %s; looked in %s",
+                 name, dlerror(), sp);
+        return -1;
+    }
+    int missing = 0;
+    const char *first_missing = NULL;
+    LOAD(nc, GetVersion, "ncclGetVersion", 1);
+    LOAD(nc, GetUniqueId, "ncclGetUniqueId", 1);
+    LOAD(nc, CommInitRank, "ncclCommInitRank", 1);
+    LOAD(nc, CommDestroy, "ncclCommDestroy", 1);
+    LOAD(nc, CommAbort, "ncclCommAbort", 1);
+    LOAD(nc, CommGetAsyncError, "ncclCommGetAsyncError", 1);
+    LOAD(nc, GetErrorString, "ncclGetErrorString", 1);
+    LOAD(nc, GetLastError, "ncclGetLastError", 0);
+    LOAD(nc, AllReduce, "ncclAllReduce", 1);
+    LOAD(nc, Broadcast, "ncclBroadcast", 1);
+    LOAD(nc, Reduce, "ncclReduce", 1);
+    LOAD(nc, AllGather, "ncclAllGather", 1);
+    LOAD(nc, ReduceScatter, "ncclReduceScatter", 1);
+    LOAD(nc, Send, "ncclSend", 1);
+    LOAD(nc, Recv, "ncclRecv", 1);
+    LOAD(nc, GroupStart, "ncclGroupStart", 1);
+    LOAD(nc, GroupEnd, "ncclGroupEnd", 1);
+    LOAD(nc, RedOpCreatePreMulSum, "ncclRedOpCreatePreMulSum", 0);
+    LOAD(nc, RedOpDestroy, "ncclRedOpDestroy", 0);
+    if (missing) {
+        snprintf(why, whylen,
+                 "%s lacks %s (and %d other symbol%s): NCCL older than 2.7 "
+                 "or not NCCL",
+                 name, first_missing, missing - 1, missing == 2 ? "" : "s");
+        dlclose(nc->h);
+        nc->h = NULL;
+        return -1;
+    }
+    return 0;
+}
+
+static const char *cuda_name(const struct cudart *cu, cuda_err e)
+{
+    const char *n = cu->GetErrorName ? cu->GetErrorName(e) : NULL;
+    return n ? n : "cudaError?";
+}
+
+static const char *cuda_str(const struct cudart *cu, cuda_err e)
+{
+    const char *n = cu->GetErrorString ? cu->GetErrorString(e) : NULL;
+    return n ? n : "unknown CUDA error";
+}
+
+int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
+                         char *why, size_t whylen, int *version,
+                         int *ndevices)
+{
+    struct libnccl nc;
+    struct cudart cu;
+    *version = 0;
+    *ndevices = 0;
+    if (load_nccl(&nc, nccl_path, why, whylen))
+        return 0;
+    nc.GetVersion(version);
+    if (load_cudart(&cu, cudart_path, why, whylen)) {
+        dlclose(nc.h);
+        return 0;
+    }
+    int n = 0;
+    cuda_err e = cu.GetDeviceCount(&n);
+    int ok = 1;
+    if (e != CUDA_SUCCESS) {
+        snprintf(why, whylen, "cudaGetDeviceCount failed: %s (%d): %s",
+                 cuda_name(&cu, e), e, cuda_str(&cu, e));
+        ok = 0;
+    } else if (n == 0) {
+        snprintf(why, whylen, "no CUDA device is visible (cudaGetDeviceCount "
+                              "returned 0; check CUDA_VISIBLE_DEVICES)");
+        ok = 0;
+    }
+    *ndevices = n;
+    dlclose(cu.h);
+    dlclose(nc.h);
+    return ok;
+}
+
+/* Backend ---------------------------------------------------------------- */
+
+static int nccl_open(struct ncd__rt *rt)
+{
+    struct nccl_proc *P = calloc(1, sizeof *P);
+    if (!P) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return NCD_PT_INTERNAL;
+    }
+    char why[1024];
+    if (load_nccl(&P->nc, rt->job->nccl_path, why, sizeof why)) {
+        ncd__rt_fail(rt, NCD_PT_NCCL, "%s; use --backend socket to test the "
+                                      "network without NCCL",
+                     why);
+        free(P);
+        return NCD_PT_NCCL;
+    }
+    if (load_cudart(&P->cu, rt->job->cudart_path, why, sizeof why)) {
+        ncd__rt_fail(rt, NCD_PT_CUDA, "%s; use --backend socket to test the "
+                                      "network without CUDA",
+                     why);
+        dlclose(P->nc.h);
+        free(P);
+        return NCD_PT_CUDA;
+    }
+    int v = 0;
+    P->nc.GetVersion(&v);
+    rt->nccl_version = v;
+    cuda_err e = P->cu.GetDeviceCount(&P->ndev);
+    if (e != CUDA_SUCCESS) {
+        ncd__rt_fail(rt, NCD_PT_CUDA,
+                     "Test CUDA failure: cudaGetDeviceCount: %s (%d) '%s'; "
+                     "use --backend socket on machines without a usable GPU",
+                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+        dlclose(P->cu.h);
+        dlclose(P->nc.h);
+        free(P);
+        return NCD_PT_CUDA;
+    }
+    int first = rt->job->device0 >= 0 ? rt->job->device0
+                                      : rt->job->local_proc * rt->nlocal;
+    if (first + rt->nlocal > P->ndev) {
+        ncd__rt_fail(rt, NCD_PT_NOTIMPL,
+                     "Invalid number of GPUs: %d requested but only %d were "
+                     "found.\nPlease check the number of processes and GPUs "
+                     "per process.",
+                     first + rt->nlocal, P->ndev);
+        dlclose(P->cu.h);
+        dlclose(P->nc.h);
+        free(P);
+        return NCD_PT_NOTIMPL;
+    }
+    snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
+                                        "device%s visible)",
+             v / 10000, (v / 100) % 100, v % 100, P->ndev,
+             P->ndev == 1 ? "" : "s");
+    if (v < 20900) /* before 2.9 the code was major*1000+minor*100+patch */
+        snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
+                                            "device%s visible)",
+                 v / 1000, (v / 100) % 10, v % 100, P->ndev,
+                 P->ndev == 1 ? "" : "s");
+    rt->be_proc = P;
+    return 0;
+}
+
+static void nccl_close(struct ncd__rt *rt)
+{
+    struct nccl_proc *P = rt->be_proc;
+    if (!P)
+        return;
+    /* the CUDA runtime and NCCL stay loaded: their threads may still run
+     * atexit handlers; unloading them is unsafe */
+    free(P);
+    rt->be_proc = NULL;
+}
+
+static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    const char *last = P->nc.GetLastError && n ? P->nc.GetLastError(n->comm)
+                                               : "";
+    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "Test NCCL failure %s '%s / %s'", what,
+                 P->nc.GetErrorString(r), last ? last : "");
+    return -1;
+}
+
+static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "Test CUDA failure %s %s (%d) '%s'",
+                 what, cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+    return -1;
+}
+
+static int nccl_rank_init(struct ncd__rank *rk)
+{
+    struct ncd__rt *rt = rk->rt;
+    struct nccl_proc *P = rt->be_proc;
+    struct nccl_rank *n = calloc(1, sizeof *n);
+    if (!n) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    rk->be = n;
+    n->dev = (rt->job->device0 >= 0 ? rt->job->device0
+                                     : rt->job->local_proc * rt->nlocal) +
+             rk->local;
+    cuda_err e = P->cu.SetDevice(n->dev);
+    if (e)
+        return cuda_fail(rk, e, "cudaSetDevice");
+    e = P->cu.StreamCreateWithFlags(&n->stream, CUDA_STREAM_NON_BLOCKING);
+    if (e)
+        return cuda_fail(rk, e, "cudaStreamCreateWithFlags");
+    nccl_uid id, *all = malloc(sizeof id * (size_t)rt->nranks);
+    if (!all) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    memset(&id, 0, sizeof id);
+    if (rk->rank == 0) {
+        nccl_res r = P->nc.GetUniqueId(&id);
+        if (r) {
+            free(all);
+            return nccl_fail(rk, r, "ncclGetUniqueId");
+        }
+    }
+    if (ncd__rt_allgather(rk, &id, sizeof id, all)) {
+        free(all);
+        return -1;
+    }
+    id = all[0];
+    free(all);
+    nccl_res r = P->nc.CommInitRank(&n->comm, rt->nranks, id, rk->rank);
+    if (r) {
+        n->comm = NULL;
+        return nccl_fail(rk, r, "ncclCommInitRank");
+    }
+    return 0;
+}
+
+static void nccl_rank_fini(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    if (!n)
+        return;
+    P->cu.SetDevice(n->dev);
+    if (n->comm) {
+        if (atomic_load(&rk->rt->abort))
+            P->nc.CommAbort(n->comm);
+        else
+            P->nc.CommDestroy(n->comm);
+    }
+    if (n->stream)
+        P->cu.StreamDestroy(n->stream);
+    free(n);
+    rk->be = NULL;
+}
+
+static void nccl_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    d->rank = rk->rank;
+    d->pid = (int)getpid();
+    char h[256];
+    if (gethostname(h, sizeof h - 1) < 0)
+        snprintf(h, sizeof h, "unknown");
+    h[sizeof h - 1] = '\0';
+    char *dot = strchr(h, '.');
+    if (dot)
+        *dot = '\0';
+    snprintf(d->host, sizeof d->host, "%.63s", h);
+    d->device = n->dev;
+    int bus = 0, dev = 0, dom = 0;
+    P->cu.DeviceGetAttribute(&bus, ATTR_PCI_BUS, n->dev);
+    P->cu.DeviceGetAttribute(&dev, ATTR_PCI_DEVICE, n->dev);
+    P->cu.DeviceGetAttribute(&dom, ATTR_PCI_DOMAIN, n->dev);
+    snprintf(d->busid, sizeof d->busid, "%04x:%02x:%02x", (unsigned)dom,
+             (unsigned)bus, (unsigned)dev);
+    /* cudaDeviceProp starts with char name[256]; 8 KiB covers every
+     * version's struct size */
+    char *prop = calloc(1, 8192);
+    if (prop && P->cu.GetDeviceProperties(prop, n->dev) == CUDA_SUCCESS) {
+        prop[255] = '\0';
+        snprintf(d->name, sizeof d->name, "%s", prop);
+    } else {
+        snprintf(d->name, sizeof d->name, "CUDA device %d", n->dev);
+    }
+    free(prop);
+}
+
+static int nccl_alloc(struct ncd__rank *rk, size_t bytes)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    void *s = NULL, *r = NULL;
+    cuda_err e = P->cu.Malloc(&s, bytes);
+    if (!e)
+        e = P->cu.Malloc(&r, bytes);
+    if (e) {
+        if (s)
+            P->cu.Free(s);
+        return cuda_fail(rk, e, "cudaMalloc");
+    }
+    P->cu.Memset(s, 0, bytes);
+    P->cu.Memset(r, 0, bytes);
+    rk->send = s;
+    rk->recv = r;
+    rk->buflen = bytes;
+    rk->hsend = malloc(bytes);
+    rk->hrecv = malloc(bytes);
+    if (!rk->hsend || !rk->hrecv) {
+        ncd__rt_fail(rk->rt, NCD_PT_INTERNAL, "out of host memory");
+        return -1;
+    }
+    return 0;
+}
+
+static void nccl_free(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    if (rk->send)
+        P->cu.Free(rk->send);
+    if (rk->recv)
+        P->cu.Free(rk->recv);
+    free(rk->hsend);
+    free(rk->hrecv);
+    rk->send = rk->recv = rk->hsend = rk->hrecv = NULL;
+}
+
+static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
+                    enum ncd_perf_dtype t, enum ncd_perf_op op, int root,
+                    const void *send, void *recv,
+                    const struct ncd_perf_counts *k)
+{
+    struct ncd__rt *rt = rk->rt;
+    struct nccl_proc *P = rt->be_proc;
+    struct libnccl *nc = &P->nc;
+    struct nccl_rank *n = rk->be;
+    int nr = rt->nranks, me = rk->rank;
+    size_t es = ncd_perf_dtype_size(t);
+    size_t cnt = k->paramcount;
+    int rop = op, created = 0;
+    nccl_res r = 0;
+    if (op == NCD_OP_MULSUM) {
+        if (!nc->RedOpCreatePreMulSum) {
+            ncd__rt_fail(rt, NCD_PT_NOTIMPL, "this NCCL has no "
+                                             "ncclRedOpCreatePreMulSum "
+                                             "(mulsum needs NCCL >= 2.11)");
+            return -1;
+        }
+        /* scalar in the element type, host-immediate */
+        unsigned char scalar[8] = {0};
+        double s = NCD_PERF_MULSUM_SCALAR;
+        switch (t) {
+        case NCD_DT_FLOAT: {
+            float f = (float)s;
+            memcpy(scalar, &f, 4);
+            break;
+        }
+        case NCD_DT_DOUBLE:
+            memcpy(scalar, &s, 8);
+            break;
+        case NCD_DT_HALF: {
+            uint16_t h = ncd__f32_to_half((float)s);
+            memcpy(scalar, &h, 2);
+            break;
+        }
+        case NCD_DT_BFLOAT16: {
+            uint16_t h = ncd__f32_to_bf16((float)s);
+            memcpy(scalar, &h, 2);
+            break;
+        }
+        default: {
+            uint64_t v = NCD_PERF_MULSUM_SCALAR;
+            memcpy(scalar, &v, 8); /* little-endian: low bytes first */
+            break;
+        }
+        }
+        r = nc->RedOpCreatePreMulSum(&rop, scalar, t,
+                                     NCCL_SCALAR_HOST_IMMEDIATE, n->comm);
+        if (r)
+            return nccl_fail(rk, r, "ncclRedOpCreatePreMulSum");
+        created = 1;
+    }
+    switch (c) {
+    case NCD_COLL_ALL_REDUCE:
+        r = nc->AllReduce(send, recv, cnt, t, rop, n->comm, n->stream);
+        break;
+    case NCD_COLL_REDUCE_SCATTER:
+        r = nc->ReduceScatter(send, recv, cnt, t, rop, n->comm, n->stream);
+        break;
+    case NCD_COLL_ALL_GATHER:
+        r = nc->AllGather(send, recv, cnt, t, n->comm, n->stream);
+        break;
+    case NCD_COLL_BROADCAST:
+        r = nc->Broadcast(send, recv, cnt, t, root, n->comm, n->stream);
+        break;
+    case NCD_COLL_REDUCE:
+        r = nc->Reduce(send, recv, cnt, t, rop, root, n->comm, n->stream);
+        break;
+    case NCD_COLL_SENDRECV:
+        nc->GroupStart();
+        r = nc->Send(send, cnt, t, (me + 1) % nr, n->comm, n->stream);
+        if (!r)
+            r = nc->Recv(recv, cnt, t, (me + nr - 1) % nr, n->comm,
+                         n->stream);
+        if (!r)
+            r = nc->GroupEnd();
+        else
+            nc->GroupEnd();
+        break;
+    case NCD_COLL_ALLTOALL:
+    case NCD_COLL_GATHER:
+    case NCD_COLL_SCATTER: {
+        size_t bl = cnt * es;
+        nc->GroupStart();
+        for (int p = 0; p < nr && !r; p++) {
+            if (c == NCD_COLL_ALLTOALL) {
+                r = nc->Send((const char *)send + (size_t)p * bl, cnt, t, p,
+                             n->comm, n->stream);
+                if (!r)
+                    r = nc->Recv((char *)recv + (size_t)p * bl, cnt, t, p,
+                                 n->comm, n->stream);
+            } else if (c == NCD_COLL_GATHER) {
+                if (p == 0)
+                    r = nc->Send(send, cnt, t, root, n->comm, n->stream);
+                if (!r && me == root)
+                    r = nc->Recv((char *)recv + (size_t)p * bl, cnt, t, p,
+                                 n->comm, n->stream);
+            } else {
+                if (me == root)
+                    r = nc->Send((const char *)send + (size_t)p * bl, cnt, t,
+                                 p, n->comm, n->stream);
+                if (!r && p == 0)
+                    r = nc->Recv(recv, cnt, t, root, n->comm, n->stream);
+            }
+        }
+        nccl_res g = nc->GroupEnd();
+        if (!r)
+            r = g;
+        break;
+    }
+    case NCD_COLL_HYPERCUBE: {
+        /* recursive doubling of all_gather blocks, one group per step */
+        size_t bl = cnt * es;
+        if (send != (char *)recv + (size_t)me * bl) {
+            cuda_err e = P->cu.Memcpy((char *)recv + (size_t)me * bl, send,
+                                      bl, CUDA_MEMCPY_DEFAULT);
+            if (e)
+                return cuda_fail(rk, e, "cudaMemcpy");
+        }
+        for (int s = 1; s < nr && !r; s <<= 1) {
+            int partner = me ^ s;
+            size_t mlo = (size_t)(me & ~(s - 1)), plo =
+                                                      (size_t)(partner &
+                                                               ~(s - 1));
+            nc->GroupStart();
+            r = nc->Send((char *)recv + mlo * bl, cnt * (size_t)s, t, partner,
+                         n->comm, n->stream);
+            if (!r)
+                r = nc->Recv((char *)recv + plo * bl, cnt * (size_t)s, t,
+                             partner, n->comm, n->stream);
+            nccl_res g = nc->GroupEnd();
+            if (!r)
+                r = g;
+        }
+        break;
+    }
+    default:
+        r = 4; /* ncclInvalidArgument */
+        break;
+    }
+    if (created && nc->RedOpDestroy)
+        nc->RedOpDestroy(rop, n->comm);
+    if (r)
+        return nccl_fail(rk, r, ncd_perf_coll_name(c));
+    return 0;
+}
+
+static int nccl_group_start(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    nccl_res r = P->nc.GroupStart();
+    return r ? nccl_fail(rk, r, "ncclGroupStart") : 0;
+}
+
+static int nccl_group_end(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    nccl_res r = P->nc.GroupEnd();
+    return r ? nccl_fail(rk, r, "ncclGroupEnd") : 0;
+}
+
+static int nccl_sync(struct ncd__rank *rk)
+{
+    struct ncd__rt *rt = rk->rt;
+    struct nccl_proc *P = rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    double start = ncd__now();
+    int timeout = rt->o->timeout_s;
+    for (;;) {
+        cuda_err e = P->cu.StreamQuery(n->stream);
+        if (e == CUDA_SUCCESS)
+            return 0;
+        if (e != CUDA_NOT_READY)
+            return cuda_fail(rk, e, "cudaStreamQuery");
+        nccl_res ae = 0;
+        nccl_res r = P->nc.CommGetAsyncError(n->comm, &ae);
+        if (r || ae) {
+            P->nc.CommAbort(n->comm);
+            n->comm = NULL;
+            return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
+        }
+        if (timeout > 0 && ncd__now() - start > timeout) {
+            char h[256] = "";
+            gethostname(h, sizeof h - 1);
+            ncd__rt_fail(rt, NCD_PT_TIMEOUT, "%s: Test timeout (%ds) "
+                                             "waiting for the stream of "
+                                             "rank %d",
+                         h, timeout, rk->rank);
+            P->nc.CommAbort(n->comm);
+            n->comm = NULL;
+            return -1;
+        }
+        if (atomic_load(&rt->abort)) {
+            P->nc.CommAbort(n->comm);
+            n->comm = NULL;
+            return -1;
+        }
+        usleep(20);
+    }
+}
+
+static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
+                       size_t n)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    cuda_err e = P->cu.Memcpy(dev, host, n, CUDA_MEMCPY_DEFAULT);
+    return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
+}
+
+const struct ncd__backend ncd__backend_nccl = {
+    .name = "nccl",
+    .open = nccl_open,
+    .close = nccl_close,
+    .rank_init = nccl_rank_init,
+    .rank_fini = nccl_rank_fini,
+    .describe = nccl_describe,
+    .alloc = nccl_alloc,
+    .free = nccl_free,
+    .run_coll = nccl_run,
+    .group_start = nccl_group_start,
+    .group_end = nccl_group_end,
+    .sync = nccl_sync,
+    .to_dev = nccl_to_dev,
+    .to_host = nccl_to_dev,
+};
