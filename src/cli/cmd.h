@@ -124,5 +124,7 @@ int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
 int ncd_cmd_perf(int argc, char **argv);
+int ncd_cmd_probe(int argc, char **argv);
+int ncd_cmd_tune(int argc, char **argv);
 
 #endif

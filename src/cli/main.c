@@ -102,6 +102,37 @@ static const struct cli_cmd commands[] = {
      "below 0.9 X GB/s.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
      "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
      "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n"},
+    {"probe", ncd_cmd_probe,
+     "can every rank reach every rank on NCCL's interface? (matrix)",
+     "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
+     "                         [--timeout MS] [--burst SIZE] [--no-mtu]\n"
+     "                         [--nccl-version X.Y.Z] [--strict]\n"
+     "\n"
+     "Launched like perf (-np N on one host; under mpirun, srun, torchrun or\n"
+     "paddle.distributed.launch; or --rendezvous HOST:PORT with WORLD_SIZE\n"
+     "and RANK on every host).  Every rank reports its host, NCCL's\n"
+     "predicted interface and address, the interface nccl-doctor recommends\n"
+     "and the NCCL version; then every pair of ranks connects both ways on\n"
+     "the address NCCL would use (a port from the ephemeral range, as NCCL\n"
+     "gets, plus a control port outside it), measures connect time, round\n"
+     "trip and a bandwidth burst, and sends don't-fragment datagrams of\n"
+     "increasing size.  Rank 0 prints the host x host reachability matrix\n"
+     "(ok, refused, timed-out, no-route, reset, wrong-peer, no-address) and\n"
+     "findings: port filters (naming the host and port range), interfaces\n"
+     "that do not reach, NCCL_SOCKET_IFNAME differences, NCCL version and\n"
+     "MTU mismatches, host names resolving differently.\n"
+     "\n"
+     "  -np N                 fork N local ranks\n"
+     "  --rendezvous H:P      rank 0 listens there, the others connect\n"
+     "  --timeout MS          per connection attempt            [2000]\n"
+     "  --rendezvous-timeout S  wait for all ranks               [60]\n"
+     "  --burst SIZE          bandwidth burst per pair, 0 = none [4M]\n"
+     "  --no-mtu              skip the don't-fragment probes\n"
+     "  --nccl-version V      predict NCCL V's interface choice\n"
+     "  --json                envelope + ranks, hosts, matrix, rank_matrix\n"
+     "\n"
+     "Exit status: 0 no errors, 1 warnings only (with --strict), 2 errors\n"
+     "found, 3 the probe itself failed (a rank died, no rendezvous).\n"},
 };
 
 const struct cli_cmd *cli_find_cmd(const char *name)

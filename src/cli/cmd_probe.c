@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nccl-doctor probe: every rank reports its host and interface choices,
+ * every pair of ranks connects both ways on the address NCCL would use;
+ * rank 0 prints the reachability matrix and the findings.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cmd.h"
+#include "launch.h"
+#include "ncd/check.h"
+#include "ncd/error.h"
+#include "ncd/perf.h"
+#include "ncd/probe.h"
+
+enum {
+    OPT_NP = CLI_OPT__NEXT,
+    OPT_RDV,
+    OPT_TIMEOUT,
+    OPT_BURST,
+    OPT_NO_MTU,
+    OPT_NCCL_VERSION,
+    OPT_RDV_TIMEOUT,
+};
+
+struct probe_cli {
+    struct cli_common c;
+    struct ncd_probe_opts o;
+    const char *ver;
+    char ver_src[600];
+};
+
+static int pg_allgather(void *arg, const void *mine, size_t len, void *all)
+{
+    void **a = arg;
+    return ncd_pg_allgather(a[0], a[1], mine, len, all);
+}
+
+static int probe_job(void *arg, struct ncd_ctx *ctx, const struct cli_job *job)
+{
+    struct probe_cli *P = arg;
+    struct ncd_probe_opts o = P->o;
+    o.token = ncd_pg_token(job->pg);
+    o.rdv_addr = ncd_pg_local_addr(job->pg);
+    struct ncd_probe *p = NULL;
+    int rc = ncd_probe_new(ctx, &o, job->proc, job->nprocs, &p);
+    if (rc) {
+        fprintf(stderr, "nccl-doctor probe (rank %d): %s%s%s\n", job->proc,
+                ncd_strerror(rc), *ncd_ctx_errdetail(ctx) ? ": " : "",
+                ncd_ctx_errdetail(ctx));
+        return NCD_EXIT_TOOL;
+    }
+    void *ag[2] = {ctx, job->pg};
+    const struct ncd_probe_result *res = NULL;
+    rc = ncd_probe_run(ctx, p, pg_allgather, ag, &res);
+    if (rc) {
+        const struct ncd_probe_rank *s = ncd_probe_self(p);
+        fprintf(stderr,
+                "nccl-doctor probe: rank %d (%s) stopped: %s%s%s\n",
+                job->proc, s->host, ncd_strerror(rc),
+                *ncd_ctx_errdetail(ctx) ? ": " : "", ncd_ctx_errdetail(ctx));
+        ncd_probe_free(p);
+        return NCD_EXIT_TOOL;
+    }
+    int status = NCD_EXIT_OK;
+    struct ncd_findings fl = {0};
+    if (ncd_probe_analyze(res, &fl)) {
+        ncd_probe_free(p);
+        return NCD_EXIT_TOOL;
+    }
+    if (job->proc == 0) {
+        if (P->c.json) {
+            json_t *env = ncd_json_envelope(res->ranks[0].host);
+            json_t *body = ncd_probe_json(res);
+            if (!env || !body) {
+                json_decref(env);
+                json_decref(body);
+                status = NCD_EXIT_TOOL;
+                goto out;
+            }
+            json_object_update(env, body);
+            json_decref(body);
+            json_object_set_new(env, "launcher",
+                                json_string(job->launcher ? job->launcher
+                                                          : ""));
+            json_object_set_new(env, "findings", ncd_findings_to_json(&fl));
+            json_object_set_new(env, "recommended_env",
+                                ncd_findings_env_json(&fl, NCD_SEV_WARNING));
+            if (cli_print_json(env) < 0)
+                status = NCD_EXIT_TOOL;
+        } else {
+            struct ncd_strbuf sb = {0};
+            struct ncd_text_style st = cli_text_style(&P->c);
+            ncd_probe_render_text(&sb, res, &st);
+            ncd_render_findings_text(&sb, &fl, &st);
+            json_t *env = ncd_findings_env_json(&fl, NCD_SEV_WARNING);
+            if (env && json_object_size(env)) {
+                ncd_sb_puts(&sb, "\n  Recommended:\n");
+                const char *k;
+                json_t *v;
+                json_object_foreach(env, k, v)
+                {
+                    if (json_is_string(v)) {
+                        ncd_sb_printf(&sb, "    export %s=", k);
+                        ncd_sb_shell_quote(&sb, json_string_value(v));
+                        ncd_sb_putc(&sb, '\n');
+                    } else {
+                        ncd_sb_printf(&sb, "    unset %s\n", k);
+                    }
+                }
+            }
+            json_decref(env);
+            if (cli_print_sb(&sb) < 0)
+                status = NCD_EXIT_TOOL;
+            ncd_sb_release(&sb);
+        }
+    }
+    if (status == NCD_EXIT_OK)
+        status = cli_exit_for(&P->c, ncd_findings_worst(&fl));
+out:
+    ncd_findings_release(&fl);
+    ncd_probe_free(p);
+    return status;
+}
+
+static int parse_pos(const char *s, long lo, long hi, long *out)
+{
+    char *e;
+    long v = strtol(s, &e, 10);
+    if (!*s || *e || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+int ncd_cmd_probe(int argc, char **argv)
+{
+    static const struct option lo[] = {
+        CLI_COMMON_OPTS,
+        {"np", required_argument, 0, OPT_NP},
+        {"rendezvous", required_argument, 0, OPT_RDV},
+        {"timeout", required_argument, 0, OPT_TIMEOUT},
+        {"rendezvous-timeout", required_argument, 0, OPT_RDV_TIMEOUT},
+        {"burst", required_argument, 0, OPT_BURST},
+        {"no-mtu", no_argument, 0, OPT_NO_MTU},
+        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
+        {0, 0, 0, 0},
+    };
+    struct probe_cli P;
+    memset(&P, 0, sizeof P);
+    cli_common_init(&P.c);
+    ncd_probe_opts_default(&P.o);
+    long np = 0, rdv_timeout_s = 60;
+    const char *rdv = NULL;
+    /* "-np N" as mpirun spells it */
+    char **av = calloc((size_t)argc + 1, sizeof *av);
+    if (!av)
+        return NCD_EXIT_TOOL;
+    for (int i = 0; i < argc; i++)
+        av[i] = strcmp(argv[i], "-np") == 0 ? (char *)"--np" : argv[i];
+    optind = 1;
+    int opt, bad = 0;
+    long v;
+    while (!bad && (opt = getopt_long(argc, av, "vh", lo, NULL)) != -1) {
+        int r = cli_common_opt(&P.c, opt, optarg);
+        if (r < 0) {
+            bad = 1;
+            break;
+        }
+        if (r)
+            continue;
+        switch (opt) {
+        case 'h':
+            cli_usage("probe", stdout);
+            free(av);
+            return NCD_EXIT_OK;
+        case OPT_NP:
+            if (parse_pos(optarg, 1, NCD_PROBE_MAX_RANKS, &np)) {
+                cli_err("probe: -np takes 1..%d", NCD_PROBE_MAX_RANKS);
+                bad = 1;
+            }
+            break;
+        case OPT_RDV:
+            rdv = optarg;
+            break;
+        case OPT_TIMEOUT:
+            if (parse_pos(optarg, 1, 600000, &v)) {
+                cli_err("probe: --timeout takes milliseconds, 1..600000");
+                bad = 1;
+            }
+            P.o.timeout_ms = (int)v;
+            break;
+        case OPT_RDV_TIMEOUT:
+            if (parse_pos(optarg, 1, 3600, &rdv_timeout_s)) {
+                cli_err("probe: --rendezvous-timeout takes seconds, 1..3600");
+                bad = 1;
+            }
+            break;
+        case OPT_BURST: {
+            size_t b;
+            if (ncd_perf_parse_size(optarg, &b) || b > (1ul << 30)) {
+                cli_err("probe: --burst takes a size up to 1G (e.g. 4M), "
+                        "0 = none");
+                bad = 1;
+            }
+            P.o.burst_bytes = b;
+            break;
+        }
+        case OPT_NO_MTU:
+            P.o.mtu_probe = 0;
+            break;
+        case OPT_NCCL_VERSION:
+            P.ver = optarg;
+            break;
+        default:
+            cli_usage("probe", stderr);
+            bad = 1;
+        }
+    }
+    if (!bad && optind < argc) {
+        cli_err("probe: unexpected argument '%s'", av[optind]);
+        bad = 1;
+    }
+    free(av);
+    if (bad)
+        return NCD_EXIT_TOOL;
+    struct ncd_ctx *ctx = cli_ctx_new(&P.c);
+    if (!ctx)
+        return NCD_EXIT_TOOL;
+    if (!ncd_ctx_is_live(ctx)) {
+        cli_err("probe: connects to other ranks; it cannot run on a "
+                "recorded --sysroot");
+        ncd_ctx_free(ctx);
+        return NCD_EXIT_TOOL;
+    }
+    struct ncd_check_opts co;
+    if (cli_nccl_version(ctx, P.ver, &co, P.ver_src, sizeof P.ver_src) < 0) {
+        ncd_ctx_free(ctx);
+        return NCD_EXIT_TOOL;
+    }
+    P.o.nccl_version = co.nccl_version;
+    P.o.nccl_version_src = co.nccl_version_source;
+    /* every exchange waits at most for one step of pair tests */
+    long step_ms = 4L * P.o.timeout_ms + 3000;
+    struct cli_launch L = {.cmd = "probe",
+                           .np = (int)np,
+                           .rendezvous = rdv,
+                           .timeout_ms = (int)(rdv_timeout_s * 1000 > step_ms
+                                                   ? rdv_timeout_s * 1000
+                                                   : step_ms),
+                           .argc = &argc,
+                           .argv = &argv};
+    int st = cli_launch_run(ctx, &L, probe_job, &P);
+    ncd_ctx_free(ctx);
+    return st;
+}
