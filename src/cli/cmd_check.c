@@ -8,8 +8,6 @@
 #include "ncd/error.h"
 #include "ncd/recommend.h"
 
-enum { OPT_NCCL_VERSION = CLI_OPT__NEXT };
-
 static void render_text(struct ncd_strbuf *sb, const char *host,
                         struct ncd_ctx *ctx, const struct ncd_check_opts *o,
                         const struct ncd_findings *l, json_t *facts,
@@ -85,43 +83,16 @@ static void render_text(struct ncd_strbuf *sb, const char *host,
 
 int ncd_cmd_check(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        CLI_COMMON_OPTS,
-        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
-    const char *ver = NULL;
-    cli_common_init(&c);
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r)
-            continue;
-        if (opt == 'h') {
-            cli_usage("check", stdout);
-            return NCD_EXIT_OK;
-        }
-        if (opt == OPT_NCCL_VERSION) {
-            ver = optarg;
-            continue;
-        }
-        cli_usage("check", stderr);
-        return NCD_EXIT_TOOL;
-    }
-    if (optind < argc) {
-        cli_err("check: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    int pst = cli_parse("check", argc, argv, &c, NULL, NULL, NULL, NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
     struct ncd_check_opts o;
     char src[600];
-    if (cli_nccl_version(ctx, ver, &o, src, sizeof src) < 0) {
+    if (cli_nccl_version(ctx, c.nccl_version, &o, src, sizeof src) < 0) {
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }

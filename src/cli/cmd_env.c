@@ -15,7 +15,6 @@ enum {
     OPT_WRITE,
     OPT_REMOVE,
     OPT_DRY_RUN,
-    OPT_NCCL_VERSION,
 };
 
 enum fmt { FMT_SH, FMT_ENV, FMT_DOCKER, FMT_K8S, FMT_SLURM };
@@ -111,82 +110,70 @@ static void render(struct ncd_strbuf *sb, json_t *env, enum fmt f,
     }
 }
 
+struct env_args {
+    const char *write_to, *remove_from;
+    enum fmt fmt;
+    int profile, dry;
+};
+
+static int env_opt(int opt, const char *arg, void *data)
+{
+    struct env_args *a = data;
+    static const struct {
+        const char *name;
+        enum fmt f;
+    } fmts[] = {{"sh", FMT_SH},      {"export", FMT_SH},   {"env", FMT_ENV},
+                {"docker", FMT_DOCKER}, {"k8s", FMT_K8S}, {"kubernetes", FMT_K8S},
+                {"slurm", FMT_SLURM}};
+    switch (opt) {
+    case OPT_FORMAT:
+        for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
+            if (strcmp(arg, fmts[i].name) == 0) {
+                a->fmt = fmts[i].f;
+                return 0;
+            }
+        cli_err("--format takes sh, env, docker, k8s or slurm, not '%s'", arg);
+        return -1;
+    case OPT_PROFILE:
+        a->profile = ncd_env_profile_parse(arg);
+        if (a->profile < 0) {
+            cli_err("--profile takes kubernetes, docker, ethernet or "
+                    "infiniband, not '%s'",
+                    arg);
+            return -1;
+        }
+        return 0;
+    case OPT_WRITE:
+        a->write_to = arg;
+        return 0;
+    case OPT_REMOVE:
+        a->remove_from = arg;
+        return 0;
+    case OPT_DRY_RUN:
+        a->dry = 1;
+        return 0;
+    }
+    return -1;
+}
+
 int ncd_cmd_env(int argc, char **argv)
 {
     static const struct option lo[] = {
-        CLI_COMMON_OPTS,
         {"format", required_argument, 0, OPT_FORMAT},
         {"profile", required_argument, 0, OPT_PROFILE},
         {"write", required_argument, 0, OPT_WRITE},
         {"remove", required_argument, 0, OPT_REMOVE},
         {"dry-run", no_argument, 0, OPT_DRY_RUN},
-        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
         {0, 0, 0, 0},
     };
     struct cli_common c;
-    const char *ver = NULL, *write_to = NULL, *remove_from = NULL;
-    enum fmt fmt = FMT_SH;
-    int profile = NCD_PROFILE_NONE, dry = 0;
-    cli_common_init(&c);
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r)
-            continue;
-        switch (opt) {
-        case 'h':
-            cli_usage("env", stdout);
-            return NCD_EXIT_OK;
-        case OPT_FORMAT:
-            if (!strcmp(optarg, "sh") || !strcmp(optarg, "export"))
-                fmt = FMT_SH;
-            else if (!strcmp(optarg, "env"))
-                fmt = FMT_ENV;
-            else if (!strcmp(optarg, "docker"))
-                fmt = FMT_DOCKER;
-            else if (!strcmp(optarg, "k8s") || !strcmp(optarg, "kubernetes"))
-                fmt = FMT_K8S;
-            else if (!strcmp(optarg, "slurm"))
-                fmt = FMT_SLURM;
-            else {
-                cli_err("--format takes sh, env, docker, k8s or slurm, not "
-                        "'%s'",
-                        optarg);
-                return NCD_EXIT_TOOL;
-            }
-            continue;
-        case OPT_PROFILE:
-            profile = ncd_env_profile_parse(optarg);
-            if (profile < 0) {
-                cli_err("--profile takes kubernetes, docker, ethernet or "
-                        "infiniband, not '%s'",
-                        optarg);
-                return NCD_EXIT_TOOL;
-            }
-            continue;
-        case OPT_WRITE:
-            write_to = optarg;
-            continue;
-        case OPT_REMOVE:
-            remove_from = optarg;
-            continue;
-        case OPT_DRY_RUN:
-            dry = 1;
-            continue;
-        case OPT_NCCL_VERSION:
-            ver = optarg;
-            continue;
-        }
-        cli_usage("env", stderr);
-        return NCD_EXIT_TOOL;
-    }
-    if (optind < argc) {
-        cli_err("env: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    struct env_args a = {.fmt = FMT_SH, .profile = NCD_PROFILE_NONE};
+    int pst = cli_parse("env", argc, argv, &c, lo, env_opt, &a, NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
+    const char *write_to = a.write_to, *remove_from = a.remove_from;
+    enum fmt fmt = a.fmt;
+    int profile = a.profile, dry = a.dry;
     if (write_to && remove_from) {
         cli_err("env: --write and --remove exclude each other");
         return NCD_EXIT_TOOL;
@@ -225,7 +212,7 @@ int ncd_cmd_env(int argc, char **argv)
 
     struct ncd_check_opts o;
     char src[600];
-    if (!facts || cli_nccl_version(ctx, ver, &o, src, sizeof src) < 0)
+    if (!facts || cli_nccl_version(ctx, c.nccl_version, &o, src, sizeof src) < 0)
         goto out;
     int rc = ncd_run_checks(ctx, &o, &l, facts);
     if (rc < 0) {

@@ -3,7 +3,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
-#include "ncd/fs.h"
+#include "ncd/recommend.h"
 #include "ncd/report.h"
 
 #include <stdio.h>
@@ -51,37 +51,6 @@ int ncd_env_profile_parse(const char *s)
     return -1;
 }
 
-/* "=mlx5_0:1,mlx5_1:1" from the ACTIVE ports, "" when none. */
-static void active_hcas(struct ncd_ctx *ctx, char *out, size_t n)
-{
-    out[0] = '\0';
-    char **devs;
-    int nd = ncd_fs_list(ctx, "/sys/class/infiniband", &devs);
-    for (int i = 0; i < nd; i++) {
-        char path[512];
-        snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports", devs[i]);
-        char **ports;
-        int np = ncd_fs_list(ctx, path, &ports);
-        for (int j = 0; j < np; j++) {
-            char st[64];
-            snprintf(path, sizeof path,
-                     "/sys/class/infiniband/%s/ports/%s/state", devs[i],
-                     ports[j]);
-            if (ncd_fs_read_str(ctx, path, st, sizeof st) == 0 &&
-                strstr(st, "ACTIVE")) {
-                size_t l = strlen(out);
-                snprintf(out + l, n - l, "%s%s:%s", l ? "," : "=", devs[i],
-                         ports[j]);
-            }
-        }
-        if (np > 0)
-            ncd_fs_list_free(ports, np);
-    }
-    if (nd > 0)
-        ncd_fs_list_free(devs, nd);
-    ncd_ctx_clear_error(ctx);
-}
-
 int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
                           json_t *env, struct ncd_strbuf *notes)
 {
@@ -102,7 +71,7 @@ int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
         break;
     case NCD_PROFILE_INFINIBAND:
         json_object_del(env, "NCCL_IB_DISABLE");
-        active_hcas(ctx, hca, sizeof hca);
+        ncd_rdma_active_ports(ctx, NULL, hca, sizeof hca);
         if (hca[0]) {
             json_object_set_new(env, "NCCL_IB_HCA", json_string(hca));
             ncd_sb_puts(notes, "NCCL_IB_HCA lists this node's ACTIVE ports "
