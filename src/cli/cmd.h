@@ -113,5 +113,6 @@ const char *cli_hostname(struct ncd_ctx *ctx);
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
+int ncd_cmd_explain(int argc, char **argv);
 
 #endif
