@@ -97,15 +97,23 @@ static int feed_fd(struct run *r, int fd, const char *name)
         if (n < 0) {
             int errnum;
             const char *msg = gzerror(gz, &errnum);
+            if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": "))
+                msg = strstr(msg, ": ") + 2;
+            r->nfailed++;
             /* a truncated .gz still gave us its lines: say so, go on */
             cli_err("%s: %s (the lines before it were used)", name,
                     errnum == Z_ERRNO ? strerror(errno) : msg);
             rc = -1;
-        } else if (!gzeof(gz)) {
+        } else {
+            /* end of input: a truncated .gz shows as Z_BUF_ERROR */
             int errnum;
             const char *msg = gzerror(gz, &errnum);
-            if (errnum != Z_OK && errnum != Z_BUF_ERROR) {
-                cli_err("%s: %s (the lines before it were used)", name, msg);
+            if (errnum != Z_OK) {
+                if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": "))
+                    msg = strstr(msg, ": ") + 2;
+                r->nfailed++;
+                cli_err("%s: %s%s (the lines before it were used)", name, msg,
+                        errnum == Z_BUF_ERROR ? ", truncated gzip file" : "");
                 rc = -1;
             }
         }
@@ -164,7 +172,8 @@ static void feed_path(struct run *r, const char *path, int depth)
                 n++;
         }
         closedir(d);
-        qsort(names, n, sizeof *names, cmp_names);
+        if (n > 1)
+            qsort(names, n, sizeof *names, cmp_names);
         for (size_t i = 0; i < n; i++) {
             char *p = NULL;
             if (asprintf(&p, "%s/%s", path, names[i]) >= 0) {
@@ -206,7 +215,8 @@ static int load_rules_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
             n++;
     }
     closedir(d);
-    qsort(names, n, sizeof *names, cmp_names);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_names);
     int rc = 0;
     for (size_t i = 0; i < n; i++) {
         char *p = NULL;

@@ -420,6 +420,10 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                     const char *s = rb + 1, *e = s;
                     while (e < le && *e != ' ')
                         e++;
+                    if (e == s) { /* "[RO]" flag */
+                        p = e;
+                        continue;
+                    }
                     copyn(pr->ib[pr->nib++], sizeof pr->ib[0], s,
                           (size_t)(e - s));
                     if (memmem(s, (size_t)(e - s), "/RoCE", 5))

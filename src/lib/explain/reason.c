@@ -277,6 +277,18 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             }
             if (!f)
                 continue;
+            /* one finding per interface: the strongest rule wins */
+            int dup = 0;
+            for (size_t k = 0; k < hs->n && !dup; k++) {
+                const char *w2 = ex->rules->v[hs->v[k].rule].when;
+                if (!w2 || strncmp(w2, "iface-", 6) != 0)
+                    continue;
+                for (size_t v = 0; v < hs->v[k].nv; v++)
+                    dup |= strcmp(hs->v[k].vn[v], "iface") == 0 &&
+                           strcmp(hs->v[k].vv[v], f->name) == 0;
+            }
+            if (dup)
+                continue;
             if (strcmp(good, f->name) == 0)
                 snprintf(good, sizeof good,
                          "<the interface that reaches the other nodes>");
@@ -402,10 +414,14 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                 with = p;
             if (p->plugin == 1 && !without)
                 without = p;
+            /* IB vs Socket is a fallback (ib-fallback), not a plugin */
+            int builtin = strcmp(p->net, "IB") == 0 || strcmp(p->net, "Socket") == 0;
             if (p->net[0]) {
                 if (!n1)
                     n1 = p;
-                else if (!n2 && strcmp(n1->net, p->net) != 0)
+                else if (!n2 && strcmp(n1->net, p->net) != 0 &&
+                         !(builtin && (strcmp(n1->net, "IB") == 0 ||
+                                       strcmp(n1->net, "Socket") == 0)))
                     n2 = p;
             }
         }
@@ -836,7 +852,8 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
         for (size_t i = 0; i < hs.n; i++)
             hit_var(&hs.v[i], "good_iface", good); /* lookups take the first */
     }
-    qsort(hs.v, hs.n, sizeof *hs.v, cmp_hits);
+    if (hs.n > 1)
+        qsort(hs.v, hs.n, sizeof *hs.v, cmp_hits);
     free(ex->roles);
     ex->roles = calloc(hs.n ? hs.n : 1, sizeof *ex->roles);
     if (!ex->roles) {

@@ -57,6 +57,13 @@ static void free_strv(char **v, size_t n)
     free(v);
 }
 
+/* Frees items [from, n) of v, not v itself. */
+static void free_items(char **v, size_t from, size_t n)
+{
+    for (size_t i = from; i < n; i++)
+        free(v[i]);
+}
+
 static void rule_release(struct ncd__rule *r)
 {
     free(r->id);
@@ -744,7 +751,7 @@ static int load_rule(struct loader *L, yaml_node_t *m)
                      (size_t)off);
             rc = lfail(L, pn, NCD_EINVAL, "pattern '%s' does not compile: %s",
                        pv[i], msg);
-            free_strv(pv + i, np - i);
+            free_items(pv, i, np);
             free(pv);
             return rc;
         }
@@ -758,7 +765,7 @@ static int load_rule(struct loader *L, yaml_node_t *m)
             struct ncd__pattern *nv = realloc(r->pats, nc * sizeof *nv);
             if (!nv) {
                 pcre2_code_free(re);
-                free_strv(pv + i, np - i);
+                free_items(pv, i, np);
                 free(pv);
                 return NCD_ENOMEM;
             }
@@ -774,7 +781,7 @@ static int load_rule(struct loader *L, yaml_node_t *m)
             char **lits;
             int nl = extract_literals(pv[i], &lits);
             if (nl < 0) {
-                free_strv(pv + i + 1, np - i - 1);
+                free_items(pv, i + 1, np);
                 free(pv);
                 return lfail(L, pn, NCD_EINVAL,
                              "pattern '%s' has an alternative without a "
@@ -784,9 +791,9 @@ static int load_rule(struct loader *L, yaml_node_t *m)
             }
             for (int j = 0; j < nl; j++)
                 if (add_literal(r, lits[j], r->npats - 1) < 0) {
-                    free_strv(lits + j, (size_t)(nl - j));
+                    free_items(lits, (size_t)j, (size_t)nl);
                     free(lits);
-                    free_strv(pv + i + 1, np - i - 1);
+                    free_items(pv, i + 1, np);
                     free(pv);
                     return NCD_ENOMEM;
                 }
