@@ -149,5 +149,6 @@ int ncd_cmd_env(int argc, char **argv);
 int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
+int ncd_cmd_explain(int argc, char **argv);
 
 #endif

@@ -1,0 +1,880 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The reasoner: derived conditions over facts + matches, then ranking.
+ *
+ * Ranking (reference B7/B8: "the earliest WARN is usually the root cause;
+ * later 'Connection closed by remote peer' / 'remote process exited' lines
+ * on other ranks are consequences"):
+ *   1. root causes of severity >= warning: worst first, then earliest (time
+ *      stamp when both have one, else input order);
+ *   2. framework wrappers (the diagnosis when nothing deeper is visible);
+ *   3. consequences, including matches a derived finding absorbed;
+ *   4. context and info.
+ */
+#define _GNU_SOURCE
+#include "explain/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/error.h"
+
+/* Conditions a rule's `when:` may name (rules/derived.yaml). */
+const char *const ncd__when_names[] = {
+    "iface-linklocal",  "iface-virtual",     "iface-wrong-connect",
+    "ifname-no-match",  "ib-fallback",       "version-mismatch",
+    "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
+    "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
+    "env-level-value",  "env-ifname-ignored", "gdr-off",
+    "unmatched-warn",   "nothing-found",     NULL};
+
+#define MAX_VARS 10
+
+struct hit {
+    size_t rule;
+    const struct ncd__rec *rec; /* pattern rules and unmatched-warn */
+    enum ncd_category cat;
+    enum ncd_severity sev;
+    enum ncd_rule_role role;
+    double ts;
+    uint64_t seq;
+    char *vn[MAX_VARS], *vv[MAX_VARS];
+    size_t nv;
+    char *ev[NCD__MAX_EVID];
+    size_t nev;
+};
+
+struct hits {
+    struct hit *v;
+    size_t n, cap;
+};
+
+static struct hit *hit_new(struct hits *hs, const struct ncd_explain *ex,
+                           size_t rule)
+{
+    if (hs->n == hs->cap) {
+        size_t nc = hs->cap ? hs->cap * 2 : 32;
+        struct hit *nv = realloc(hs->v, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        hs->v = nv;
+        hs->cap = nc;
+    }
+    struct hit *h = &hs->v[hs->n++];
+    memset(h, 0, sizeof *h);
+    const struct ncd__rule *r = &ex->rules->v[rule];
+    h->rule = rule;
+    h->cat = r->cat;
+    h->sev = r->sev;
+    h->role = r->role;
+    h->ts = -1;
+    h->seq = UINT64_MAX;
+    return h;
+}
+
+static void hit_var(struct hit *h, const char *n, const char *v)
+{
+    if (h->nv >= MAX_VARS)
+        return;
+    h->vn[h->nv] = strdup(n);
+    h->vv[h->nv] = strdup(v ? v : "");
+    if (!h->vn[h->nv] || !h->vv[h->nv]) {
+        free(h->vn[h->nv]);
+        free(h->vv[h->nv]);
+        return;
+    }
+    h->nv++;
+}
+
+static void hit_ev(struct hit *h, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void hit_ev(struct hit *h, const char *fmt, ...)
+{
+    if (h->nev >= NCD__MAX_EVID)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = NULL;
+    if (vasprintf(&s, fmt, ap) >= 0)
+        h->ev[h->nev++] = s;
+    va_end(ap);
+}
+
+static void hits_release(struct hits *hs)
+{
+    for (size_t i = 0; i < hs->n; i++) {
+        for (size_t k = 0; k < hs->v[i].nv; k++) {
+            free(hs->v[i].vn[k]);
+            free(hs->v[i].vv[k]);
+        }
+        for (size_t k = 0; k < hs->v[i].nev; k++)
+            free(hs->v[i].ev[k]);
+    }
+    free(hs->v);
+}
+
+/* ----------------------------------------------------------- helpers */
+
+static int linklocal(const char *a)
+{
+    return strncasecmp(a, "fe80", 4) == 0;
+}
+
+static int loopback(const char *name, const char *a)
+{
+    return strncmp(a, "127.", 4) == 0 || strcmp(a, "::1") == 0 ||
+           strcmp(name, "lo") == 0;
+}
+
+/* Interfaces that are almost never the way to other hosts (nccl-facts.md
+ * §1: NCCL excludes only docker*, lo and virbr* by itself). */
+static int virtual_if(const char *n)
+{
+    static const char *const pre[] = {
+        "docker", "br-",   "veth",     "virbr",    "cni",   "flannel",
+        "cali",   "tailscale", "ip6tnl", "tunl",   "vxlan", "kube-",
+        "weave",  "lxcbr", "lxdbr",    "podman",   "cilium", "sit",
+        "gre",    "zt",    NULL};
+    for (size_t i = 0; pre[i]; i++)
+        if (strncmp(n, pre[i], strlen(pre[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static const char *env_get(const struct ncd_explain *ex, const char *name,
+                           const struct ncd__env **which)
+{
+    for (size_t i = 0; i < ex->nenv; i++)
+        if (strcmp(ex->env[i].name, name) == 0) {
+            if (which)
+                *which = &ex->env[i];
+            return ex->env[i].value;
+        }
+    return NULL;
+}
+
+/* The best interface to pin NCCL_SOCKET_IFNAME to, from what the logs
+ * list: routable address and a physical-looking name first. */
+static void good_iface(const struct ncd_explain *ex, char *out, size_t osz)
+{
+    const char *fallback = NULL;
+    for (int pass = 0; pass < 2; pass++)
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            const struct ncd__iface *lists[2] = {p->boot, p->sock};
+            int ns[2] = {p->nboot, p->nsock};
+            for (int l = 0; l < 2; l++)
+                for (int k = 0; k < ns[l]; k++) {
+                    const struct ncd__iface *f = &lists[l][k];
+                    if (!f->addr[0] || linklocal(f->addr) ||
+                        loopback(f->name, f->addr))
+                        continue;
+                    if (!virtual_if(f->name)) {
+                        snprintf(out, osz, "%s", f->name);
+                        return;
+                    }
+                    if (!fallback)
+                        fallback = f->name;
+                }
+        }
+    if (fallback && !virtual_if(fallback)) {
+        snprintf(out, osz, "%s", fallback);
+        return;
+    }
+    if (fallback && strncmp(fallback, "docker", 6) != 0 &&
+        strncmp(fallback, "virbr", 5) != 0) {
+        snprintf(out, osz, "%s", fallback);
+        return;
+    }
+    snprintf(out, osz, "<the interface that reaches the other nodes>");
+}
+
+static int rec_any(const struct ncd_explain *ex, const struct ncd__rule *r,
+                   const struct ncd__rec **first)
+{
+    const struct ncd__rec *best = NULL;
+    for (size_t a = 0; a < r->nabsorbs; a++) {
+        long k = ncd__rules_find(ex->rules, r->absorbs[a]);
+        if (k < 0 || !ex->recs[k].count)
+            continue;
+        if (!best || ex->recs[k].first_seq < best->first_seq)
+            best = &ex->recs[k];
+    }
+    if (first)
+        *first = best;
+    return best != NULL;
+}
+
+static void hit_from_rec(struct hit *h, const struct ncd__rec *rec)
+{
+    if (!rec)
+        return;
+    h->seq = rec->first_seq;
+    h->ts = rec->first_ts;
+}
+
+static void proc_where(const struct ncd__proc *p, char *out, size_t osz)
+{
+    if (p->rank >= 0)
+        snprintf(out, osz, "%s pid %ld (rank %d)", p->host[0] ? p->host : "?",
+                 p->pid, p->rank);
+    else if (p->pid >= 0)
+        snprintf(out, osz, "%s pid %ld", p->host[0] ? p->host : "?", p->pid);
+    else
+        snprintf(out, osz, "%s", p->host[0] ? p->host : "this log");
+}
+
+/* ----------------------------------------------------------- conditions */
+
+static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
+                int other_roots)
+{
+    const struct ncd__rule *r = &ex->rules->v[ri];
+    const char *w = r->when;
+    char good[96], where[96], buf[256];
+    good_iface(ex, good, sizeof good);
+
+    if (strcmp(w, "iface-linklocal") == 0 || strcmp(w, "iface-virtual") == 0 ||
+        strcmp(w, "iface-wrong-connect") == 0) {
+        int mode = w[6] == 'l' ? 0 : w[6] == 'v' ? 1 : 2;
+        const struct ncd__rec *conn = NULL;
+        if (mode == 2 && !rec_any(ex, r, &conn))
+            return 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (p->nnodes == 1)
+                continue; /* single node: any interface works */
+            const struct ncd__iface *f = NULL;
+            const char *what = "";
+            if (mode == 0) {
+                if (p->nboot && (linklocal(p->boot[0].addr) ||
+                                 loopback(p->boot[0].name, p->boot[0].addr))) {
+                    f = &p->boot[0];
+                    what = linklocal(f->addr) ? "IPv6 link-local" : "loopback";
+                }
+            } else if (mode == 2) {
+                if (p->nboot && virtual_if(p->boot[0].name)) {
+                    f = &p->boot[0];
+                    what = "bootstrap";
+                }
+            } else {
+                for (int k = 0; k < p->nsock && !f; k++)
+                    if (virtual_if(p->sock[k].name) || linklocal(p->sock[k].addr) ||
+                        loopback(p->sock[k].name, p->sock[k].addr)) {
+                        f = &p->sock[k];
+                        what = "NET/Socket";
+                    }
+                for (int k = 1; k < p->nboot && !f; k++)
+                    if (virtual_if(p->boot[k].name) || linklocal(p->boot[k].addr)) {
+                        f = &p->boot[k];
+                        what = "bootstrap";
+                    }
+                if (!f && p->nboot && virtual_if(p->boot[0].name)) {
+                    f = &p->boot[0];
+                    what = "bootstrap";
+                }
+            }
+            if (!f)
+                continue;
+            /* one finding per interface: the strongest rule wins */
+            int dup = 0;
+            for (size_t k = 0; k < hs->n && !dup; k++) {
+                const char *w2 = ex->rules->v[hs->v[k].rule].when;
+                if (!w2 || strncmp(w2, "iface-", 6) != 0)
+                    continue;
+                for (size_t v = 0; v < hs->v[k].nv; v++)
+                    dup |= strcmp(hs->v[k].vn[v], "iface") == 0 &&
+                           strcmp(hs->v[k].vv[v], f->name) == 0;
+            }
+            if (dup)
+                continue;
+            if (strcmp(good, f->name) == 0)
+                snprintf(good, sizeof good,
+                         "<the interface that reaches the other nodes>");
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            proc_where(p, where, sizeof where);
+            hit_var(h, "iface", f->name);
+            hit_var(h, "addr", f->addr);
+            hit_var(h, "host", p->host);
+            hit_var(h, "what", what);
+            hit_var(h, "good_iface", good);
+            hit_ev(h, "%s: NCCL uses %s %s for %s", where, f->name, f->addr,
+                   mode == 0 ? "the bootstrap" : what);
+            if (conn) {
+                hit_from_rec(h, conn);
+                for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
+                    hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, conn->ev[k].src),
+                           (unsigned long long)conn->ev[k].line, conn->ev[k].text);
+            } else {
+                h->seq = 0; /* interface choice precedes any failure */
+            }
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "ifname-no-match") == 0) {
+        const struct ncd__env *e = NULL;
+        const char *v = env_get(ex, "NCCL_SOCKET_IFNAME", &e);
+        const struct ncd__rec *fail = NULL;
+        if (!v || !rec_any(ex, r, &fail))
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        hit_var(h, "value", v);
+        hit_var(h, "host", fail->ev[0].host[0] ? fail->ev[0].host : e->host);
+        hit_var(h, "good_iface", good);
+        hit_ev(h, "%s:%llu: NCCL_SOCKET_IFNAME set by environment to %s",
+               ncd__src_name(ex, e->src), (unsigned long long)e->line, v);
+        for (size_t k = 0; k < fail->nev && h->nev < NCD__MAX_EVID; k++)
+            hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, fail->ev[k].src),
+                   (unsigned long long)fail->ev[k].line, fail->ev[k].text);
+        hit_from_rec(h, fail);
+        return 1;
+    }
+    if (strcmp(w, "ib-fallback") == 0) {
+        const char *dis = env_get(ex, "NCCL_IB_DISABLE", NULL);
+        if (dis && strcmp(dis, "0") != 0)
+            return 0;
+        int any_ib = 0;
+        for (size_t i = 0; i < ex->nprocs; i++)
+            any_ib |= ex->procs[i].nib > 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (!(p->ibverbs_missing || p->ib_nodev) || p->nib)
+                continue;
+            int socket = strcmp(p->net, "Socket") == 0 || p->nsock > 0;
+            const char *ipoib = NULL;
+            for (int k = 0; k < p->nsock; k++)
+                if (strncmp(p->sock[k].name, "ib", 2) == 0)
+                    ipoib = p->sock[k].name;
+            int hint = ipoib || any_ib || env_get(ex, "NCCL_IB_HCA", NULL);
+            if (!socket || !hint)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            proc_where(p, where, sizeof where);
+            hit_var(h, "host", p->host);
+            hit_var(h, "reason", p->ibverbs_missing
+                                     ? "libibverbs could not be loaded"
+                                     : "no active InfiniBand/RoCE port passed "
+                                       "NCCL_IB_HCA (NET/IB : No device found)");
+            hit_ev(h, "%s: %s", where,
+                   p->ibverbs_missing ? "Failed to open libibverbs.so[.1]"
+                                      : "NET/IB : No device found.");
+            if (ipoib)
+                hit_ev(h, "%s: data goes over NET/Socket on %s (IPoIB)", where,
+                       ipoib);
+            else
+                hit_ev(h, "%s: Using network Socket%s", where,
+                       any_ib ? " while other processes use IB" : "");
+            h->seq = p->last_seq;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "version-mismatch") == 0) {
+        size_t a = SIZE_MAX;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            if (!ex->procs[i].vcode)
+                continue;
+            if (a == SIZE_MAX) {
+                a = i;
+                continue;
+            }
+            if (ex->procs[i].vcode != ex->procs[a].vcode) {
+                const struct ncd__proc *p = &ex->procs[a], *q = &ex->procs[i];
+                struct hit *h = hit_new(hs, ex, ri);
+                if (!h)
+                    return NCD_ENOMEM;
+                snprintf(buf, sizeof buf, "%s on %s, %s on %s", p->version,
+                         p->host[0] ? p->host : "?", q->version,
+                         q->host[0] ? q->host : "?");
+                hit_var(h, "versions", buf);
+                hit_ev(h, "%s (pid %ld): NCCL version %s", p->host, p->pid,
+                       p->version);
+                hit_ev(h, "%s (pid %ld): NCCL version %s", q->host, q->pid,
+                       q->version);
+                h->seq = 0;
+                return 1;
+            }
+        }
+        return 0;
+    }
+    if (strcmp(w, "plugin-mismatch") == 0) {
+        const struct ncd__proc *with = NULL, *without = NULL, *n1 = NULL,
+                               *n2 = NULL;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (p->plugin == 2 && !with)
+                with = p;
+            if (p->plugin == 1 && !without)
+                without = p;
+            /* IB vs Socket is a fallback (ib-fallback), not a plugin */
+            int builtin = strcmp(p->net, "IB") == 0 || strcmp(p->net, "Socket") == 0;
+            if (p->net[0]) {
+                if (!n1)
+                    n1 = p;
+                else if (!n2 && strcmp(n1->net, p->net) != 0 &&
+                         !(builtin && (strcmp(n1->net, "IB") == 0 ||
+                                       strcmp(n1->net, "Socket") == 0)))
+                    n2 = p;
+            }
+        }
+        if (!(with && without) && !n2)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        if (with && without) {
+            snprintf(buf, sizeof buf,
+                     "%s loads the net plugin %s, %s finds none",
+                     with->host[0] ? with->host : "one process",
+                     with->plugin_name[0] ? with->plugin_name : "", 
+                     without->host[0] ? without->host : "another");
+            hit_ev(h, "%s (pid %ld): net plugin %s", with->host, with->pid,
+                   with->plugin_name[0] ? with->plugin_name : "loaded");
+            hit_ev(h, "%s (pid %ld): no net plugin, internal network used",
+                   without->host, without->pid);
+        } else {
+            snprintf(buf, sizeof buf, "%s uses network %s, %s uses %s",
+                     n1->host, n1->net, n2->host, n2->net);
+            hit_ev(h, "%s (pid %ld): Using network %s", n1->host, n1->pid,
+                   n1->net);
+            hit_ev(h, "%s (pid %ld): Using network %s", n2->host, n2->pid,
+                   n2->net);
+        }
+        hit_var(h, "detail", buf);
+        h->seq = 0;
+        return 1;
+    }
+    if (strcmp(w, "hosts-merged") == 0) {
+        for (size_t i = 0; i < ex->nhosts; i++) {
+            const struct ncd__host *p = &ex->hosts[i];
+            if (!p->dev_conflict || p->ndevs_seen < 2)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            char a[16], b[16], d[16];
+            snprintf(a, sizeof a, "%d", p->conflict_r1);
+            snprintf(b, sizeof b, "%d", p->conflict_r2);
+            snprintf(d, sizeof d, "%d", p->conflict_dev);
+            hit_var(h, "rank1", a);
+            hit_var(h, "rank2", b);
+            hit_var(h, "dev", d);
+            hit_var(h, "host", p->name);
+            hit_ev(h, "%s:%llu: ranks %s and %s both use GPU %s and are "
+                      "connected through P2P/SHM as if on one host (%s)",
+                   ncd__src_name(ex, p->conflict_src),
+                   (unsigned long long)p->conflict_line, a, b, d, p->name);
+            h->seq = 0;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "consumer-gpu-p2p") == 0) {
+        const char *dis = env_get(ex, "NCCL_P2P_DISABLE", NULL);
+        if (dis && strcmp(dis, "1") == 0)
+            return 0;
+        pcre2_match_data *md = pcre2_match_data_create(4, NULL);
+        if (!md)
+            return NCD_ENOMEM;
+        int found = 0;
+        for (size_t i = 0; i < ex->ngpus && !found; i++) {
+            const struct ncd__gpu *g = &ex->gpus[i];
+            int hitname = 0;
+            for (size_t k = 0; k < r->npats && !hitname; k++)
+                hitname = pcre2_match(ex->rules->pats[r->pat0 + k].re,
+                                      (PCRE2_SPTR)g->name, strlen(g->name), 0,
+                                      0, md, NULL) >= 0;
+            if (!hitname)
+                continue;
+            size_t same = 0;
+            for (size_t j = 0; j < ex->ngpus; j++)
+                same += strcmp(ex->gpus[j].host, g->host) == 0;
+            if (same < 2)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                break;
+            hit_var(h, "gpu", g->name);
+            hit_var(h, "host", g->host);
+            for (size_t j = 0; j < ex->ngpus && h->nev < 4; j++)
+                if (strcmp(ex->gpus[j].host, g->host) == 0)
+                    hit_ev(h, "%s:%llu: rank %d on %s device %d: %s",
+                           ncd__src_name(ex, ex->gpus[j].src),
+                           (unsigned long long)ex->gpus[j].line,
+                           ex->gpus[j].rank, ex->gpus[j].host, ex->gpus[j].dev,
+                           ex->gpus[j].name);
+            h->seq = 0;
+            found = 1;
+        }
+        pcre2_match_data_free(md);
+        return found;
+    }
+    if (strncmp(w, "init-hang-", 10) == 0) {
+        if (other_roots)
+            return 0;
+        int want = strcmp(w + 10, "nvls") == 0        ? PH_NVLS
+                   : strcmp(w + 10, "bootstrap") == 0 ? PH_BOOTSTRAP
+                                                      : PH_CONNECT;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (p->ncomplete || p->nwarn || p->phase != want)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            proc_where(p, where, sizeof where);
+            hit_var(h, "host", p->host);
+            hit_var(h, "where", where);
+            hit_ev(h, "%s:%llu: last NCCL line of %s; no 'Init COMPLETE' "
+                      "and no WARN follow",
+                   ncd__src_name(ex, p->last_src),
+                   (unsigned long long)p->last_line, where);
+            h->seq = p->last_seq;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "env-level-value") == 0) {
+        static const char *const vars[] = {"NCCL_P2P_LEVEL",
+                                           "NCCL_NET_GDR_LEVEL", NULL};
+        static const char *const ok[] = {"LOC", "NVL", "NVB", "C2C", "PIX",
+                                         "PXB", "P2C", "PXN", "PHB", "SYS",
+                                         NULL};
+        for (size_t i = 0; vars[i]; i++) {
+            const struct ncd__env *e = NULL;
+            const char *v = env_get(ex, vars[i], &e);
+            if (!v || (v[0] >= '0' && v[0] <= '9'))
+                continue;
+            int good_v = 0;
+            for (size_t k = 0; ok[k]; k++)
+                good_v |= strcmp(ok[k], v) == 0;
+            if (good_v)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            hit_var(h, "name", vars[i]);
+            hit_var(h, "value", v);
+            hit_ev(h, "%s:%llu: %s set by environment to %s",
+                   ncd__src_name(ex, e->src), (unsigned long long)e->line,
+                   vars[i], v);
+            h->seq = e->seq;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "env-ifname-ignored") == 0) {
+        static const char *const vars[] = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
+                                           "NCCL_OOB_NET_IFNAME", NULL};
+        for (size_t i = 0; vars[i]; i++) {
+            const struct ncd__env *e = NULL;
+            const char *v = env_get(ex, vars[i], &e);
+            if (!v)
+                continue;
+            const char *why = NULL;
+            if (strlen(v) <= 1)
+                why = "a value of one character or less is ignored by NCCL, "
+                      "so automatic selection runs";
+            else if (strchr(v, ' '))
+                why = "NCCL does not trim blanks: a token with a space never "
+                      "matches an interface";
+            if (!why)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            hit_var(h, "name", vars[i]);
+            hit_var(h, "value", v);
+            hit_var(h, "why", why);
+            hit_ev(h, "%s:%llu: %s set by environment to '%s'",
+                   ncd__src_name(ex, e->src), (unsigned long long)e->line,
+                   vars[i], v);
+            h->seq = e->seq;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "gdr-off") == 0) {
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (!p->gdr_off || p->gdr_on || !p->nib)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            proc_where(p, where, sizeof where);
+            hit_var(h, "host", p->host);
+            hit_ev(h, "%s: GPU Direct RDMA Disabled for every HCA (%s)", where,
+                   p->ib[0]);
+            h->seq = p->last_seq;
+            return 1;
+        }
+        return 0;
+    }
+    return 0;
+}
+
+/* ----------------------------------------------------------- templates */
+
+static const char *lookup(const struct hit *h, const struct ncd__rec *rec,
+                          const char *name, size_t nl)
+{
+    for (size_t i = 0; i < h->nv; i++)
+        if (strlen(h->vn[i]) == nl && memcmp(h->vn[i], name, nl) == 0)
+            return h->vv[i];
+    if (rec)
+        for (size_t i = 0; i < rec->ncaps; i++)
+            if (strlen(rec->cap_name[i]) == nl &&
+                memcmp(rec->cap_name[i], name, nl) == 0)
+                return rec->cap_val[i];
+    return NULL;
+}
+
+/* "{name}" and "{name|default}" from the hit's variables / captures. */
+static char *expand(const char *tpl, const struct hit *h,
+                    const struct ncd__rec *rec)
+{
+    struct ncd_strbuf sb = {0};
+    for (const char *p = tpl; *p; p++) {
+        if (*p == '{') {
+            const char *e = strchr(p, '}');
+            const char *bar = e ? memchr(p, '|', (size_t)(e - p)) : NULL;
+            size_t nl = (size_t)((bar ? bar : e ? e : p) - p - 1);
+            if (e && nl > 0 && nl < 40) {
+                const char *v = lookup(h, rec, p + 1, nl);
+                if (v && *v)
+                    ncd_sb_puts(&sb, v);
+                else if (bar)
+                    ncd_sb_add(&sb, bar + 1, (size_t)(e - bar - 1));
+                else
+                    ncd_sb_add(&sb, p, (size_t)(e - p + 1));
+                p = e;
+                continue;
+            }
+        }
+        ncd_sb_putc(&sb, *p);
+    }
+    /* YAML folded text ends with a newline */
+    while (sb.len && sb.buf[sb.len - 1] == '\n')
+        sb.buf[--sb.len] = '\0';
+    if (sb.oom) {
+        ncd_sb_release(&sb);
+        return NULL;
+    }
+    return ncd_sb_detach(&sb);
+}
+
+/* ----------------------------------------------------------- ranking */
+
+static int group_of(const struct hit *h)
+{
+    if (h->sev <= NCD_SEV_INFO || h->role == NCD_ROLE_CONTEXT)
+        return 3;
+    if (h->role == NCD_ROLE_ROOT)
+        return 0;
+    if (h->role == NCD_ROLE_WRAPPER)
+        return 1;
+    return 2;
+}
+
+static int earlier(const struct hit *a, const struct hit *b)
+{
+    if (a->ts >= 0 && b->ts >= 0 && a->ts != b->ts)
+        return a->ts < b->ts ? -1 : 1;
+    if (a->seq != b->seq)
+        return a->seq < b->seq ? -1 : 1;
+    return 0;
+}
+
+static int cmp_hits(const void *x, const void *y)
+{
+    const struct hit *a = x, *b = y;
+    int ga = group_of(a), gb = group_of(b);
+    if (ga != gb)
+        return ga - gb;
+    if (a->sev != b->sev)
+        return (int)b->sev - (int)a->sev;
+    int e = earlier(a, b);
+    if (e)
+        return e;
+    return a->rule < b->rule ? -1 : a->rule > b->rule;
+}
+
+static int emit(struct ncd_explain *ex, const struct hit *h,
+                struct ncd_findings *out)
+{
+    const struct ncd__rule *r = &ex->rules->v[h->rule];
+    const struct ncd__rec *rec = h->rec;
+    char *title = expand(r->title, h, rec);
+    if (!title)
+        return NCD_ENOMEM;
+    struct ncd_finding *f = ncd_findings_add(out, r->id, h->cat, h->sev, "%s",
+                                             title);
+    free(title);
+    if (!f)
+        return NCD_ENOMEM;
+    for (size_t i = 0; i < h->nev; i++)
+        ncd_finding_evidence(f, "%s", h->ev[i]);
+    if (rec) {
+        for (size_t i = 0; i < rec->nev; i++) {
+            const struct ncd__evid *e = &rec->ev[i];
+            if (e->rank >= 0 && !strstr(e->text, "rank"))
+                ncd_finding_evidence(f, "%s:%llu: [rank %d] %s",
+                                     ncd__src_name(ex, e->src),
+                                     (unsigned long long)e->line, e->rank,
+                                     e->text);
+            else
+                ncd_finding_evidence(f, "%s:%llu: %s",
+                                     ncd__src_name(ex, e->src),
+                                     (unsigned long long)e->line, e->text);
+        }
+        if (rec->count > rec->nev) {
+            if (rec->nhosts > 1)
+                ncd_finding_evidence(f, "... %llu matching lines in all, on %s%zu hosts",
+                                     (unsigned long long)rec->count,
+                                     rec->nhosts > 4 ? "more than " : "",
+                                     rec->nhosts > 4 ? (size_t)4 : rec->nhosts);
+            else
+                ncd_finding_evidence(f, "... %llu matching lines in all",
+                                     (unsigned long long)rec->count);
+        }
+    }
+    char *c = expand(r->cause, h, rec), *x = expand(r->fix, h, rec);
+    if (c)
+        ncd_finding_cause(f, "%s", c);
+    if (x)
+        ncd_finding_fix(f, "%s", x);
+    free(c);
+    free(x);
+    for (size_t i = 0; i < r->nenv; i++) {
+        char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
+        ncd_finding_env(f, r->env_names[i], v);
+        free(v);
+    }
+    return 0;
+}
+
+int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
+{
+    const struct ncd_rules *R = ex->rules;
+    struct hits hs = {0};
+    int rc = 0;
+    if (ex->open)
+        ncd_explain_end(ex);
+
+    /* 1. pattern rules that matched */
+    for (size_t i = 0; i < R->n; i++) {
+        if (R->v[i].when || !ex->recs[i].count)
+            continue;
+        struct hit *h = hit_new(&hs, ex, i);
+        if (!h) {
+            rc = NCD_ENOMEM;
+            goto out;
+        }
+        h->rec = &ex->recs[i];
+        hit_from_rec(h, h->rec);
+    }
+    /* 2. unknown WARNs, one finding per category */
+    long uw = -1;
+    for (size_t i = 0; i < R->n; i++)
+        if (R->v[i].when && strcmp(R->v[i].when, "unmatched-warn") == 0)
+            uw = (long)i;
+    for (int c = 0; uw >= 0 && c < NCD_CAT__COUNT; c++) {
+        if (!ex->unmatched[c].count)
+            continue;
+        struct hit *h = hit_new(&hs, ex, (size_t)uw);
+        if (!h) {
+            rc = NCD_ENOMEM;
+            goto out;
+        }
+        h->rec = &ex->unmatched[c];
+        h->cat = (enum ncd_category)c;
+        hit_from_rec(h, h->rec);
+    }
+    /* 3. derived conditions; hang conditions only when nothing else
+     *    explains the failure */
+    for (int pass = 0; pass < 2; pass++) {
+        int other_roots = 0;
+        for (size_t i = 0; i < hs.n; i++)
+            other_roots |= hs.v[i].sev >= NCD_SEV_WARNING;
+        for (size_t i = 0; i < R->n; i++) {
+            const char *w = R->v[i].when;
+            if (!w || strcmp(w, "unmatched-warn") == 0 ||
+                strcmp(w, "nothing-found") == 0)
+                continue;
+            if ((strncmp(w, "init-hang-", 10) == 0) != (pass == 1))
+                continue;
+            if ((rc = eval(ex, &hs, i, other_roots)) < 0)
+                goto out;
+        }
+    }
+    /* 4. absorption: a derived finding turns the matches it explains into
+     *    consequences */
+    for (size_t i = 0; i < hs.n; i++) {
+        const struct ncd__rule *r = &R->v[hs.v[i].rule];
+        if (!r->when)
+            continue;
+        for (size_t a = 0; a < r->nabsorbs; a++)
+            for (size_t j = 0; j < hs.n; j++)
+                if (!R->v[hs.v[j].rule].when &&
+                    strcmp(R->v[hs.v[j].rule].id, r->absorbs[a]) == 0 &&
+                    hs.v[j].role != NCD_ROLE_CONTEXT)
+                    hs.v[j].role = NCD_ROLE_CONSEQUENCE;
+    }
+    /* 5. nothing at all: say so, with what to do next */
+    if (!hs.n) {
+        for (size_t i = 0; i < R->n; i++)
+            if (R->v[i].when && strcmp(R->v[i].when, "nothing-found") == 0) {
+                struct hit *h = hit_new(&hs, ex, i);
+                if (!h) {
+                    rc = NCD_ENOMEM;
+                    goto out;
+                }
+                char n[32];
+                snprintf(n, sizeof n, "%llu", ex->nccl_lines);
+                hit_var(h, "nccl_lines", n);
+                snprintf(n, sizeof n, "%llu", ex->lines);
+                hit_var(h, "lines", n);
+                h->seq = 0;
+            }
+    }
+    {
+        char good[96];
+        good_iface(ex, good, sizeof good);
+        for (size_t i = 0; i < hs.n; i++)
+            hit_var(&hs.v[i], "good_iface", good); /* lookups take the first */
+    }
+    if (hs.n > 1)
+        qsort(hs.v, hs.n, sizeof *hs.v, cmp_hits);
+    free(ex->roles);
+    ex->roles = calloc(hs.n ? hs.n : 1, sizeof *ex->roles);
+    if (!ex->roles) {
+        rc = NCD_ENOMEM;
+        goto out;
+    }
+    size_t base = out->n;
+    for (size_t i = 0; i < hs.n; i++) {
+        if ((rc = emit(ex, &hs.v[i], out)) < 0)
+            goto out;
+        ex->roles[i] = hs.v[i].role;
+    }
+    ex->nroles = hs.n;
+    rc = (int)(out->n - base);
+out:
+    hits_release(&hs);
+    ex->finished = 1;
+    return rc;
+}
+
+enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i)
+{
+    return ex->roles && i < ex->nroles ? ex->roles[i] : NCD_ROLE_CONTEXT;
+}
