@@ -84,7 +84,7 @@ struct ncd_probe_rank {
     char boot_id[40];     /**< /proc/sys/kernel/random/boot_id, "" unknown */
     char nccl_if[24];     /**< NCCL's predicted Socket interface ("" none) */
     char nccl_addr[64];   /**< its address (what peers connect to) */
-    char nccl_pass[32];   /**< how NCCL chose it ("user list", "ib"...) */
+    char nccl_pass[64];   /**< how NCCL chose it ("user list", "ib"...) */
     char rec_if[24];      /**< the interface nccl-doctor recommends */
     char rec_addr[64];
     char rec_ifname[24];  /**< NCCL_SOCKET_IFNAME value to select rec_if */

@@ -884,26 +884,120 @@ static void mtu_test(struct ncd_probe *p, const struct ncd_probe_rank *peer,
     close(fd);
 }
 
-static void resolve_host(const char *host, char *out, size_t outlen,
-                         char *err, size_t errlen)
+/* First address of a getaddrinfo() answer, IPv4 first (as most launchers'
+ * and NCCL's own lookups prefer). */
+static void first_addr(const struct addrinfo *ai, char *out, size_t outlen)
 {
-    out[0] = err[0] = 0;
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    int g = getaddrinfo(host, NULL, &hints, &ai);
-    if (g) {
-        snprintf(err, errlen, "%s", gai_strerror(g));
-        return;
-    }
-    /* IPv4 first, as NCCL's and most launchers' lookups prefer */
+    out[0] = 0;
     for (int pass = 0; pass < 2 && !out[0]; pass++)
-        for (struct addrinfo *a = ai; a; a = a->ai_next)
+        for (const struct addrinfo *a = ai; a; a = a->ai_next)
             if ((pass == 0) == (a->ai_family == AF_INET)) {
                 sa_str(a->ai_addr, out, outlen);
                 break;
             }
-    freeaddrinfo(ai);
+}
+
+/*
+ * Resolves the distinct host names of all ranks at once, with a deadline
+ * (getaddrinfo_a: a dead DNS server must not stall the probe).  Requests
+ * still running at the deadline are cancelled; those glibc cannot cancel
+ * are left to finish on their own (their memory is not reclaimed).
+ */
+static void resolve_all(struct ncd_probe_result *r, struct ncd_probe_cell *row,
+                        int timeout_ms)
+{
+    int n = r->nranks;
+    struct gaicb **list = calloc((size_t)n, sizeof *list);
+    int *of = calloc((size_t)n, sizeof *of), m = 0;
+    if (!list || !of) {
+        free(list);
+        free(of);
+        return;
+    }
+    static const struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                          .ai_socktype = SOCK_STREAM};
+    for (int j = 0; j < n; j++) {
+        int k;
+        for (k = 0; k < j; k++)
+            if (!strcmp(r->ranks[k].host, r->ranks[j].host))
+                break;
+        if (k < j) {
+            of[j] = of[k];
+            continue;
+        }
+        struct gaicb *g = calloc(1, sizeof *g);
+        char *name = strdup(r->ranks[j].host);
+        if (!g || !name) {
+            free(g);
+            free(name);
+            of[j] = -1;
+            continue;
+        }
+        g->ar_name = name;
+        g->ar_request = &hints;
+        of[j] = m;
+        list[m++] = g;
+    }
+    if (m && getaddrinfo_a(GAI_NOWAIT, list, m, NULL) != 0) {
+        for (int i = 0; i < m; i++) {
+            free((char *)list[i]->ar_name);
+            free(list[i]);
+        }
+        m = 0;
+    }
+    double end = now_us() + timeout_ms * 1000.0;
+    for (;;) {
+        int busy = 0;
+        for (int i = 0; i < m; i++)
+            if (gai_error(list[i]) == EAI_INPROGRESS)
+                busy = 1;
+        double left = end - now_us();
+        if (!busy || left <= 0)
+            break;
+        struct timespec ts = {.tv_sec = (time_t)(left / 1e6),
+                              .tv_nsec = (long)((left - (double)(time_t)(left /
+                                                 1e6) * 1e6) * 1e3)};
+        gai_suspend((const struct gaicb *const *)list, m, &ts);
+    }
+    int *leak = calloc((size_t)m + 1, sizeof *leak);
+    for (int i = 0; i < m; i++) {
+        int e = gai_error(list[i]);
+        if (e == EAI_INPROGRESS) {
+            gai_cancel(list[i]);
+            e = gai_error(list[i]);
+            if (e == EAI_INPROGRESS && leak)
+                leak[i] = 1;
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        if (of[j] < 0 || of[j] >= m) {
+            snprintf(row[j].resolve_err, sizeof row[j].resolve_err, "%s",
+                     m ? "out of memory" : "resolver unavailable");
+            continue;
+        }
+        struct gaicb *g = list[of[j]];
+        int e = leak && leak[of[j]] ? EAI_INPROGRESS : gai_error(g);
+        if (e == 0)
+            first_addr(g->ar_result, row[j].resolved,
+                       sizeof row[j].resolved);
+        else if (e == EAI_INPROGRESS || e == EAI_CANCELED)
+            snprintf(row[j].resolve_err, sizeof row[j].resolve_err,
+                     "no answer within %d ms", timeout_ms);
+        else
+            snprintf(row[j].resolve_err, sizeof row[j].resolve_err, "%s",
+                     gai_strerror(e));
+    }
+    for (int i = 0; i < m; i++) {
+        if (leak && leak[i])
+            continue;
+        if (gai_error(list[i]) == 0 && list[i]->ar_result)
+            freeaddrinfo(list[i]->ar_result);
+        free((char *)list[i]->ar_name);
+        free(list[i]);
+    }
+    free(leak);
+    free(list);
+    free(of);
 }
 
 static void test_peer(struct ncd_probe *p, int j, struct ncd_probe_cell *c)
@@ -986,21 +1080,7 @@ int ncd_probe_run(struct ncd_ctx *ctx, struct ncd_probe *p,
         r->ranks[j].host[sizeof r->ranks[j].host - 1] = 0;
     }
     /* how this rank resolves every host name */
-    for (int j = 0; j < n; j++) {
-        int k;
-        for (k = 0; k < j; k++)
-            if (!strcmp(r->ranks[k].host, r->ranks[j].host))
-                break;
-        if (k < j) {
-            memcpy(row[j].resolved, row[k].resolved, sizeof row[j].resolved);
-            memcpy(row[j].resolve_err, row[k].resolve_err,
-                   sizeof row[j].resolve_err);
-        } else {
-            resolve_host(r->ranks[j].host, row[j].resolved,
-                         sizeof row[j].resolved, row[j].resolve_err,
-                         sizeof row[j].resolve_err);
-        }
-    }
+    resolve_all(r, row, p->o.timeout_ms);
     for (int s = 1; s < n; s++) {
         int j = (p->rank + s) % n;
         test_peer(p, j, &row[j]);
