@@ -111,7 +111,11 @@ tb_bg() {
     h=$1
     log=$2
     shift 2
-    tb_in "$h" "$@" >"$log" 2>&1 &
+    # a simple command in the background: $! is the command itself (ip
+    # netns exec, unshare and sh all exec), so signals reach it
+    ip netns exec "$(tb_ns "$h")" unshare --uts sh -c \
+        'hostname "$0" && exec "$@"' "$(cat "$TB_TMP/hostname.$h")" "$@" \
+        >"$log" 2>&1 &
     TB_PID=$!
     TB_PIDS="$TB_PIDS $TB_PID"
 }

@@ -307,6 +307,34 @@ static size_t chunks_of(const struct batch *b, const int *list, int n,
                              : 0;
 }
 
+/*
+ * Poll entries (POLLRDHUP only: no data is read) for every peer socket not
+ * used by this batch; idx = -2 - (peer * S + s).  Returns how many.
+ */
+static int watch_idle(struct ncd__sock_rank *R, struct batch *b, int self,
+                      struct pollfd *pf, int *idx)
+{
+    int n = 0;
+    (void)self;
+    for (int p = 0; p < R->nranks; p++) {
+        if (p == R->rank)
+            continue;
+        for (int s = 0; s < R->S; s++) {
+            int fd = ncd_peerset_fd(R->ps, p, s);
+            if (fd < 0)
+                continue;
+            int used = 0;
+            for (int i = 0; i < b->nsocks && !used; i++)
+                used = b->socks[i].fd == fd;
+            if (used)
+                continue;
+            pf[n] = (struct pollfd){.fd = fd, .events = POLLRDHUP};
+            idx[n++] = -2 - (p * R->S + s);
+        }
+    }
+    return n;
+}
+
 static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
 {
     size_t left = 0;
@@ -320,8 +348,9 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         }
     if (!left)
         return;
-    struct pollfd *pf = malloc(sizeof *pf * (size_t)(mine + 1));
-    int *idx = malloc(sizeof *idx * (size_t)(mine + 1));
+    size_t cap = (size_t)mine + 1 + (size_t)R->nranks * (size_t)R->S;
+    struct pollfd *pf = malloc(sizeof *pf * cap);
+    int *idx = malloc(sizeof *idx * cap);
     if (!pf || !idx) {
         free(pf);
         free(idx);
@@ -343,8 +372,14 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
                 ev |= POLLOUT;
             if (st->rk < st->rn)
                 ev |= POLLIN;
-            if (!ev)
+            if (!ev) {
+                /* nothing to do on it now: only watch for a hang-up */
+                pf[np] = (struct pollfd){.fd = st->fd, .events = POLLRDHUP};
+                idx[np++] = -2 - (st->peer * R->S + st->s);
                 continue;
+            }
+            if (!(ev & POLLIN))
+                ev |= POLLRDHUP;
             pf[np] = (struct pollfd){.fd = st->fd, .events = ev};
             idx[np++] = i;
         }
@@ -352,6 +387,14 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
             pf[np] = (struct pollfd){.fd = R->efd[self], .events = POLLIN};
             idx[np++] = -1;
         }
+        /* thread 0 also watches the sockets this batch does not use, so a
+         * peer that dies is named by every rank connected to it, not only
+         * by the ranks waiting on it (the others would otherwise blame the
+         * first rank that stopped because of it) */
+        int nw = 0;
+        if (self == 0)
+            nw = watch_idle(R, b, self, pf + np, idx + np);
+        np += nw;
         int r = poll(pf, (nfds_t)np, 100);
         if (r < 0 && errno != EINTR) {
             set_error(R, NCD_ESYS, "poll: %s", strerror(errno));
@@ -361,6 +404,16 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         for (int p = 0; p < np && r > 0; p++) {
             if (!pf[p].revents)
                 continue;
+            if (idx[p] <= -2) {
+                int peer = (-idx[p] - 2) / R->S, so = (-idx[p] - 2) % R->S;
+                set_error(R, NCD_EPEER,
+                          "%s closed the connection (socket %d) while rank "
+                          "%d was receiving: the peer process exited or was "
+                          "killed",
+                          peer_desc(R, peer), so, R->rank);
+                r = 0;
+                break;
+            }
             if (idx[p] < 0) {
                 uint64_t v;
                 if (read(R->efd[self], &v, sizeof v) < 0) {
@@ -370,6 +423,14 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
             }
             struct sockst *st = &b->socks[idx[p]];
             int rr = 0, ss = 0;
+            if ((pf[p].revents & POLLRDHUP) && !(pf[p].events & POLLIN)) {
+                set_error(R, NCD_EPEER,
+                          "%s closed the connection (socket %d) while rank "
+                          "%d was sending: the peer process exited or was "
+                          "killed",
+                          peer_desc(R, st->peer), st->s, R->rank);
+                break;
+            }
             if (pf[p].revents & (POLLIN | POLLHUP | POLLERR)) {
                 if (st->rk < st->rn)
                     rr = do_recv(R, b, st, self, &left);
@@ -688,6 +749,11 @@ void ncd__sock_rank_free(struct ncd__sock_rank *R)
 {
     if (!R)
         return;
+    /* A rank that stops because a peer died keeps its sockets open a
+     * moment, so the other ranks see the dead peer's hang-up before this
+     * rank's and name the right one. */
+    if (atomic_load(&R->failed) && R->err_code == NCD_EPEER)
+        usleep(300000);
     if (R->helpers) {
         pthread_mutex_lock(&R->mu);
         R->quit = 1;
