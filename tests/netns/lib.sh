@@ -64,7 +64,7 @@ tb_init() {
 tb_need_tc() {
     command -v tc >/dev/null || tb_skip "tc (iproute2) not installed"
     ip netns add "ncdtc$TB_ID"
-    ip -n "ncdtc$TB_ID" link add tbq0 type dummy
+    ip -n "ncdtc$TB_ID" link add tbq0 type veth peer name tbq1
     if ! ip netns exec "ncdtc$TB_ID" tc qdisc add dev tbq0 root tbf rate 1mbit burst 32kb latency 50ms 2>/dev/null; then
         ip netns del "ncdtc$TB_ID"
         tb_skip "tc tbf (sch_tbf) not available in this kernel"

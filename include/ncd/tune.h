@@ -1,0 +1,161 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file tune.h
+ * @brief `nccl-doctor tune`: measured A/B of NCCL settings.
+ *
+ * A set of candidate environments (built from the node, or read from a
+ * file) is run under the same `perf` sweep, several repetitions each, and
+ * compared with the current environment: median bus bandwidth, spread,
+ * ratio, and whether a difference is larger than the noise.
+ *
+ * This layer is pure data (no processes, no printing): the CLI runs the
+ * benchmarks and hands the measured bandwidths to ncd_tune_summarize().
+ * Bandwidths in GB/s (1e9 B/s).
+ */
+#ifndef NCD_TUNE_H
+#define NCD_TUNE_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "ncd/ctx.h"
+#include "ncd/finding.h"
+#include "ncd/netif.h"
+#include "ncd/recommend.h"
+#include "ncd/strbuf.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NCD_TUNE_MAX_CANDS 32
+#define NCD_TUNE_MAX_VARS 8
+#define NCD_TUNE_MAX_RUNS 64
+
+/** One setting of a candidate. */
+struct ncd_tune_var {
+    char name[48];
+    char value[200];
+    int unset; /**< 1: remove the variable (value ignored) */
+};
+
+/** A candidate environment: the current one plus these changes. */
+struct ncd_tune_cand {
+    char label[96]; /**< "NCCL_SOCKET_IFNAME==ens3", "current" */
+    int nvars;
+    struct ncd_tune_var vars[NCD_TUNE_MAX_VARS];
+    int baseline;   /**< 1 for the current environment (no changes) */
+};
+
+/** A list of candidates, baseline first.  Plain data (sent between ranks
+ *  as bytes). */
+struct ncd_tune_set {
+    int n;
+    struct ncd_tune_cand c[NCD_TUNE_MAX_CANDS];
+};
+
+/** Families of default candidates (bit mask). */
+enum {
+    NCD_TUNE_IFNAME = 1,  /**< NCCL_SOCKET_IFNAME = each usable interface */
+    NCD_TUNE_IB = 2,      /**< NCCL_IB_DISABLE 0/1 when an HCA exists */
+    NCD_TUNE_SHM = 4,     /**< NCCL_SHM_DISABLE=1 (intra-node path) */
+    NCD_TUNE_SOCKETS = 8, /**< NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD */
+    NCD_TUNE_ALL = 15,
+};
+
+/**
+ * Parses a family list "ifname,ib,shm,sockets" or "all".
+ * @return the mask, or NCD_EPARSE for an unknown word.
+ */
+int ncd_tune_families_parse(const char *s);
+
+/**
+ * The default candidates of this node: the current environment first, then
+ * per family (see the enum) the settings that differ from the current
+ * environment (ctx's NCCL_* variables):
+ *  - ifname: NCCL_SOCKET_IFNAME==<if> for every interface nccl-doctor
+ *    finds usable (recommend.h rule 1) and, when `common` is given, that
+ *    appears in it (names usable on every host of the job); names of
+ *    container/VM plumbing (ncd_ifname_is_plumbing(): docker0, virbr0,
+ *    veth...) only when no other name is usable; loopback only when
+ *    `local_only` (a one-host job);
+ *  - ib: NCCL_IB_DISABLE=1 and =0 when the node has RDMA devices;
+ *  - shm: NCCL_SHM_DISABLE=1 when `local_only` or several ranks per host;
+ *  - sockets: NCCL_SOCKET_NTHREADS/NCCL_NSOCKS_PERTHREAD 2x2 and 4x4
+ *    (NCCL caps the product at 64: NCCL src/transport/net_socket.cc).
+ * @param common  NUL-separated list of interface names usable on all
+ *                hosts, terminated by an empty name; NULL = no filter.
+ * @return 0, or NCD_ERANGE when the list is full (the rest is dropped).
+ */
+int ncd_tune_default_set(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                         const struct ncd_recommendation *rec, int families,
+                         int local_only, const char *common,
+                         struct ncd_tune_set *out);
+
+/**
+ * Parses a candidates file: one candidate per line, `[label:] NAME=VALUE
+ * ... | -NAME` (a leading '-' unsets NAME), '#' comments, blank lines
+ * ignored; values may be quoted with '...' or "...".  The current
+ * environment is added first as the baseline.
+ * @return 0 or NCD_EPARSE (detail names the line) / NCD_ERANGE (too many
+ *         candidates or variables).
+ */
+int ncd_tune_parse_file(struct ncd_ctx *ctx, const char *buf, size_t len,
+                        struct ncd_tune_set *out);
+
+/** Measured runs of one candidate. */
+struct ncd_tune_runs {
+    int n;                              /**< successful runs */
+    double busbw[NCD_TUNE_MAX_RUNS];    /**< GB/s, one per run */
+    int failed;                         /**< runs that failed */
+    char error[256];                    /**< first failure */
+};
+
+/** Statistics of one candidate. */
+struct ncd_tune_stat {
+    double median, min, max; /**< GB/s; 0 when no run succeeded */
+    double spread;           /**< (max - min) / median, 0..; 0 when n < 2 */
+    double ratio;            /**< median / baseline median; 0 unknown */
+    int within_noise;        /**< the ranges [min,max] of this candidate
+                                  and the baseline overlap */
+    int ok;                  /**< at least one run succeeded */
+};
+
+/**
+ * Statistics, winner and findings.  The winner is the candidate with the
+ * highest median whose range lies entirely above the baseline's (not
+ * within noise); -1 means "keep the current settings".
+ * @param stats   receives set->n entries.
+ * @param out     gets a perf.config finding for the winner (with its env)
+ *                or an ok finding when nothing beats the current settings,
+ *                and a warning per candidate that failed.
+ * @return the winner's index or -1.
+ */
+int ncd_tune_summarize(const struct ncd_tune_set *set,
+                       const struct ncd_tune_runs *runs,
+                       struct ncd_tune_stat *stats, struct ncd_findings *out);
+
+/** The candidate's changes as one line "A=x B=y -C" ("(current)"). */
+void ncd_tune_cand_str(const struct ncd_tune_cand *c, struct ncd_strbuf *out);
+
+/**
+ * JSON: {"candidates":[{"label","env":{NAME:value|null},"runs":[GB/s],
+ * "failed","error","median","min","max","spread","ratio","within_noise"}],
+ * "winner":label|null}.  New reference, NULL on ENOMEM.
+ */
+json_t *ncd_tune_json(const struct ncd_tune_set *set,
+                      const struct ncd_tune_runs *runs,
+                      const struct ncd_tune_stat *stats, int winner);
+
+/** The table as text (GB/s with 4 significant digits). */
+void ncd_tune_render_text(struct ncd_strbuf *out,
+                          const struct ncd_tune_set *set,
+                          const struct ncd_tune_runs *runs,
+                          const struct ncd_tune_stat *stats, int winner,
+                          const char *metric);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/* tune: candidate environments, statistics, findings (see tune.h). */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/error.h"
+#include "ncd/report.h"
+#include "ncd/tune.h"
+
+int ncd_tune_families_parse(const char *s)
+{
+    int mask = 0;
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", s ? s : "");
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "ifname"))
+            mask |= NCD_TUNE_IFNAME;
+        else if (!strcmp(t, "ib"))
+            mask |= NCD_TUNE_IB;
+        else if (!strcmp(t, "shm"))
+            mask |= NCD_TUNE_SHM;
+        else if (!strcmp(t, "sockets"))
+            mask |= NCD_TUNE_SOCKETS;
+        else if (!strcmp(t, "all"))
+            mask |= NCD_TUNE_ALL;
+        else
+            return NCD_EPARSE;
+    }
+    return mask ? mask : NCD_EPARSE;
+}
+
+static struct ncd_tune_cand *add_cand(struct ncd_tune_set *s)
+{
+    if (s->n >= NCD_TUNE_MAX_CANDS)
+        return NULL;
+    struct ncd_tune_cand *c = &s->c[s->n++];
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+static int add_var(struct ncd_tune_cand *c, const char *name,
+                   const char *value)
+{
+    if (c->nvars >= NCD_TUNE_MAX_VARS)
+        return NCD_ERANGE;
+    struct ncd_tune_var *v = &c->vars[c->nvars++];
+    snprintf(v->name, sizeof v->name, "%s", name);
+    if (value)
+        snprintf(v->value, sizeof v->value, "%s", value);
+    else
+        v->unset = 1;
+    return 0;
+}
+
+void ncd_tune_cand_str(const struct ncd_tune_cand *c, struct ncd_strbuf *out)
+{
+    if (c->baseline || c->nvars == 0) {
+        ncd_sb_puts(out, "(current)");
+        return;
+    }
+    for (int i = 0; i < c->nvars; i++) {
+        if (i)
+            ncd_sb_putc(out, ' ');
+        if (c->vars[i].unset)
+            ncd_sb_printf(out, "-%s", c->vars[i].name);
+        else
+            ncd_sb_printf(out, "%s=%s", c->vars[i].name, c->vars[i].value);
+    }
+}
+
+static void set_label(struct ncd_tune_cand *c)
+{
+    struct ncd_strbuf sb = {0};
+    ncd_tune_cand_str(c, &sb);
+    snprintf(c->label, sizeof c->label, "%s", ncd_sb_str(&sb));
+    ncd_sb_release(&sb);
+}
+
+static int same_as_env(struct ncd_ctx *ctx, const char *name,
+                       const char *value)
+{
+    const char *cur = ncd_getenv(ctx, name);
+    return cur && value && !strcmp(cur, value);
+}
+
+static int in_common(const char *common, const char *name)
+{
+    if (!common)
+        return 1;
+    for (const char *p = common; *p; p += strlen(p) + 1)
+        if (!strcmp(p, name))
+            return 1;
+    return 0;
+}
+
+int ncd_tune_default_set(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                         const struct ncd_recommendation *rec, int families,
+                         int local_only, const char *common,
+                         struct ncd_tune_set *out)
+{
+    (void)nl;
+    memset(out, 0, sizeof *out);
+    struct ncd_tune_cand *c = add_cand(out);
+    c->baseline = 1;
+    snprintf(c->label, sizeof c->label, "(current)");
+    int full = 0;
+    if (families & NCD_TUNE_IFNAME) {
+        /* best first, as ranked by nccl-doctor; container/VM plumbing
+         * (docker0, virbr0, veth...) only when nothing else is usable */
+        int real = 0;
+        for (size_t i = 0; rec && i < rec->n; i++)
+            if (rec->ranks[i].usable &&
+                !ncd_ifname_is_plumbing(rec->ranks[i].ni->name) &&
+                in_common(common, rec->ranks[i].ni->name))
+                real = 1;
+        for (size_t i = 0; rec && i < rec->n; i++) {
+            const struct ncd_if_rank *r = &rec->ranks[i];
+            const char *name = r->ni->name;
+            int lo = r->ni->kind == NCD_IFK_LOOPBACK;
+            if (lo ? !local_only
+                   : (!r->usable || (real && ncd_ifname_is_plumbing(name))))
+                continue;
+            if (!in_common(common, name))
+                continue;
+            char val[NCD_IFNAME_MAX + 8];
+            snprintf(val, sizeof val, "=%s", name);
+            if (same_as_env(ctx, "NCCL_SOCKET_IFNAME", val) ||
+                same_as_env(ctx, "NCCL_SOCKET_IFNAME", name))
+                continue;
+            if (!(c = add_cand(out))) {
+                full = 1;
+                break;
+            }
+            add_var(c, "NCCL_SOCKET_IFNAME", val);
+            set_label(c);
+        }
+    }
+    if ((families & NCD_TUNE_IB) && rec && rec->rdma_devices > 0) {
+        static const char *v[] = {"0", "1"};
+        for (int i = 0; i < 2; i++) {
+            if (same_as_env(ctx, "NCCL_IB_DISABLE", v[i]) ||
+                (i == 0 && !ncd_getenv(ctx, "NCCL_IB_DISABLE")))
+                continue;
+            if (!(c = add_cand(out))) {
+                full = 1;
+                break;
+            }
+            add_var(c, "NCCL_IB_DISABLE", v[i]);
+            set_label(c);
+        }
+    }
+    if ((families & NCD_TUNE_SHM) && local_only &&
+        !same_as_env(ctx, "NCCL_SHM_DISABLE", "1")) {
+        if ((c = add_cand(out))) {
+            add_var(c, "NCCL_SHM_DISABLE", "1");
+            set_label(c);
+        } else {
+            full = 1;
+        }
+    }
+    if (families & NCD_TUNE_SOCKETS) {
+        static const char *tn[] = {"2", "4"}, *ns[] = {"2", "4"};
+        for (int i = 0; i < 2; i++) {
+            if (same_as_env(ctx, "NCCL_SOCKET_NTHREADS", tn[i]) &&
+                same_as_env(ctx, "NCCL_NSOCKS_PERTHREAD", ns[i]))
+                continue;
+            if (!(c = add_cand(out))) {
+                full = 1;
+                break;
+            }
+            add_var(c, "NCCL_SOCKET_NTHREADS", tn[i]);
+            add_var(c, "NCCL_NSOCKS_PERTHREAD", ns[i]);
+            set_label(c);
+        }
+    }
+    return full ? NCD_ERANGE : 0;
+}
+
+/* Next token of a candidates line: NAME=VALUE (VALUE may be quoted) or
+ * -NAME.  Returns 1 with the token, 0 at the end, <0 on a bad token. */
+static int next_token(const char **pp, char *name, size_t nlen, char *value,
+                      size_t vlen, int *unset)
+{
+    const char *p = *pp;
+    while (*p == ' ' || *p == '\t')
+        p++;
+    if (!*p || *p == '#')
+        return 0;
+    *unset = 0;
+    if (*p == '-') {
+        *unset = 1;
+        p++;
+    }
+    size_t n = 0;
+    while (*p && (isalnum((unsigned char)*p) || *p == '_')) {
+        if (n + 1 < nlen)
+            name[n++] = *p;
+        p++;
+    }
+    name[n] = 0;
+    if (!n)
+        return -1;
+    value[0] = 0;
+    if (*unset) {
+        if (*p && *p != ' ' && *p != '\t')
+            return -1;
+        *pp = p;
+        return 1;
+    }
+    if (*p != '=')
+        return -1;
+    p++;
+    size_t v = 0;
+    if (*p == '\'' || *p == '"') {
+        char q = *p++;
+        while (*p && *p != q) {
+            if (v + 1 < vlen)
+                value[v++] = *p;
+            p++;
+        }
+        if (*p != q)
+            return -1;
+        p++;
+    } else {
+        while (*p && *p != ' ' && *p != '\t') {
+            if (v + 1 < vlen)
+                value[v++] = *p;
+            p++;
+        }
+    }
+    value[v] = 0;
+    *pp = p;
+    return 1;
+}
+
+int ncd_tune_parse_file(struct ncd_ctx *ctx, const char *buf, size_t len,
+                        struct ncd_tune_set *out)
+{
+    memset(out, 0, sizeof *out);
+    struct ncd_tune_cand *base = add_cand(out);
+    base->baseline = 1;
+    snprintf(base->label, sizeof base->label, "(current)");
+    size_t i = 0;
+    int lineno = 0;
+    while (i < len) {
+        size_t e = i;
+        while (e < len && buf[e] != '\n')
+            e++;
+        lineno++;
+        char line[2048];
+        size_t l = e - i < sizeof line - 1 ? e - i : sizeof line - 1;
+        memcpy(line, buf + i, l);
+        line[l] = 0;
+        if (strlen(line) < l)
+            return ncd_fail(ctx, NCD_EPARSE, "line %d: NUL byte", lineno + 0);
+        if (l && line[l - 1] == '\r')
+            line[l - 1] = 0;
+        i = e + 1;
+        const char *p = line;
+        while (*p == ' ' || *p == '\t')
+            p++;
+        if (!*p || *p == '#')
+            continue;
+        char label[96] = "";
+        const char *colon = strchr(p, ':');
+        const char *eq = strchr(p, '=');
+        if (colon && (!eq || colon < eq)) {
+            size_t ll = (size_t)(colon - p);
+            while (ll && (p[ll - 1] == ' ' || p[ll - 1] == '\t'))
+                ll--;
+            if (ll >= sizeof label)
+                ll = sizeof label - 1;
+            memcpy(label, p, ll);
+            label[ll] = 0;
+            p = colon + 1;
+        }
+        struct ncd_tune_cand *c = add_cand(out);
+        if (!c)
+            return ncd_fail(ctx, NCD_ERANGE,
+                            "line %d: more than %d candidates", lineno,
+                            NCD_TUNE_MAX_CANDS - 1);
+        char name[48], value[200];
+        int unset, r;
+        while ((r = next_token(&p, name, sizeof name, value, sizeof value,
+                               &unset)) > 0)
+            if (add_var(c, name, unset ? NULL : value))
+                return ncd_fail(ctx, NCD_ERANGE,
+                                "line %d: more than %d variables", lineno,
+                                NCD_TUNE_MAX_VARS);
+        if (r < 0)
+            return ncd_fail(ctx, NCD_EPARSE,
+                            "line %d: expected NAME=VALUE or -NAME near "
+                            "'%.40s'",
+                            lineno, p);
+        if (!c->nvars)
+            return ncd_fail(ctx, NCD_EPARSE,
+                            "line %d: a candidate needs at least one "
+                            "NAME=VALUE",
+                            lineno);
+        if (label[0])
+            snprintf(c->label, sizeof c->label, "%s", label);
+        else
+            set_label(c);
+    }
+    if (out->n < 2)
+        return ncd_fail(ctx, NCD_EPARSE, "no candidate in the file");
+    return 0;
+}
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static void stat_of(const struct ncd_tune_runs *r, struct ncd_tune_stat *s)
+{
+    memset(s, 0, sizeof *s);
+    if (r->n <= 0)
+        return;
+    double v[NCD_TUNE_MAX_RUNS];
+    int n = r->n < NCD_TUNE_MAX_RUNS ? r->n : NCD_TUNE_MAX_RUNS;
+    memcpy(v, r->busbw, sizeof(double) * (size_t)n);
+    qsort(v, (size_t)n, sizeof v[0], cmp_d);
+    s->ok = 1;
+    s->min = v[0];
+    s->max = v[n - 1];
+    s->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    s->spread = n > 1 && s->median > 0 ? (s->max - s->min) / s->median : 0;
+}
+
+int ncd_tune_summarize(const struct ncd_tune_set *set,
+                       const struct ncd_tune_runs *runs,
+                       struct ncd_tune_stat *stats, struct ncd_findings *out)
+{
+    int base = 0;
+    for (int i = 0; i < set->n; i++)
+        if (set->c[i].baseline)
+            base = i;
+    for (int i = 0; i < set->n; i++)
+        stat_of(&runs[i], &stats[i]);
+    const struct ncd_tune_stat *b = &stats[base];
+    for (int i = 0; i < set->n; i++) {
+        struct ncd_tune_stat *s = &stats[i];
+        if (!s->ok || !b->ok || b->median <= 0)
+            continue;
+        s->ratio = s->median / b->median;
+        s->within_noise = !(s->min > b->max || s->max < b->min);
+    }
+    int win = -1;
+    for (int i = 0; i < set->n; i++) {
+        const struct ncd_tune_stat *s = &stats[i];
+        if (i == base || !s->ok || !b->ok || s->within_noise ||
+            s->min <= b->max)
+            continue;
+        if (win < 0 || s->median > stats[win].median)
+            win = i;
+    }
+    for (int i = 0; i < set->n; i++) {
+        if (runs[i].failed == 0)
+            continue;
+        struct ncd_finding *f = ncd_findings_add(
+            out, "perf.config.candidate-failed", NCD_CAT_PERF_CONFIG,
+            i == base ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+            "%s: %d of %d runs failed", set->c[i].label, runs[i].failed,
+            runs[i].failed + runs[i].n);
+        if (!f)
+            return win;
+        ncd_finding_evidence(f, "%s", runs[i].error);
+        ncd_finding_cause(f, i == base
+                                 ? "The benchmark fails with the current "
+                                   "settings: fix that first (nccl-doctor "
+                                   "check / probe)."
+                                 : "These settings make the benchmark fail "
+                                   "(an interface that does not reach the "
+                                   "other hosts, a value NCCL rejects).");
+    }
+    if (win >= 0) {
+        const struct ncd_tune_stat *s = &stats[win];
+        struct ncd_finding *f = ncd_findings_add(
+            out, "perf.config.tuned", NCD_CAT_PERF_CONFIG, NCD_SEV_WARNING,
+            "%s is %.2fx faster than the current settings",
+            set->c[win].label, s->ratio);
+        if (!f)
+            return win;
+        ncd_finding_evidence(f, "%s: median %.4g GB/s (%.4g-%.4g, %d runs)",
+                             set->c[win].label, s->median, s->min, s->max,
+                             runs[win].n);
+        ncd_finding_evidence(f, "current: median %.4g GB/s (%.4g-%.4g, %d "
+                                "runs)",
+                             b->median, b->min, b->max, runs[base].n);
+        ncd_finding_cause(f, "Measured, not predicted: every run with "
+                             "these settings was faster than every run "
+                             "with the current ones.");
+        ncd_finding_fix(f, "Use these settings for the job (nccl-doctor env "
+                           "--write, the launcher's environment).");
+        for (int i = 0; i < set->c[win].nvars; i++) {
+            const struct ncd_tune_var *v = &set->c[win].vars[i];
+            ncd_finding_env(f, v->name, v->unset ? NULL : v->value);
+        }
+    } else if (b->ok) {
+        struct ncd_finding *f = ncd_findings_add(
+            out, "perf.config.tuned", NCD_CAT_PERF_CONFIG, NCD_SEV_OK,
+            "No candidate beats the current settings beyond the noise");
+        if (f)
+            ncd_finding_evidence(f, "current: median %.4g GB/s (%.4g-%.4g)",
+                                 b->median, b->min, b->max);
+    }
+    ncd_findings_sort(out);
+    return win;
+}
+
+json_t *ncd_tune_json(const struct ncd_tune_set *set,
+                      const struct ncd_tune_runs *runs,
+                      const struct ncd_tune_stat *stats, int winner)
+{
+    json_t *o = json_object(), *a = json_array();
+    if (!o || !a) {
+        json_decref(o);
+        json_decref(a);
+        return NULL;
+    }
+    for (int i = 0; i < set->n; i++) {
+        const struct ncd_tune_cand *c = &set->c[i];
+        const struct ncd_tune_stat *s = &stats[i];
+        json_t *x = json_object(), *env = json_object(), *rr = json_array();
+        for (int k = 0; k < c->nvars; k++)
+            json_object_set_new(env, c->vars[k].name,
+                                c->vars[k].unset
+                                    ? json_null()
+                                    : json_string(c->vars[k].value));
+        for (int k = 0; k < runs[i].n; k++)
+            json_array_append_new(rr, json_real(runs[i].busbw[k]));
+        json_object_set_new(x, "label", json_string(c->label));
+        json_object_set_new(x, "baseline", json_boolean(c->baseline));
+        json_object_set_new(x, "env", env);
+        json_object_set_new(x, "runs", rr);
+        json_object_set_new(x, "failed", json_integer(runs[i].failed));
+        json_object_set_new(x, "error", runs[i].error[0]
+                                            ? json_string(runs[i].error)
+                                            : json_null());
+        if (s->ok) {
+            json_object_set_new(x, "median", json_real(s->median));
+            json_object_set_new(x, "min", json_real(s->min));
+            json_object_set_new(x, "max", json_real(s->max));
+            json_object_set_new(x, "spread", json_real(s->spread));
+            json_object_set_new(x, "ratio", s->ratio > 0
+                                                ? json_real(s->ratio)
+                                                : json_null());
+            json_object_set_new(x, "within_noise",
+                                json_boolean(s->within_noise));
+        }
+        json_array_append_new(a, x);
+    }
+    json_object_set_new(o, "candidates", a);
+    json_object_set_new(o, "winner", winner >= 0
+                                         ? json_string(set->c[winner].label)
+                                         : json_null());
+    return o;
+}
+
+void ncd_tune_render_text(struct ncd_strbuf *out,
+                          const struct ncd_tune_set *set,
+                          const struct ncd_tune_runs *runs,
+                          const struct ncd_tune_stat *stats, int winner,
+                          const char *metric)
+{
+    ncd_sb_printf(out, "  %-44s %12s %9s %9s  %s\n", "candidate",
+                  "median GB/s", "spread", "vs cur.", "");
+    for (int i = 0; i < set->n; i++) {
+        const struct ncd_tune_stat *s = &stats[i];
+        char lab[48];
+        snprintf(lab, sizeof lab, "%s", set->c[i].label);
+        if (strlen(set->c[i].label) > 44)
+            memcpy(lab + 41, "...", 4);
+        if (!s->ok) {
+            ncd_sb_printf(out, "  %-44s %12s %9s %9s  all %d runs failed\n",
+                          lab, "-", "-", "-", runs[i].failed);
+            continue;
+        }
+        const char *note = i == winner           ? "<- best"
+                           : set->c[i].baseline ? "(baseline)"
+                           : s->within_noise    ? "within noise"
+                                                : "";
+        ncd_sb_printf(out, "  %-44s %12.4g %8.1f%% %8.2fx  %s", lab,
+                      s->median, s->spread * 100, s->ratio, note);
+        if (runs[i].failed)
+            ncd_sb_printf(out, " (%d failed)", runs[i].failed);
+        ncd_sb_putc(out, '\n');
+    }
+    ncd_sb_printf(out, "\n  busbw = %s; spread = (max - min) / median over "
+                       "the runs; \"within noise\": its range overlaps the "
+                       "current settings' range.\n",
+                  metric);
+}
