@@ -605,9 +605,13 @@ static void reach_findings(const struct ncd_probe_result *r,
                 continue;
             if (ncd_findings_find(out, "net.unreachable.mtu"))
                 goto mtu_done;
+            int lost = 0;
+            for (int x = 0; x < n * n; x++)
+                if (r->cells[x].status == NCD_PROBE_OK && r->cells[x].mtu_lost)
+                    lost = 1;
             struct ncd_finding *f = ncd_findings_add(
                 out, "net.unreachable.mtu", NCD_CAT_NET_UNREACHABLE,
-                c->mtu_lost ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+                lost ? NCD_SEV_ERROR : NCD_SEV_WARNING,
                 "MTU mismatch between %s (%s mtu %d) and %s (%s mtu %d)",
                 r->ranks[i].host, r->ranks[i].nccl_if, mi, r->ranks[j].host,
                 r->ranks[j].nccl_if, mj);

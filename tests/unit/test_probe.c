@@ -1,0 +1,399 @@
+/* SPDX-License-Identifier: MIT */
+/* probe: findings from hand-built results, the host matrix, JSON; tune:
+ * candidate files, statistics, noise and the winner. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/ctx.h"
+#include "ncd/error.h"
+#include "ncd/probe.h"
+#include "ncd/tune.h"
+
+/* A result of `hosts` hosts, one rank each, every pair ok, NCCL on ens3
+ * (recommended ens3 too), ephemeral range 32768-60999, NCCL 2.21.5. */
+static struct ncd_probe_result *mk(int n)
+{
+    struct ncd_probe_result *r = calloc(1, sizeof *r);
+    r->nranks = n;
+    r->ranks = calloc((size_t)n, sizeof *r->ranks);
+    r->cells = calloc((size_t)n * (size_t)n, sizeof *r->cells);
+    r->timeout_ms = 1000;
+    for (int i = 0; i < n; i++) {
+        struct ncd_probe_rank *k = &r->ranks[i];
+        k->rank = i;
+        snprintf(k->host, sizeof k->host, "node%d", i);
+        snprintf(k->boot_id, sizeof k->boot_id, "boot-%d", i);
+        snprintf(k->nccl_if, sizeof k->nccl_if, "ens3");
+        snprintf(k->nccl_addr, sizeof k->nccl_addr, "10.0.0.%d", i + 1);
+        snprintf(k->rec_if, sizeof k->rec_if, "ens3");
+        snprintf(k->rec_addr, sizeof k->rec_addr, "10.0.0.%d", i + 1);
+        snprintf(k->rec_ifname, sizeof k->rec_ifname, "ens3");
+        snprintf(k->nccl_version_src, sizeof k->nccl_version_src,
+                 "/usr/lib/libnccl.so.2");
+        k->nccl_version = 22105;
+        k->mtu = 1500;
+        k->port_lo = 32768;
+        k->port_hi = 60999;
+        k->tcp_port = 40000 + i;
+        k->ctl_port = 32767;
+        k->n_addrs = 1;
+        snprintf(k->addrs[0], sizeof k->addrs[0], "10.0.0.%d", i + 1);
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            struct ncd_probe_cell *c = &r->cells[i * n + j];
+            snprintf(c->resolved, sizeof c->resolved, "10.0.0.%d", j + 1);
+            if (i == j)
+                continue;
+            c->status = NCD_PROBE_OK;
+            c->ctl_status = NCD_PROBE_OK;
+            c->rec_status = NCD_PROBE_OK;
+            c->bw_gbps = 1.0f;
+            c->rtt_us = 50;
+            c->port = 40000 + j;
+            c->mtu_ok = 1500;
+            snprintf(c->resolved, sizeof c->resolved, "10.0.0.%d", j + 1);
+        }
+    assert_int_equal(ncd_probe_result_index(r), 0);
+    return r;
+}
+
+static void rel(struct ncd_probe_result *r)
+{
+    ncd_probe_result_release(r);
+    free(r);
+}
+
+static struct ncd_probe_cell *cell(struct ncd_probe_result *r, int i, int j)
+{
+    return &r->cells[i * r->nranks + j];
+}
+
+static void test_all_ok(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(3);
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_int_equal(ncd_findings_worst(&fl), NCD_SEV_OK);
+    assert_non_null(ncd_findings_find(&fl, "net.unreachable.none"));
+    assert_int_equal(ncd_probe_host_status(r, 0, 1), NCD_PROBE_OK);
+    assert_int_equal(ncd_probe_host_status(r, 0, 0), NCD_PROBE_NOT_TRIED);
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+/* node1's firewall drops its ephemeral range: every peer times out on the
+ * data port and gets through on the control port */
+static void test_port_filter(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(3);
+    r->ranks[1].port_lo = 41000;
+    r->ranks[1].port_hi = 41099;
+    r->ranks[1].tcp_port = 41017;
+    for (int i = 0; i < 3; i++)
+        if (i != 1) {
+            cell(r, i, 1)->status = NCD_PROBE_TIMEOUT;
+            cell(r, i, 1)->port = 41017;
+        }
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    struct ncd_finding *f = ncd_findings_find(&fl, "net.unreachable.port-filtered");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_ERROR);
+    assert_non_null(strstr(f->title, "node1"));
+    assert_non_null(strstr(f->title, "41000-41099"));
+    assert_non_null(strstr(f->fix, "41000-41099"));
+    /* explained once: no generic pair finding for the same cells */
+    assert_null(ncd_findings_find(&fl, "net.unreachable.pair"));
+    assert_null(ncd_findings_find(&fl, "net.unreachable.asymmetric"));
+    assert_int_equal(ncd_probe_host_status(r, 0, 1), NCD_PROBE_TIMEOUT);
+    assert_int_equal(ncd_probe_host_status(r, 1, 0), NCD_PROBE_OK);
+    ncd_findings_release(&fl);
+    /* the control port also times out: not a port filter but a dead path,
+     * and asymmetric (node1 reaches the others) */
+    for (int i = 0; i < 3; i++)
+        if (i != 1)
+            cell(r, i, 1)->ctl_status = NCD_PROBE_TIMEOUT;
+    for (int i = 0; i < 3; i++)
+        if (i != 1)
+            cell(r, i, 1)->rec_status = NCD_PROBE_TIMEOUT;
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_null(ncd_findings_find(&fl, "net.unreachable.port-filtered"));
+    f = ncd_findings_find(&fl, "net.unreachable.asymmetric");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "timed-out"));
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+/* NCCL picks eno1 on separate networks, ens3 connects */
+static void test_iface_choice(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(2);
+    for (int i = 0; i < 2; i++) {
+        snprintf(r->ranks[i].nccl_if, sizeof r->ranks[i].nccl_if, "eno1");
+        snprintf(r->ranks[i].nccl_addr, sizeof r->ranks[i].nccl_addr,
+                 "192.168.%d.1", i);
+    }
+    cell(r, 0, 1)->status = NCD_PROBE_NO_ROUTE;
+    cell(r, 1, 0)->status = NCD_PROBE_NO_ROUTE;
+    cell(r, 0, 1)->ctl_status = NCD_PROBE_NO_ROUTE;
+    cell(r, 1, 0)->ctl_status = NCD_PROBE_NO_ROUTE;
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    struct ncd_finding *f = ncd_findings_find(&fl, "net.iface-choice.unreachable");
+    assert_non_null(f);
+    assert_int_equal(f->category, NCD_CAT_NET_IFACE_CHOICE);
+    assert_int_equal(f->n_env, 1);
+    assert_string_equal(f->env[0].name, "NCCL_SOCKET_IFNAME");
+    assert_string_equal(f->env[0].value, "ens3");
+    ncd_findings_release(&fl);
+    /* the recommended one fails too: no interface advice, a pair error */
+    cell(r, 0, 1)->rec_status = NCD_PROBE_NO_ROUTE;
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_null(ncd_findings_find(&fl, "net.iface-choice.unreachable"));
+    f = ncd_findings_find(&fl, "net.unreachable.pair");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "no-route"));
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+static void test_ifname_one_host(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(2);
+    r->ranks[0].ifname_set = 1;
+    snprintf(r->ranks[0].socket_ifname, sizeof r->ranks[0].socket_ifname, "ens3");
+    r->ranks[1].ifname_set = 1;
+    snprintf(r->ranks[1].socket_ifname, sizeof r->ranks[1].socket_ifname, "eth0");
+    r->ranks[1].nccl_if[0] = 0;
+    r->ranks[1].nccl_addr[0] = 0;
+    cell(r, 0, 1)->status = NCD_PROBE_NO_ADDR;
+    cell(r, 1, 0)->status = NCD_PROBE_NO_ADDR;
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    struct ncd_finding *f = ncd_findings_find(&fl, "net.ifname.no-match-host");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "node1"));
+    assert_non_null(strstr(f->title, "eth0"));
+    assert_string_equal(f->env[0].value, "ens3");
+    assert_non_null(ncd_findings_find(&fl, "net.ifname.differs"));
+    assert_int_equal(ncd_findings_worst(&fl), NCD_SEV_ERROR);
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+static void test_versions_hostnames(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(3);
+    r->ranks[2].nccl_version = 21805;
+    /* node2's name means another address on node0 */
+    snprintf(cell(r, 0, 2)->resolved, sizeof cell(r, 0, 2)->resolved,
+             "10.0.0.99");
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    struct ncd_finding *f = ncd_findings_find(&fl, "version.mismatch.hosts");
+    assert_non_null(f);
+    assert_int_equal(f->category, NCD_CAT_VERSION_MISMATCH);
+    assert_non_null(ncd_findings_find(&fl, "net.hostname.resolves-differently"));
+    ncd_findings_release(&fl);
+    /* a version that was not found on a host is not a mismatch */
+    snprintf(r->ranks[2].nccl_version_src, sizeof r->ranks[2].nccl_version_src,
+             "libnccl.so.2 not found: newest known");
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_null(ncd_findings_find(&fl, "version.mismatch.hosts"));
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+static void test_duplicate_and_mtu(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(2);
+    /* same host name, different boot ids: two ranks on "one" host */
+    snprintf(r->ranks[1].host, sizeof r->ranks[1].host, "node0");
+    assert_int_equal(ncd_probe_result_index(r), 0);
+    assert_int_equal(r->nhosts, 1);
+    r->ranks[1].mtu = 9000;
+    cell(r, 1, 0)->mtu_ok = 1500;
+    cell(r, 1, 0)->mtu_lost = 2048;
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_non_null(ncd_findings_find(&fl, "net.hostname.duplicate"));
+    struct ncd_finding *f = ncd_findings_find(&fl, "net.unreachable.mtu");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_ERROR);
+    assert_non_null(strstr(f->fix, "mtu 9000"));
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(2);
+    cell(r, 0, 1)->status = NCD_PROBE_REFUSED;
+    json_t *j = ncd_probe_json(r);
+    assert_non_null(j);
+    json_t *m = json_object_get(j, "matrix");
+    assert_int_equal(json_array_size(json_object_get(m, "hosts")), 2);
+    json_t *c01 = json_array_get(json_array_get(json_object_get(m, "cells"), 0), 1);
+    assert_string_equal(json_string_value(json_object_get(c01, "status")),
+                        "refused");
+    assert_true(json_is_null(
+        json_array_get(json_array_get(json_object_get(m, "cells"), 0), 0)));
+    assert_int_equal(json_array_size(json_object_get(j, "ranks")), 2);
+    json_decref(j);
+    rel(r);
+}
+
+static void test_status_names(void **state)
+{
+    (void)state;
+    assert_string_equal(ncd_probe_status_name(NCD_PROBE_TIMEOUT), "timed-out");
+    assert_string_equal(ncd_probe_status_name(NCD_PROBE_WRONG_PEER), "wrong-peer");
+    assert_true(ncd_probe_status_badness(NCD_PROBE_TIMEOUT) >
+                ncd_probe_status_badness(NCD_PROBE_OK));
+}
+
+/* ---- tune ---------------------------------------------------------------- */
+
+static struct ncd_ctx *ctx_env(char **envp)
+{
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new("/", envp, &ctx), 0);
+    return ctx;
+}
+
+static void test_tune_file(void **state)
+{
+    (void)state;
+    char *envp[] = {"NCCL_SOCKET_IFNAME=eno1", NULL};
+    struct ncd_ctx *ctx = ctx_env(envp);
+    struct ncd_tune_set *s = calloc(1, sizeof *s);
+    const char *txt = "# candidates\n"
+                      "fast: NCCL_SOCKET_IFNAME==ens3 NCCL_IB_DISABLE=1\n"
+                      "\n"
+                      "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD='4'\r\n"
+                      "nothing: -NCCL_SOCKET_IFNAME\n";
+    assert_int_equal(ncd_tune_parse_file(ctx, txt, strlen(txt), s), 0);
+    assert_int_equal(s->n, 4);
+    assert_true(s->c[0].baseline);
+    assert_string_equal(s->c[1].label, "fast");
+    assert_string_equal(s->c[1].vars[0].value, "=ens3");
+    assert_string_equal(s->c[2].label,
+                        "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4");
+    assert_true(s->c[3].vars[0].unset);
+    const char *bad = "NCCL_SOCKET_IFNAME\n";
+    assert_int_equal(ncd_tune_parse_file(ctx, bad, strlen(bad), s), NCD_EPARSE);
+    assert_non_null(strstr(ncd_ctx_errdetail(ctx), "line 1"));
+    const char *quote = "A='x\n";
+    assert_int_equal(ncd_tune_parse_file(ctx, quote, strlen(quote), s),
+                     NCD_EPARSE);
+    assert_int_equal(ncd_tune_parse_file(ctx, "# only\n", 7, s), NCD_EPARSE);
+    const char nul[] = "A=1\0B=2\n";
+    assert_int_equal(ncd_tune_parse_file(ctx, nul, sizeof nul - 1, s),
+                     NCD_EPARSE);
+    assert_int_equal(ncd_tune_families_parse("ifname,sockets"),
+                     NCD_TUNE_IFNAME | NCD_TUNE_SOCKETS);
+    assert_int_equal(ncd_tune_families_parse("all"), NCD_TUNE_ALL);
+    assert_int_equal(ncd_tune_families_parse("ifname,bogus"), NCD_EPARSE);
+    free(s);
+    ncd_ctx_free(ctx);
+}
+
+static void test_tune_stats(void **state)
+{
+    (void)state;
+    struct ncd_tune_set *s = calloc(1, sizeof *s);
+    struct ncd_tune_runs *runs = calloc(NCD_TUNE_MAX_CANDS, sizeof *runs);
+    struct ncd_tune_stat st[NCD_TUNE_MAX_CANDS];
+    s->n = 4;
+    s->c[0].baseline = 1;
+    snprintf(s->c[0].label, sizeof s->c[0].label, "(current)");
+    for (int i = 1; i < 4; i++) {
+        s->c[i].nvars = 1;
+        snprintf(s->c[i].vars[0].name, sizeof s->c[i].vars[0].name,
+                 "NCCL_SOCKET_IFNAME");
+        snprintf(s->c[i].vars[0].value, sizeof s->c[i].vars[0].value, "=if%d", i);
+        snprintf(s->c[i].label, sizeof s->c[i].label, "if%d", i);
+    }
+    double base[] = {0.024, 0.025, 0.023}, fast[] = {0.118, 0.121, 0.110},
+           noisy[] = {0.020, 0.040, 0.030};
+    for (int k = 0; k < 3; k++) {
+        runs[0].busbw[k] = base[k];
+        runs[1].busbw[k] = fast[k];
+        runs[2].busbw[k] = noisy[k];
+    }
+    runs[0].n = runs[1].n = runs[2].n = 3;
+    runs[3].failed = 3;
+    snprintf(runs[3].error, sizeof runs[3].error, "rank 1: no answer");
+    struct ncd_findings fl = {0};
+    int win = ncd_tune_summarize(s, runs, st, &fl);
+    assert_int_equal(win, 1);
+    assert_float_equal(st[0].median, 0.024, 1e-12);
+    assert_float_equal(st[1].median, 0.118, 1e-12);
+    assert_float_equal(st[1].ratio, 0.118 / 0.024, 1e-9);
+    assert_float_equal(st[0].spread, (0.025 - 0.023) / 0.024, 1e-9);
+    assert_false(st[1].within_noise);
+    assert_true(st[2].within_noise); /* 0.020..0.040 overlaps 0.023..0.025 */
+    assert_false(st[3].ok);
+    struct ncd_finding *f = ncd_findings_find(&fl, "perf.config.tuned");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_WARNING);
+    assert_string_equal(f->env[0].value, "=if1");
+    f = ncd_findings_find(&fl, "perf.config.candidate-failed");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_WARNING);
+    ncd_findings_release(&fl);
+    /* even numbers of runs: median of the middle two */
+    runs[1].busbw[3] = 0.200;
+    runs[1].n = 4;
+    win = ncd_tune_summarize(s, runs, st, &fl);
+    assert_float_equal(st[1].median, (0.118 + 0.121) / 2, 1e-12);
+    ncd_findings_release(&fl);
+    /* nothing beats the baseline beyond the noise: keep it */
+    runs[1].n = 0;
+    win = ncd_tune_summarize(s, runs, st, &fl);
+    assert_int_equal(win, -1);
+    f = ncd_findings_find(&fl, "perf.config.tuned");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_OK);
+    json_t *j = ncd_tune_json(s, runs, st, win);
+    assert_true(json_is_null(json_object_get(j, "winner")));
+    assert_int_equal(json_array_size(json_object_get(j, "candidates")), 4);
+    json_decref(j);
+    ncd_findings_release(&fl);
+    free(runs);
+    free(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_ok),
+        cmocka_unit_test(test_port_filter),
+        cmocka_unit_test(test_iface_choice),
+        cmocka_unit_test(test_ifname_one_host),
+        cmocka_unit_test(test_versions_hostnames),
+        cmocka_unit_test(test_duplicate_and_mtu),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_tune_file),
+        cmocka_unit_test(test_tune_stats),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
