@@ -421,7 +421,9 @@ static void *helper_main(void *arg)
     for (int t = 1; t < R->nthreads; t++)
         if (pthread_equal(R->helpers[t], pthread_self()))
             self = t;
-    unsigned seen = R->gen;
+    /* gen starts at 0: a helper that gets the lock late still sees the
+     * first batch */
+    unsigned seen = 0;
     for (;;) {
         while (!R->quit && R->gen == seen)
             pthread_cond_wait(&R->cv, &R->mu);
