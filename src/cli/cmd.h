@@ -113,5 +113,7 @@ const char *cli_hostname(struct ncd_ctx *ctx);
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
+int ncd_cmd_topo(int argc, char **argv);
+int ncd_cmd_gather(int argc, char **argv);
 
 #endif
