@@ -110,6 +110,16 @@ int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
 /* The host name as recorded in the sysroot (or live). Static buffer. */
 const char *cli_hostname(struct ncd_ctx *ctx);
 
+/*
+ * Resolves the NCCL version to predict: --nccl-version (opt, may be NULL),
+ * else the libnccl.so.2 this process loads, else the newest known.  Fills
+ * o->nccl_version and o->nccl_version_source (pointing into src).
+ * Returns 0, or -1 on a bad --nccl-version (message printed).
+ */
+struct ncd_check_opts;
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
+                     struct ncd_check_opts *o, char *src, size_t srclen);
+
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);

@@ -12,6 +12,8 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/check.h"
+#include "ncd/nccl.h"
 
 extern char **environ;
 
@@ -89,6 +91,24 @@ struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
                 ncd_strerror(rc));
         return NULL;
     }
+    /* A capture carries the environment it was taken with. */
+    if (!ncd_ctx_is_live(ctx)) {
+        char *buf;
+        size_t len;
+        rc = ncd_fs_read(ctx, "/.ncd/env", 1 << 20, &buf, &len);
+        if (rc == 0) {
+            rc = ncd_ctx_load_env(ctx, buf, len);
+            free(buf);
+            if (rc < 0) {
+                cli_err("%s/.ncd/env: %s", c->sysroot,
+                        *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                                : ncd_strerror(rc));
+                ncd_ctx_free(ctx);
+                return NULL;
+            }
+        }
+        ncd_ctx_clear_error(ctx);
+    }
     return ctx;
 }
 
@@ -160,4 +180,32 @@ const char *cli_hostname(struct ncd_ctx *ctx)
         snprintf(host, sizeof host, "unknown");
     ncd_ctx_clear_error(ctx);
     return host;
+}
+
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
+                     struct ncd_check_opts *o, char *src, size_t srclen)
+{
+    o->nccl_version = 0;
+    o->nccl_version_source = NULL;
+    if (opt) {
+        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0) {
+            cli_err("--nccl-version takes X.Y.Z (e.g. 2.21.5), not '%s'", opt);
+            return -1;
+        }
+        snprintf(src, srclen, "--nccl-version");
+        o->nccl_version_source = src;
+        return 0;
+    }
+    struct ncd_nccl_lib lib;
+    ncd_nccl_lib_detect(ctx, &lib);
+    if (lib.found) {
+        o->nccl_version = lib.version;
+        snprintf(src, srclen, "%s", lib.path[0] ? lib.path : "libnccl.so.2");
+    } else {
+        char vb[16];
+        snprintf(src, srclen, "libnccl.so.2 not found: newest known, %s",
+                 ncd_nccl_version_str(NCD_NCCL_NEWEST, vb, sizeof vb));
+    }
+    o->nccl_version_source = src;
+    return 0;
 }
