@@ -10,7 +10,8 @@
  *  3. /etc/ld.so.cache entries named libnccl.so* (ld.so's cache, parsed);
  *  4. the default directories (/lib, /usr/lib, /lib64, /usr/lib64,
  *     /usr/lib/<arch>-linux-gnu, /usr/local/lib);
- *  5. CUDA toolkits: /usr/local/cuda{,-X.Y}/lib64 and targets/<arch>/lib;
+ *  5. CUDA toolkits: /usr/local/cuda{,-X.Y}/{lib64,lib} and
+ *     targets/<arch>/lib;
  *  6. conda: $CONDA_PREFIX/lib, /opt/conda/lib, /opt/conda/envs/<env>/lib,
  *     $HOME/{miniconda3,anaconda3,miniforge3,mambaforge}/{lib,envs/<env>/lib};
  *  7. Python wheels (nvidia-nccl-cu12/cu13): <prefix>/lib/python3.<N>/

@@ -386,6 +386,7 @@ int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
         scan_dir(&st, sysdirs[i]);
     st.origin = "CUDA";
     scan_glob(&st, "/usr/local", "cuda", "/lib64");
+    scan_glob(&st, "/usr/local", "cuda", "/lib");
     scan_glob(&st, "/usr/local", "cuda", "/targets/x86_64-linux/lib");
     scan_glob(&st, "/usr/local", "cuda", "/targets/sbsa-linux/lib");
     const char *home = ncd_getenv(ctx, "HOME");
