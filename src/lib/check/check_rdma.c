@@ -117,7 +117,9 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     struct ncd_dl_probe dl;
     if ((rc = ncd_dl_probe(ctx, lib && *lib ? lib : "libibverbs.so.1", &dl)) < 0)
         goto done;
+    int usable = !disabled;
     if (dl.known && !dl.ok) {
+        usable = 0;
         ADD("net.ib.no-libibverbs", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "%zu RDMA device(s) present but libibverbs cannot be loaded: NCCL "
             "will silently use sockets",
@@ -169,6 +171,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     if (r.n_uverbs == 0 || r.n_uverbs == -1) {
+        usable = 0;
         ADD("net.ib.no-uverbs", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "RDMA devices are in sysfs but /dev/infiniband has no uverbs "
             "device: NCCL cannot open them");
@@ -183,6 +186,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "resource (e.g. rdma/rdma_shared_device_a: 1).");
     }
     if (!active) {
+        usable = 0;
         ADD("net.ib.no-active-port", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "No RDMA port is ACTIVE: NCCL will silently use sockets");
         for (size_t i = 0; i < r.n; i++)
@@ -198,6 +202,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_fix(f, "Check cables and `ibstat`; on InfiniBand start "
                            "a subnet manager (opensm or the switch's).");
     } else if (hl.set && !selected_active) {
+        usable = 0;
         ADD("net.ib.hca-no-match", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "NCCL_IB_HCA='%s' matches no active port: NCCL will silently use "
             "sockets",
@@ -261,6 +266,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     const char *gidx = ncd_getenv(ctx, "NCCL_IB_GID_INDEX");
     int user_gid = gidx && *gidx ? (int)strtol(gidx, NULL, 0) : -1;
     int old_default = opts && opts->nccl_version && opts->nccl_version < 22100;
+    struct ncd_finding *ignored_f = NULL;
     for (size_t i = 0; i < r.n; i++)
         for (size_t k = 0; k < r.v[i].n_ports; k++) {
             const struct ncd_ib_port *p = &r.v[i].ports[k];
@@ -268,15 +274,21 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                 (hl.set && !ncd_nccl_iflist_match(&hl, r.v[i].name, p->port)))
                 continue;
             if (!p->is_ethernet) {
-                if (user_gid >= 0) {
+                if (user_gid >= 0 && !ignored_f) {
                     ADD("net.ib.gid-index-ignored", NCD_CAT_ENV_INVALID,
                         NCD_SEV_INFO,
-                        "NCCL_IB_GID_INDEX=%d is ignored on InfiniBand port "
-                        "%s:%d",
-                        user_gid, r.v[i].name, p->port);
+                        "NCCL_IB_GID_INDEX=%d is ignored on InfiniBand ports",
+                        user_gid);
                     ncd_finding_cause(f, "On IB links NCCL (2.22+) uses GID 0 "
-                                         "or NCCL_IB_ROUTABLE_FLID_GID_INDEX.");
+                                         "or NCCL_IB_ROUTABLE_FLID_GID_INDEX; "
+                                         "the variable only matters for "
+                                         "RoCE.");
+                    ncd_finding_env(f, "NCCL_IB_GID_INDEX", NULL);
+                    ignored_f = f;
                 }
+                if (ignored_f)
+                    ncd_finding_evidence(ignored_f, "%s:%d link layer %s",
+                                         r.v[i].name, p->port, p->link_layer);
                 continue;
             }
             int autoi = ncd_ib_gid_auto(p, &prefs);
@@ -378,7 +390,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             ncd_fs_list_free(names, n);
         ncd_ctx_clear_error(ctx);
     }
-    if (gpus && active && !r.peermem) {
+    if (gpus && usable && selected_active && !r.peermem) {
         char ver[200] = "";
         ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", ver, sizeof ver);
         ncd_ctx_clear_error(ctx);
@@ -400,7 +412,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "/etc/modules-load.d), or use the open driver "
                            "with a 5.12+ kernel for DMA-BUF.");
     }
-    if (active) {
+    if (usable && selected_active) {
         ADD("net.ib.ok", NCD_CAT_NET_IB, NCD_SEV_OK,
             "%d active RDMA port(s) (%d IB, %d RoCE selected)%s", active,
             n_ib, n_eth, r.peermem ? "; GPUDirect peer memory loaded" : "");

@@ -210,7 +210,9 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     size_t n_rdma = 0;
     for (size_t i = t.n_gpu; i < t.n_dev; i++)
         n_rdma += t.dev[i].rdma;
-    if (t.n_nic) {
+    /* Without RDMA, locality does not change NCCL's data path (sockets
+     * copy through host memory anyway): only RDMA NICs are judged. */
+    if (n_rdma) {
         int bad = 0;
         char lines[16][200];
         for (size_t g = 0; g < t.n_gpu; g++) {
@@ -235,7 +237,7 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                          t.dev[bi].name, ncd_link_name(best));
             bad++;
         }
-        if (bad && n_rdma) {
+        if (bad) {
             ADD("perf.config.nic-far-from-gpu", NCD_CAT_PERF_CONFIG,
                 NCD_SEV_WARNING,
                 "%d GPU(s) have no RDMA NIC under the same PCIe switch", bad);
@@ -254,16 +256,6 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    "often slower; NCCL_CROSS_NIC=1 (default 2 = auto) lets "
                    "rings use a NIC on another rail when rails are not "
                    "symmetric between nodes.");
-        } else if (bad) {
-            ADD("perf.config.nic-far-from-gpu", NCD_CAT_PERF_CONFIG,
-                NCD_SEV_INFO,
-                "%d GPU(s) have no NIC close by (no RDMA NIC on this node)",
-                bad);
-            for (int i = 0; i < bad && i < 16; i++)
-                ncd_finding_evidence(f, "%s", lines[i]);
-            ncd_finding_cause(f, "Without RDMA NCCL's Socket transport copies "
-                                 "through host memory anyway; locality only "
-                                 "affects the CPU threads.");
         }
     }
     ADD("gpu.topo.summary", NCD_CAT_GPU_P2P, NCD_SEV_OK,
