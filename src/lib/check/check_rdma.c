@@ -170,7 +170,14 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             }
         }
     }
-    if (r.n_uverbs == 0 || r.n_uverbs == -1) {
+    /* Only our own captures (with /.ncd) record /dev/infiniband; in a
+     * foreign one (hwloc-gather-topology) its absence proves nothing. */
+    if (r.n_uverbs == -1 && !ncd_ctx_is_live(ctx) &&
+        !ncd_fs_exists(ctx, "/.ncd")) {
+        ADD("net.ib.uverbs-unknown", NCD_CAT_NET_IB, NCD_SEV_INFO,
+            "Whether /dev/infiniband holds the verbs devices is not visible "
+            "in this capture");
+    } else if (r.n_uverbs == 0 || r.n_uverbs == -1) {
         usable = 0;
         ADD("net.ib.no-uverbs", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "RDMA devices are in sysfs but /dev/infiniband has no uverbs "

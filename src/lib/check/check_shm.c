@@ -149,6 +149,12 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                           "local_gpus", ng, "need_bytes", (json_int_t)need);
     if (j)
         json_object_set_new(facts, "shm", j);
+    if (!s.exists && !s.mounted && !ncd_ctx_is_live(ctx) &&
+        !ncd_fs_exists(ctx, "/.ncd") && !ncd_fs_exists(ctx, "/proc/mounts")) {
+        ADD("sys.shm.not-visible", NCD_CAT_SYS_SHM, NCD_SEV_INFO,
+            "/dev/shm is not visible in this capture");
+        goto ipc;
+    }
     if (!s.exists && !s.mounted) {
         ADD("sys.shm.missing", NCD_CAT_SYS_SHM,
             ng >= 2 ? NCD_SEV_ERROR : NCD_SEV_WARNING,

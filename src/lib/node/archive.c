@@ -291,8 +291,11 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                     tmpl);
         goto out;
     }
+    /* tar only (gather writes pax; hwloc-gather-topology and users' own
+     * `tar czf` give ustar/gnutar), any compression. */
     archive_read_support_filter_all(a);
-    archive_read_support_format_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
     if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
         rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
                     archive_error_string(a));
@@ -371,6 +374,8 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
         }
         /* device nodes, FIFOs, sockets: skipped, never created */
     }
+    if (!rc && entries == 0)
+        rc = seterr(err, errsz, NCD_EPARSE, "%s: empty archive", tarball);
 out:
     if (a)
         archive_read_free(a);
