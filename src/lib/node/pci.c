@@ -251,7 +251,8 @@ int ncd_pci_scan(struct ncd_ctx *ctx, struct ncd_pci_list *out)
     }
     ncd_fs_list_free(names, n);
     ncd_ctx_clear_error(ctx);
-    qsort(out->v, out->n, sizeof *out->v, cmp_depth);
+    if (out->n)
+        qsort(out->v, out->n, sizeof *out->v, cmp_depth);
     for (size_t i = 0; i < out->n; i++) {
         char root[32], chain[32][16];
         int c = ncd_pci_path_split(out->v[i].path, root, chain, 32);

@@ -493,7 +493,8 @@ int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
         snprintf(out->dev[di].name, sizeof out->dev[di].name,
                  "NVIDIA GPU [10de:%04x]", p->device);
     }
-    qsort(out->dev, out->n_dev, sizeof *out->dev, cmp_bdf);
+    if (out->n_dev)
+        qsort(out->dev, out->n_dev, sizeof *out->dev, cmp_bdf);
     out->n_gpu = out->n_dev;
     rc = probe_nics(ctx, out);
     if (rc < 0)
@@ -753,8 +754,9 @@ int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
             }
         }
         if (pass == 0) {
-            qsort(out->dev + first, out->n_dev - first, sizeof *out->dev,
-                  cmp_bdf);
+            if (out->n_dev > first)
+                qsort(out->dev + first, out->n_dev - first, sizeof *out->dev,
+                      cmp_bdf);
             out->n_gpu = out->n_dev;
         }
     }
