@@ -60,8 +60,9 @@ enum ncd_if_kind {
  *  "virtual"; static. */
 const char *ncd_netif_kind_name(enum ncd_if_kind k);
 
-/** 1 for kinds that are never a good NCCL data path between hosts
- *  (container bridges, veth, tunnels, loopback, wireless, virtual). */
+/** 1 for software kinds that are never a good NCCL data path between
+ *  hosts (container bridges, veth, tunnels, loopback, other virtual).
+ *  Wireless is physical (but slow): 0. */
 int ncd_netif_kind_is_virtual(enum ncd_if_kind k);
 
 /** One address of an interface. */
@@ -119,6 +120,8 @@ struct ncd_netif_list {
     size_t n_ifa;
     int ifa_known; /**< 0 when no address list could be read (recorded
                         sysroot without /.ncd/ifaddrs) */
+    char ifa_error[256]; /**< why the address list is unknown, "" if it is
+                              known or simply absent */
 };
 
 /**

@@ -78,6 +78,18 @@ void ncd_recommendation_release(struct ncd_recommendation *r);
 int ncd_recommend_env(const struct ncd_recommendation *r, const char **names,
                       const char **values);
 
+/**
+ * Counts the RDMA ports NCCL's IB transport could use: ports whose state
+ * under /sys/class/infiniband/<dev>/ports/<p>/state is ACTIVE (NCCL
+ * src/transport/net_ib/init.cc accepts only IBV_PORT_ACTIVE ports).
+ * @param n_devices  receives the number of RDMA devices (may be NULL).
+ * @param hca_list   receives those ports in NCCL_IB_HCA's exact syntax,
+ *                   "=mlx5_0:1,mlx5_1:1" ("" when none); may be NULL.
+ * @return the number of ACTIVE ports.
+ */
+int ncd_rdma_active_ports(struct ncd_ctx *ctx, int *n_devices,
+                          char *hca_list, size_t n);
+
 /** 1 when a name looks like container/VM/VPN plumbing (rule 2). */
 int ncd_ifname_is_plumbing(const char *name);
 
@@ -104,7 +116,7 @@ extern "C" {
  *   "address","prefix","scope","link_local"}],"speed_mbps"(null when
  *   unknown),"rx_bytes","tx_bytes","rx_packets","tx_packets","pci","numa_node",
  *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
- *  "recommended":NAME|null,"recommended_env":{...},
+ *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
  *  "nccl":{"version","version_source","bootstrap":NAME|null,
  *          "bootstrap_address","socket":[NAMES],"pass"}}
  * New reference; NULL on allocation failure.

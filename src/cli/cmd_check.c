@@ -8,40 +8,18 @@
 #include "ncd/error.h"
 #include "ncd/recommend.h"
 
-enum { OPT_NCCL_VERSION = CLI_OPT__NEXT };
-
-/* The recommended environment: the interface recommendation first, then
- * the env suggestions of warning/error findings. */
-static json_t *recommended_env(json_t *facts, const struct ncd_findings *l)
-{
-    json_t *env = json_object();
-    json_t *net = json_object_get(json_object_get(facts, "network"),
-                                  "recommended_env");
-    if (net)
-        json_object_update(env, net);
-    json_t *more = ncd_findings_env_json(l, NCD_SEV_WARNING);
-    const char *k;
-    json_t *v;
-    json_object_foreach(more, k, v)
-    {
-        if (!json_object_get(env, k))
-            json_object_set(env, k, v);
-    }
-    json_decref(more);
-    return env;
-}
-
 static void render_text(struct ncd_strbuf *sb, const char *host,
                         struct ncd_ctx *ctx, const struct ncd_check_opts *o,
                         const struct ncd_findings *l, json_t *facts,
                         json_t *env, const struct ncd_text_style *st)
 {
     char vb[16];
-    ncd_sb_printf(sb, "nccl-doctor %s: check of %s%s%s\n", ncd_version(),
-                  host, ncd_ctx_is_live(ctx) ? "" : " (capture ",
-                  ncd_ctx_is_live(ctx) ? "" : ncd_ctx_sysroot(ctx));
-    if (!ncd_ctx_is_live(ctx))
-        ncd_sb_puts(sb, ")\n");
+    if (ncd_ctx_is_live(ctx))
+        ncd_sb_printf(sb, "nccl-doctor %s: check of %s\n", ncd_version(),
+                      host);
+    else
+        ncd_sb_printf(sb, "nccl-doctor %s: check of %s (capture %s)\n",
+                      ncd_version(), host, ncd_ctx_sysroot(ctx));
     ncd_sb_printf(sb, "NCCL behaviour predicted: %s (%s)\n\n",
                   ncd_nccl_version_str(o->nccl_version ? o->nccl_version
                                                        : NCD_NCCL_NEWEST,
@@ -105,43 +83,16 @@ static void render_text(struct ncd_strbuf *sb, const char *host,
 
 int ncd_cmd_check(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        CLI_COMMON_OPTS,
-        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
-    const char *ver = NULL;
-    cli_common_init(&c);
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r)
-            continue;
-        if (opt == 'h') {
-            cli_usage("check", stdout);
-            return NCD_EXIT_OK;
-        }
-        if (opt == OPT_NCCL_VERSION) {
-            ver = optarg;
-            continue;
-        }
-        cli_usage("check", stderr);
-        return NCD_EXIT_TOOL;
-    }
-    if (optind < argc) {
-        cli_err("check: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    int pst = cli_parse("check", argc, argv, &c, NULL, NULL, NULL, NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
     struct ncd_check_opts o;
     char src[600];
-    if (cli_nccl_version(ctx, ver, &o, src, sizeof src) < 0) {
+    if (cli_nccl_version(ctx, c.nccl_version, &o, src, sizeof src) < 0) {
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
@@ -154,7 +105,7 @@ int ncd_cmd_check(int argc, char **argv)
         goto out;
     }
     const char *host = cli_hostname(ctx);
-    json_t *env = recommended_env(facts, &l);
+    json_t *env = ncd_recommended_env(facts, &l);
     if (c.json) {
         json_t *j = ncd_json_envelope(host);
         if (j) {

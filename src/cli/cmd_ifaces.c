@@ -5,43 +5,15 @@
 #include "cmd.h"
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "ncd/ncclvars.h"
 #include "ncd/recommend.h"
-
-enum { OPT_NCCL_VERSION = CLI_OPT__NEXT };
 
 int ncd_cmd_ifaces(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        CLI_COMMON_OPTS,
-        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
-    const char *ver = NULL;
-    cli_common_init(&c);
-    optind = 1;
-    int opt;
-    while ((opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r)
-            continue;
-        if (opt == 'h') {
-            cli_usage("ifaces", stdout);
-            return NCD_EXIT_OK;
-        }
-        if (opt == OPT_NCCL_VERSION) {
-            ver = optarg;
-            continue;
-        }
-        cli_usage("ifaces", stderr);
-        return NCD_EXIT_TOOL;
-    }
-    if (optind < argc) {
-        cli_err("ifaces: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    int pst = cli_parse("ifaces", argc, argv, &c, NULL, NULL, NULL, NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
@@ -51,9 +23,12 @@ int ncd_cmd_ifaces(int argc, char **argv)
     struct ncd_recommendation rec = {0};
     struct ncd_nccl_choice ch;
     int status = NCD_EXIT_TOOL;
-    if (cli_nccl_version(ctx, ver, &o, src, sizeof src) < 0)
+    if (cli_nccl_version(ctx, c.nccl_version, &o, src, sizeof src) < 0)
         goto out;
-    int rc = ncd_netif_probe(ctx, &nl);
+    /* ~/.nccl.conf and /etc/nccl.conf can set NCCL_SOCKET_IFNAME too. */
+    int rc = ncd_nccl_conf_apply(ctx, NULL);
+    if (rc == 0)
+        rc = ncd_netif_probe(ctx, &nl);
     if (rc == 0)
         rc = ncd_recommend(ctx, &nl, &rec);
     if (rc == 0)

@@ -69,8 +69,57 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
     case 'v':
         c->verbose = 1;
         return 1;
+    case CLI_OPT_NCCL_VERSION:
+        c->nccl_version = arg;
+        return 1;
     }
     return 0;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
+              const struct option *extra, cli_opt_fn fn, void *data,
+              int *first_arg)
+{
+    static const struct option common[] = {CLI_COMMON_OPTS};
+    size_t nc = sizeof common / sizeof common[0], ne = 0;
+    while (extra && extra[ne].name)
+        ne++;
+    struct option *lo = calloc(nc + ne + 1, sizeof *lo);
+    if (!lo) {
+        cli_err("out of memory");
+        return NCD_EXIT_TOOL;
+    }
+    memcpy(lo, common, sizeof common);
+    if (ne)
+        memcpy(lo + nc, extra, ne * sizeof *lo);
+    cli_common_init(c);
+    optind = 1;
+    int opt, status = CLI_CONTINUE;
+    while (status == CLI_CONTINUE &&
+           (opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+        int r = cli_common_opt(c, opt, optarg);
+        if (r < 0) {
+            status = NCD_EXIT_TOOL;
+        } else if (r == 0 && opt == 'h') {
+            cli_usage(cmd, stdout);
+            status = NCD_EXIT_OK;
+        } else if (r == 0 && (opt == '?' || opt == ':' || !fn)) {
+            cli_usage(cmd, stderr);
+            status = NCD_EXIT_TOOL;
+        } else if (r == 0 && fn(opt, optarg, data) < 0) {
+            status = NCD_EXIT_TOOL;
+        }
+    }
+    free(lo);
+    if (status != CLI_CONTINUE)
+        return status;
+    if (first_arg) {
+        *first_arg = optind;
+    } else if (optind < argc) {
+        cli_err("%s: unexpected argument '%s'", cmd, argv[optind]);
+        return NCD_EXIT_TOOL;
+    }
+    return CLI_CONTINUE;
 }
 
 void cli_err(const char *fmt, ...)

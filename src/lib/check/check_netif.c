@@ -8,7 +8,9 @@
 #include "ncd/recommend.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                     struct ncd_findings *out, json_t *facts);
@@ -48,6 +50,20 @@ static void evidence_addrs(struct ncd_finding *f, const struct ncd_netif *ni)
                              ni->addrs[i].scope);
     if (!ni->n_addrs)
         ncd_finding_evidence(f, "%s: no IP address", ni->name);
+}
+
+/* Whether NCCL's Socket transport will carry the data (no usable IB), so
+ * that the socket interface's speed matters, not only for the bootstrap. */
+static int socket_carries_data(struct ncd_ctx *ctx,
+                               const struct ncd_recommendation *rec)
+{
+    const char *net = ncd_getenv(ctx, "NCCL_NET");
+    if (net && strcasecmp(net, "Socket") == 0)
+        return 1;
+    const char *dis = ncd_getenv(ctx, "NCCL_IB_DISABLE");
+    if (dis && strtoll(dis, NULL, 0) != 0)
+        return 1;
+    return rec->rdma_active_ports == 0;
 }
 
 static void fix_use(struct ncd_finding *f,
@@ -240,27 +256,47 @@ static int check_ifname(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
             fix_use(f, rec);
         }
     }
-    /* A prefix that also takes a similarly named interface (eth1, eth10). */
-    if (!l->exact && !l->exclude && ch->n_socket > l->n) {
-        ADD("net.ifname.prefix-matches-more", NCD_CAT_NET_IFNAME,
-            NCD_SEV_INFO,
-            "NCCL_SOCKET_IFNAME='%s' is a prefix: it also selects %d "
-            "interface(s) you did not name",
-            val, ch->n_socket - l->n);
-        for (int i = 0; i < ch->n_socket; i++)
-            ncd_finding_evidence(f, "Socket transport [%d] %s (%s)", i,
-                                 ch->socket[i], ch->socket_addr[i]);
-        ncd_finding_cause(f, "NCCL matches names by prefix unless the list "
-                             "starts with '=': 'eth1' also takes eth10 and the "
-                             "alias eth1:0. The bootstrap takes the first; the "
-                             "Socket transport spreads traffic over all.");
-        ncd_finding_fix(f, "Use '=' for exact names, e.g. '=%s'.",
-                        l->n ? l->tok[0].name : "eth0");
+    /* A full interface name used as a prefix also takes its longer
+     * siblings (eth1 -> eth10, eth1:0). */
+    if (!l->exact && !l->exclude) {
+        for (int t = 0; t < l->n; t++) {
+            if (!ncd_netif_find(nl, l->tok[t].name) ||
+                strchr(l->tok[t].name, ':'))
+                continue;
+            char also[256] = "";
+            for (int i = 0; i < ch->n_socket; i++)
+                if (strcmp(ch->socket[i], l->tok[t].name) != 0 &&
+                    strncmp(ch->socket[i], l->tok[t].name,
+                            strlen(l->tok[t].name)) == 0) {
+                    strncat(also, also[0] ? ", " : "",
+                            sizeof also - strlen(also) - 1);
+                    strncat(also, ch->socket[i],
+                            sizeof also - strlen(also) - 1);
+                }
+            if (!also[0])
+                continue;
+            ADD("net.ifname.prefix-matches-more", NCD_CAT_NET_IFNAME,
+                NCD_SEV_INFO,
+                "NCCL_SOCKET_IFNAME token '%s' is a prefix: it also selects "
+                "%s",
+                l->tok[t].name, also);
+            for (int i = 0; i < ch->n_socket; i++)
+                ncd_finding_evidence(f, "Socket transport [%d] %s (%s)", i,
+                                     ch->socket[i], ch->socket_addr[i]);
+            ncd_finding_cause(f, "NCCL matches names by prefix unless the "
+                                 "list starts with '=': 'eth1' also takes "
+                                 "eth10 and the alias eth1:0. The bootstrap "
+                                 "takes the first; the Socket transport "
+                                 "spreads traffic over all.");
+            ncd_finding_fix(f, "Use '=' for exact names, e.g. '=%s'.",
+                            l->tok[t].name);
+            break;
+        }
     }
     return 0;
 }
 
-static int check_auto(const struct ncd_netif_list *nl,
+static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                       const struct ncd_nccl_choice *ch,
                       const struct ncd_recommendation *rec,
                       struct ncd_findings *out)
@@ -302,6 +338,18 @@ static int check_auto(const struct ncd_netif_list *nl,
                                       : "Bring up a network interface with "
                                         "a routable address.");
         fix_use(f, rec);
+    } else if (!(boot->flags & IFF_RUNNING)) {
+        ok = 0;
+        ADD("net.iface-choice.down", NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
+            "NCCL %s would bootstrap on %s, which has no carrier", ver,
+            boot->name);
+        evidence_iface(f, boot);
+        ncd_finding_cause(f, "NCCL before 2.28 does not check IFF_RUNNING: a "
+                             "down interface that keeps its address is taken "
+                             "and connections time out.");
+        ncd_finding_fix(f, "Bring the link up, or set NCCL_SOCKET_IFNAME%s%s.",
+                        best ? " to " : "", best ? best->name : "");
+        fix_use(f, rec);
     } else if (ncd_ifname_is_plumbing(boot->name) ||
                ncd_netif_kind_is_virtual(boot->kind)) {
         int only = best == boot || !best;
@@ -335,18 +383,6 @@ static int check_auto(const struct ncd_netif_list *nl,
                             best->name);
             fix_use(f, rec);
         }
-    } else if (!(boot->flags & IFF_RUNNING)) {
-        ok = 0;
-        ADD("net.iface-choice.down", NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
-            "NCCL %s would bootstrap on %s, which has no carrier", ver,
-            boot->name);
-        evidence_iface(f, boot);
-        ncd_finding_cause(f, "NCCL before 2.28 does not check IFF_RUNNING: a "
-                             "down interface that keeps its address is taken "
-                             "and connections time out.");
-        ncd_finding_fix(f, "Bring the link up, or set NCCL_SOCKET_IFNAME%s%s.",
-                        best ? " to " : "", best ? best->name : "");
-        fix_use(f, rec);
     } else {
         int ll_only = 1;
         for (size_t i = 0; i < boot->n_addrs; i++)
@@ -368,12 +404,31 @@ static int check_auto(const struct ncd_netif_list *nl,
             fix_use(f, rec);
         }
     }
+    if (ok && boot->kind == NCD_IFK_WIRELESS) {
+        ok = 0;
+        ADD("net.iface-choice.wireless", NCD_CAT_NET_IFACE_CHOICE,
+            best == boot ? NCD_SEV_WARNING : NCD_SEV_ERROR,
+            "NCCL %s would use the wireless interface %s (%s)", ver,
+            boot->name, ch->bootstrap_addr);
+        evidence_iface(f, boot);
+        ncd_finding_cause(f, "Wi-Fi has high, jittery latency and a fraction "
+                             "of wired bandwidth; multi-node collectives over "
+                             "it are slow and time out under load.");
+        ncd_finding_fix(f, "%s", best == boot
+                                     ? "Use a wired link for multi-node "
+                                       "jobs; single-node jobs do not use "
+                                       "the network."
+                                     : "Set NCCL_SOCKET_IFNAME to the wired "
+                                       "interface.");
+        if (best != boot)
+            fix_use(f, rec);
+    }
     if (ok && best && best != boot) {
         ok = 0;
         int faster = best->speed_mbps > 0 &&
                      best->speed_mbps > boot->speed_mbps;
         ADD("net.iface-choice.differs", NCD_CAT_NET_IFACE_CHOICE,
-            NCD_SEV_WARNING,
+            socket_carries_data(ctx, rec) ? NCD_SEV_WARNING : NCD_SEV_INFO,
             "NCCL %s would use %s, but %s looks like the better interface%s",
             ver, boot->name, best->name,
             faster ? " (faster link)" : "");
@@ -506,9 +561,12 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                                    "this capture; NCCL's choice cannot be "
                                    "predicted")))
             rc = NCD_ENOMEM;
-        else
+        else {
+            if (nl.ifa_error[0])
+                ncd_finding_evidence(f, "%s", nl.ifa_error);
             ncd_finding_fix(f, "Capture with `nccl-doctor gather`, which "
                                "records /.ncd/ifaddrs.");
+        }
         goto done;
     }
     if (!rec.best) {
@@ -534,14 +592,15 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     if (ch.ifname.set || ch.ifname.ignored)
         rc = check_ifname(ctx, &nl, &ch, &rec, out);
     if (rc >= 0 && !ch.ifname.set)
-        rc = check_auto(&nl, &ch, &rec, out);
+        rc = check_auto(ctx, &nl, &ch, &rec, out);
     if (rc >= 0 && ch.ifname.set && ch.n_socket && rec.best) {
         const struct ncd_netif *boot = by_name(&nl, ch.bootstrap);
         if (boot && boot != rec.best->ni && boot->kind != NCD_IFK_LOOPBACK &&
             !ncd_ifname_is_plumbing(boot->name) &&
             !ncd_netif_kind_is_virtual(boot->kind) &&
             rec.best->ni->speed_mbps > 0 &&
-            rec.best->ni->speed_mbps > boot->speed_mbps) {
+            rec.best->ni->speed_mbps > boot->speed_mbps &&
+            socket_carries_data(ctx, &rec)) {
             if (!(f = ncd_findings_add(
                       out, "perf.ifname-slower", NCD_CAT_PERF_CONFIG,
                       NCD_SEV_WARNING,

@@ -94,11 +94,12 @@ json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
         ch->bootstrap_addr[0] ? json_string(ch->bootstrap_addr) : json_null(),
         "socket", sock, "pass", ch->pass_name);
     sock = NULL;
-    json_t *o = json_pack("{s:o, s:o, s:o, s:o}", "interfaces", ifs,
+    json_t *o = json_pack("{s:o, s:o, s:o, s:i, s:o}", "interfaces", ifs,
                           "recommended",
                           rec->best ? json_string(rec->best->ni->name)
                                     : json_null(),
-                          "recommended_env", env, "nccl", nccl);
+                          "recommended_env", env, "rdma_active_ports",
+                          rec->rdma_active_ports, "nccl", nccl);
     return o;
 fail:
     json_decref(ifs);

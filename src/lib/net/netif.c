@@ -45,6 +45,7 @@ int ncd_netif_kind_is_virtual(enum ncd_if_kind k)
     case NCD_IFK_BOND:
     case NCD_IFK_VLAN:
     case NCD_IFK_BRIDGE:
+    case NCD_IFK_WIRELESS:
     case NCD_IFK_UNKNOWN:
         return 0;
     default:
@@ -639,6 +640,12 @@ int ncd_netif_probe(struct ncd_ctx *ctx, struct ncd_netif_list *out)
     if (rc == NCD_ENOMEM) {
         ncd_netif_list_release(out);
         return rc;
+    }
+    if (rc < 0) {
+        snprintf(out->ifa_error, sizeof out->ifa_error, "%s",
+                 *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                         : ncd_strerror(rc));
+        ncd_ctx_clear_error(ctx);
     }
     /* Live link flags from netlink are authoritative. */
     for (size_t i = 0; i < n_pkt; i++) {

@@ -88,11 +88,10 @@ static int tier_of(const struct ncd_netif *ni)
     if (ni->kind == NCD_IFK_LOOPBACK)
         return 5;
     if (ncd_ifname_is_plumbing(ni->name) ||
-        ncd_netif_kind_is_virtual(ni->kind)) {
-        if (ni->kind == NCD_IFK_WIRELESS)
-            return 2;
+        ncd_netif_kind_is_virtual(ni->kind))
         return 4;
-    }
+    if (ni->kind == NCD_IFK_WIRELESS)
+        return 2;
     if (ni->kind == NCD_IFK_IPOIB)
         return 0;
     if (ni->kind == NCD_IFK_UNKNOWN)
@@ -132,15 +131,22 @@ static int cmp_rank(const void *a, const void *b)
     return x->ni->index - y->ni->index;
 }
 
-static void count_rdma(struct ncd_ctx *ctx, struct ncd_recommendation *r)
+int ncd_rdma_active_ports(struct ncd_ctx *ctx, int *n_devices,
+                          char *hca_list, size_t n)
 {
+    int active = 0;
+    if (n_devices)
+        *n_devices = 0;
+    if (hca_list && n)
+        hca_list[0] = '\0';
     char **devs;
     int nd = ncd_fs_list(ctx, "/sys/class/infiniband", &devs);
     if (nd < 0) {
         ncd_ctx_clear_error(ctx);
-        return;
+        return 0;
     }
-    r->rdma_devices = nd;
+    if (n_devices)
+        *n_devices = nd;
     for (int i = 0; i < nd; i++) {
         char path[512];
         snprintf(path, sizeof path, "/sys/class/infiniband/%s/ports", devs[i]);
@@ -152,15 +158,22 @@ static void count_rdma(struct ncd_ctx *ctx, struct ncd_recommendation *r)
                      "/sys/class/infiniband/%s/ports/%s/state", devs[i],
                      ports[j]);
             /* "4: ACTIVE" (ib_verbs port state) */
-            if (ncd_fs_read_str(ctx, path, st, sizeof st) == 0 &&
-                strstr(st, "ACTIVE"))
-                r->rdma_active_ports++;
+            if (ncd_fs_read_str(ctx, path, st, sizeof st) < 0 ||
+                !strstr(st, "ACTIVE"))
+                continue;
+            active++;
+            if (hca_list && n) {
+                size_t l = strlen(hca_list);
+                snprintf(hca_list + l, n - l, "%s%s:%s", l ? "," : "=",
+                         devs[i], ports[j]);
+            }
         }
         if (np > 0)
             ncd_fs_list_free(ports, np);
     }
     ncd_fs_list_free(devs, nd);
     ncd_ctx_clear_error(ctx);
+    return active;
 }
 
 int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
@@ -242,7 +255,8 @@ int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
         snprintf(out->socket_ifname, sizeof out->socket_ifname, "%s%s",
                  other ? "=" : "", bn);
     }
-    count_rdma(ctx, out);
+    out->rdma_active_ports =
+        ncd_rdma_active_ports(ctx, &out->rdma_devices, NULL, 0);
     if (out->rdma_active_ports == 0) {
         out->ib_disable = 1;
         snprintf(out->ib_reason, sizeof out->ib_reason, "%s",
