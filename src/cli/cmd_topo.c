@@ -9,44 +9,43 @@
 
 enum { OPT_TOPOLOGY = CLI_OPT__NEXT, OPT_NO_NVML };
 
+struct topo_opts {
+    const char *xml;
+    int use_nvml;
+};
+
+static int topo_opt(int opt, const char *arg, void *data)
+{
+    struct topo_opts *o = data;
+    if (opt == OPT_TOPOLOGY)
+        o->xml = arg;
+    else if (opt == OPT_NO_NVML)
+        o->use_nvml = 0;
+    return 0;
+}
+
 int ncd_cmd_topo(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        CLI_COMMON_OPTS,
+    static const struct option extra[] = {
         {"topology", required_argument, 0, OPT_TOPOLOGY},
         {"no-nvml", no_argument, 0, OPT_NO_NVML},
         {0, 0, 0, 0},
     };
     struct cli_common c;
-    const char *xml = NULL;
-    int use_nvml = 1, opt;
-    cli_common_init(&c);
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r > 0)
-            continue;
-        switch (opt) {
-        case 'h':
-            cli_usage("topo", stdout);
-            return NCD_EXIT_OK;
-        case OPT_TOPOLOGY:
-            xml = optarg;
-            break;
-        case OPT_NO_NVML:
-            use_nvml = 0;
-            break;
-        default:
-            cli_usage("topo", stderr);
-            return NCD_EXIT_TOOL;
-        }
-    }
-    if (optind < argc) {
-        cli_err("topo: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    struct topo_opts o = {NULL, 1};
+    int pst = cli_parse("topo", argc, argv, &c, extra, topo_opt, &o, NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
+    /* hwloc's own variables name the same inputs (hwloc(7)): an XML
+     * export, or a directory standing for / such as an unpacked
+     * hwloc-gather-topology capture. */
+    const char *hx = getenv("HWLOC_XMLFILE"), *hf = getenv("HWLOC_FSROOT");
+    if (!o.xml && !c.sysroot && hx && *hx)
+        o.xml = hx;
+    if (!o.xml && !c.sysroot && hf && *hf)
+        c.sysroot = hf;
+    const char *xml = o.xml;
+    int use_nvml = o.use_nvml;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;

@@ -4,7 +4,11 @@ set -u
 : "${NCD_BIN:?NCD_BIN must point at nccl-doctor}"
 : "${NCD_SOURCE_DIR:?}"
 NCD_SHARED_DIR=${NCD_SHARED_DIR:-$NCD_SOURCE_DIR/../shared}
-TEST_TMP=$(mktemp -d "${TMPDIR:-/tmp}/ncd-test.XXXXXX")
+# Unpacking captures with thousands of sysfs entries is 30x faster on a
+# tmpfs than on an overlay /tmp: use /dev/shm when it is writable.
+_base=${TMPDIR:-/tmp}
+[ -w /dev/shm ] && [ -d /dev/shm ] && _base=/dev/shm
+TEST_TMP=$(mktemp -d "$_base/ncd-test.XXXXXX")
 trap 'rm -rf "$TEST_TMP"' EXIT
 _fails=0
 _count=0

@@ -8,6 +8,7 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "ncd/pci.h"
+#include "ncd/recommend.h"
 #include "ncd/shm.h"
 
 #include <stdio.h>
@@ -358,26 +359,7 @@ int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     }
     ncd_ctx_clear_error(ctx);
     ncd_container_probe(ctx, &c);
-    int rdma_active = 0;
-    char **names;
-    int n = ncd_fs_list(ctx, "/sys/class/infiniband", &names);
-    for (int i = 0; i < n; i++) {
-        char **ports;
-        char p[300];
-        snprintf(p, sizeof p, "/sys/class/infiniband/%s/ports", names[i]);
-        int np = ncd_fs_list(ctx, p, &ports);
-        for (int k = 0; k < np; k++) {
-            char st[64];
-            snprintf(p, sizeof p, "/sys/class/infiniband/%s/ports/%s/state",
-                     names[i], ports[k]);
-            if (ncd_fs_read_str(ctx, p, st, sizeof st) == 0 && st[0] == '4')
-                rdma_active++;
-        }
-        if (np >= 0)
-            ncd_fs_list_free(ports, np);
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
+    int rdma_active = ncd_rdma_active_ports(ctx, NULL, NULL, 0);
     ncd_ctx_clear_error(ctx);
     json_t *j = json_pack("{s:o,s:o,s:b}", "soft_bytes",
                           ml.known ? json_integer(ml.soft) : json_null(),

@@ -119,6 +119,35 @@ static int open_dir_in(int rootfd, const char *path, int create)
     return fd;
 }
 
+/* The directory last written to: tar entries come in tree order, so most
+ * entries land in the same directory as the one before, or just below. */
+struct dircache {
+    char path[PATH_MAX];
+    int fd; /* -1 when empty */
+};
+
+/* Like open_dir_in() but reuses / extends the cached directory.  The fd
+ * returned belongs to the cache (do not close it). */
+static int cached_dir(int rootfd, struct dircache *dc, const char *path)
+{
+    if (dc->fd >= 0 && strcmp(dc->path, path) == 0)
+        return dc->fd;
+    size_t cl = strlen(dc->path);
+    int fd;
+    if (dc->fd >= 0 && cl && strncmp(path, dc->path, cl) == 0 &&
+        path[cl] == '/')
+        fd = open_dir_in(dc->fd, path + cl + 1, 1);
+    else
+        fd = open_dir_in(rootfd, path, 1);
+    if (fd < 0)
+        return -1;
+    if (dc->fd >= 0)
+        close(dc->fd);
+    dc->fd = fd;
+    ncd__scpy(dc->path, sizeof dc->path, path);
+    return fd;
+}
+
 static int remove_at(int dfd)
 {
     DIR *d = fdopendir(dfd);
@@ -162,8 +191,9 @@ int ncd_sysroot_remove(const char *top)
     return rc;
 }
 
-static int write_file(int rootfd, const char *path, struct archive *a,
-                      long long size, char *err, size_t errsz)
+static int write_file(int rootfd, struct dircache *dc, const char *path,
+                      struct archive *a, long long size, char *err,
+                      size_t errsz)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -173,16 +203,15 @@ static int write_file(int rootfd, const char *path, struct archive *a,
     if (slash) {
         *slash = '\0';
         base = slash + 1;
-        dfd = open_dir_in(rootfd, dir, 1);
+        dfd = cached_dir(rootfd, dc, dir);
     } else {
-        dfd = dup(rootfd);
+        dfd = rootfd;
     }
     if (dfd < 0)
         return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory "
                       "(an entry above it is not a directory)", path);
     int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     0644);
-    close(dfd);
     if (fd < 0)
         return seterr(err, errsz, errno == EEXIST ? NCD_EPARSE : NCD_EIO,
                       "%s: %s", path, strerror(errno));
@@ -209,8 +238,8 @@ static int write_file(int rootfd, const char *path, struct archive *a,
     return rc;
 }
 
-static int make_link(int rootfd, const char *path, const char *target,
-                     char *err, size_t errsz)
+static int make_link(int rootfd, struct dircache *dc, const char *path,
+                     const char *target, char *err, size_t errsz)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
@@ -220,16 +249,15 @@ static int make_link(int rootfd, const char *path, const char *target,
     if (slash) {
         *slash = '\0';
         base = slash + 1;
-        dfd = open_dir_in(rootfd, dir, 1);
+        dfd = cached_dir(rootfd, dc, dir);
     } else {
-        dfd = dup(rootfd);
+        dfd = rootfd;
     }
     if (dfd < 0)
         return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory",
                       path);
     int rc = symlinkat(target, dfd, base);
     int e = errno;
-    close(dfd);
     if (rc < 0)
         return seterr(err, errsz, e == EEXIST ? NCD_EPARSE : NCD_EIO, "%s: %s",
                       path, strerror(e));
@@ -285,6 +313,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                       strerror(errno));
     int rootfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     struct archive *a = archive_read_new();
+    struct dircache dc = {.fd = -1};
     int rc = 0;
     if (rootfd < 0 || !a) {
         rc = seterr(err, errsz, a ? NCD_EIO : NCD_ENOMEM, "cannot set up %s",
@@ -336,13 +365,11 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
         }
         mode_t type = archive_entry_filetype(e);
         if (type == AE_IFDIR) {
-            int fd = open_dir_in(rootfd, path, 1);
-            if (fd < 0) {
+            if (cached_dir(rootfd, &dc, path) < 0) {
                 rc = seterr(err, errsz, NCD_EPARSE, "%s: cannot create '%s'",
                             tarball, path);
                 break;
             }
-            close(fd);
         } else if (type == AE_IFLNK) {
             const char *t = archive_entry_symlink(e);
             if (!t || !safe_link(t, depth)) {
@@ -352,7 +379,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                             tarball, path, t ? t : "");
                 break;
             }
-            if ((rc = make_link(rootfd, path, t, err, errsz)) < 0)
+            if ((rc = make_link(rootfd, &dc, path, t, err, errsz)) < 0)
                 break;
         } else if (type == AE_IFREG) {
             long long sz = archive_entry_size(e);
@@ -369,7 +396,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                             (long long)NCD_SYSROOT_MAX_TOTAL);
                 break;
             }
-            if ((rc = write_file(rootfd, path, a, sz, err, errsz)) < 0)
+            if ((rc = write_file(rootfd, &dc, path, a, sz, err, errsz)) < 0)
                 break;
         }
         /* device nodes, FIFOs, sockets: skipped, never created */
@@ -377,6 +404,8 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
     if (!rc && entries == 0)
         rc = seterr(err, errsz, NCD_EPARSE, "%s: empty archive", tarball);
 out:
+    if (dc.fd >= 0)
+        close(dc.fd);
     if (a)
         archive_read_free(a);
     if (rootfd >= 0)
