@@ -6,6 +6,7 @@
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/ncclvars.h"
 #include "ncd/netif.h"
 #include "ncd/ports.h"
 #include "ncd/recommend.h"
@@ -55,6 +56,8 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
 {
     (void)opts;
     struct ncd_finding *f;
+    struct ncd_var_catalog cat;
+    int have_cat = -1;
     int rc = 0, lo = 32768, hi = 60999, range_known = 0;
     char s[64];
     if (ncd_fs_read_str(ctx, "/proc/sys/net/ipv4/ip_local_port_range", s,
@@ -69,10 +72,16 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                                         : json_null());
         json_object_set_new(facts, "ports", pj);
     }
+    /* Names in the variable catalog (real ones, or known non-NCCL ones
+     * such as NCCL_PORT_RANGE) are judged by the ncclenv check already. */
     for (size_t i = 0; i < ncd_env_count(ctx); i++) {
         const char *name, *value;
         ncd_env_at(ctx, i, &name, &value);
         if (!is_port_myth(name))
+            continue;
+        if (have_cat < 0)
+            have_cat = ncd_var_catalog_builtin(ctx, &cat) == 0;
+        if (have_cat && (ncd_var_find(&cat, name) || ncd_var_find_gone(&cat, name)))
             continue;
         ADD("env.invalid.nccl-port-range", NCD_CAT_ENV_INVALID,
             NCD_SEV_WARNING, "%s is not an NCCL variable: NCCL has no port "
@@ -90,6 +99,7 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "guide says.");
         ncd_finding_env(f, name, NULL);
     }
+    ncd_ctx_clear_error(ctx);
     if (range_known && hi - lo + 1 < 1024) {
         ADD("net.ports.range-narrow", NCD_CAT_NET_UNREACHABLE, NCD_SEV_WARNING,
             "ip_local_port_range %d-%d leaves only %d ephemeral ports", lo, hi,
@@ -221,5 +231,7 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_ctx_clear_error(ctx);
     }
 done:
+    if (have_cat >= 0)
+        ncd_var_catalog_release(&cat);
     return rc;
 }
