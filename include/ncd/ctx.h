@@ -43,6 +43,13 @@ int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out);
 /** Frees a context and everything it owns.  NULL is allowed. */
 void ncd_ctx_free(struct ncd_ctx *ctx);
 
+/**
+ * Registers `fn(arg)` to run when the context is freed, after its sysroot
+ * fd is closed (used to remove a sysroot unpacked from a tarball).  One
+ * slot: @return 0, or NCD_EEXISTS when one is registered already.
+ */
+int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg);
+
 /** 1 when the sysroot is "/" (this machine), 0 for a recorded tree. */
 int ncd_ctx_is_live(const struct ncd_ctx *ctx);
 
@@ -77,6 +84,17 @@ size_t ncd_env_count(const struct ncd_ctx *ctx);
  */
 void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
                 const char **value);
+
+/**
+ * Replaces the whole environment copy with the "NAME=value" lines of a
+ * buffer (newline- or NUL-separated; blank lines and lines starting with
+ * '#' are skipped; the first definition of a name wins).  Used to replay
+ * the environment recorded in a capture (<sysroot>/.ncd/env).
+ * @return the number of variables loaded, or NCD_ENOMEM / NCD_EPARSE (a
+ *         line without '='; the detail names the line).  On error the
+ *         previous environment is kept.
+ */
+int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len);
 
 /**
  * Records the detail of a failure if none is recorded yet and returns

@@ -605,23 +605,12 @@ struct ncd_launch {
 int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out);
 
 /**
- * 1 when interface `name` is selected by an NCCL_SOCKET_IFNAME value `spec`
- * (NCCL src/misc/utils.cc matchIfList, 2.30: optional leading '^' =
- * exclude, then optional '=' = exact, comma list, ":port" suffix ignored,
- * prefix match otherwise, no whitespace trimming).  Values of length <= 1
- * select nothing special: the caller must treat them as unset.
- */
-int ncd_perf_ifname_match(const char *spec, const char *name);
-
-/**
- * Picks the interface and address the socket backend listens on:
- * `iface` (--iface) if given; else NCCL_SOCKET_IFNAME from ctx's
- * environment with NCCL's rules (first RUNNING address in getifaddrs
- * order, IPv4 before IPv6 per interface, ::1 skipped); else the interface
- * holding `local_addr` (the address this process used to reach the
- * rendezvous root) when given; else loopback when `local_only`; else
- * NCCL's auto-selection (ib prefix, then anything but the docker, lo and virbr prefixes, then
- * docker, lo, virbr).
+ * Picks the interface and address the socket backend listens on, in this
+ * order: `iface` (--iface); NCCL_SOCKET_IFNAME from ctx's environment,
+ * resolved exactly as NCCL would (ncd_nccl_select(), include/ncd/nccl.h);
+ * loopback when `local_only` (all ranks on this host); the interface
+ * nccl-doctor recommends (ncd_recommend(), include/ncd/recommend.h); the
+ * address this process used to reach the rendezvous root (`local_addr`).
  * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
  */
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,

@@ -628,28 +628,6 @@ static void test_kernels(void **state)
 
 /* ---- interface matcher and launchers ------------------------------------ */
 
-static void test_ifname_match(void **state)
-{
-    (void)state;
-    /* nccl-facts.md section 2 worked examples */
-    assert_true(ncd_perf_ifname_match("eth", "eth0"));
-    assert_true(ncd_perf_ifname_match("eth", "eth10"));
-    assert_false(ncd_perf_ifname_match("eth", "eno1"));
-    assert_true(ncd_perf_ifname_match("eth1", "eth10"));
-    assert_false(ncd_perf_ifname_match("=eth1", "eth10"));
-    assert_true(ncd_perf_ifname_match("=eth1", "eth1"));
-    assert_true(ncd_perf_ifname_match("eth1,eth0", "eth0"));
-    assert_false(ncd_perf_ifname_match("^docker,lo", "lo"));
-    assert_true(ncd_perf_ifname_match("^docker,lo", "eno1"));
-    assert_true(ncd_perf_ifname_match("^=eth0", "lo"));
-    assert_false(ncd_perf_ifname_match("^=eth0", "eth0"));
-    assert_true(ncd_perf_ifname_match("^=eth0", "eth0:1"));
-    assert_true(ncd_perf_ifname_match("=eth0:1", "eth0"));
-    assert_false(ncd_perf_ifname_match("eth0, eth1", "eth1"));
-    assert_false(ncd_perf_ifname_match("^,", "eth0") == 1 &&
-                 ncd_perf_ifname_match("^,", "lo") == 0);
-}
-
 static struct ncd_ctx *ctx_env(char **env)
 {
     struct ncd_ctx *ctx;
@@ -752,7 +730,6 @@ int main(void)
         cmocka_unit_test(test_checker_detects),
         cmocka_unit_test(test_avg_ulp),
         cmocka_unit_test(test_kernels),
-        cmocka_unit_test(test_ifname_match),
         cmocka_unit_test(test_launchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

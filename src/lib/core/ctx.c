@@ -23,6 +23,8 @@ struct ncd_ctx {
     size_t nenv, capenv;
     int errcode;
     char errbuf[1024];
+    void (*on_free)(void *); /* ncd_ctx_on_free() */
+    void *on_free_arg;
 };
 
 static int env_find(const struct ncd_ctx *ctx, const char *name)
@@ -108,6 +110,8 @@ void ncd_ctx_free(struct ncd_ctx *ctx)
         return;
     if (ctx->rootfd >= 0)
         close(ctx->rootfd);
+    if (ctx->on_free)
+        ctx->on_free(ctx->on_free_arg);
     for (size_t i = 0; i < ctx->nenv; i++) {
         free(ctx->env[i].name);
         free(ctx->env[i].value);
@@ -179,6 +183,61 @@ void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
     *value = ctx->env[i].value;
 }
 
+int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len)
+{
+    struct ncd_ctx tmp = {0};
+    const char *p = buf, *end = buf + len;
+    int lineno = 0;
+    while (p < end) {
+        const char *e = p;
+        while (e < end && *e != '\n' && *e != '\0')
+            e++;
+        lineno++;
+        size_t ll = (size_t)(e - p);
+        if (ll && p[ll - 1] == '\r')
+            ll--;
+        if (ll && *p != '#') {
+            const char *eq = memchr(p, '=', ll);
+            if (!eq || eq == p) {
+                for (size_t i = 0; i < tmp.nenv; i++) {
+                    free(tmp.env[i].name);
+                    free(tmp.env[i].value);
+                }
+                free(tmp.env);
+                return ncd_fail(ctx, NCD_EPARSE,
+                                "environment line %d is not NAME=value",
+                                lineno);
+            }
+            size_t nlen = (size_t)(eq - p);
+            char *val = strndup(eq + 1, ll - nlen - 1);
+            int dup = 0;
+            for (size_t j = 0; j < tmp.nenv && !dup; j++)
+                dup = strlen(tmp.env[j].name) == nlen &&
+                      memcmp(tmp.env[j].name, p, nlen) == 0;
+            if (!val || (!dup && env_append(&tmp, p, nlen, val) < 0)) {
+                free(val);
+                for (size_t i = 0; i < tmp.nenv; i++) {
+                    free(tmp.env[i].name);
+                    free(tmp.env[i].value);
+                }
+                free(tmp.env);
+                return NCD_ENOMEM;
+            }
+            free(val);
+        }
+        p = e + 1;
+    }
+    for (size_t i = 0; i < ctx->nenv; i++) {
+        free(ctx->env[i].name);
+        free(ctx->env[i].value);
+    }
+    free(ctx->env);
+    ctx->env = tmp.env;
+    ctx->nenv = tmp.nenv;
+    ctx->capenv = tmp.capenv;
+    return (int)tmp.nenv;
+}
+
 int ncd_vfail(struct ncd_ctx *ctx, int code, const char *fmt, va_list ap)
 {
     if (ctx && ctx->errcode == NCD_OK) {
@@ -211,4 +270,13 @@ void ncd_ctx_clear_error(struct ncd_ctx *ctx)
 {
     ctx->errcode = NCD_OK;
     ctx->errbuf[0] = '\0';
+}
+
+int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg)
+{
+    if (ctx->on_free)
+        return NCD_EEXISTS;
+    ctx->on_free = fn;
+    ctx->on_free_arg = arg;
+    return 0;
 }

@@ -16,7 +16,10 @@
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
+#include "ncd/nccl.h"
+#include "ncd/netif.h"
 #include "ncd/perf.h"
+#include "ncd/recommend.h"
 #include "perf/net_int.h"
 
 static int env_int(struct ncd_ctx *ctx, const char *name, int *out)
@@ -131,40 +134,6 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
     return 0;
 }
 
-int ncd_perf_ifname_match(const char *spec, const char *name)
-{
-    if (!spec || strlen(spec) <= 1)
-        return 1;
-    int exclude = 0, exact = 0;
-    if (*spec == '^') {
-        exclude = 1;
-        spec++;
-    }
-    if (*spec == '=') {
-        exact = 1;
-        spec++;
-    }
-    int matched = 0, ntok = 0;
-    const char *p = spec;
-    while (*p && ntok < 16) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        /* token is name[:port...]: the port is parsed and ignored */
-        const char *colon = memchr(p, ':', len);
-        size_t nl = colon ? (size_t)(colon - p) : len;
-        if (nl > 0) {
-            ntok++;
-            if (exact ? (strlen(name) == nl && strncmp(name, p, nl) == 0)
-                      : strncmp(name, p, nl) == 0)
-                matched = 1;
-        }
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    return exclude ? !matched : matched;
-}
-
 static int addr_of(const struct ifaddrs *ifa, char *addr, size_t len)
 {
     if (!ifa->ifa_addr)
@@ -208,26 +177,9 @@ static int first_match(struct ifaddrs *list, int (*pred)(const char *, void *),
     return 0;
 }
 
-static int pred_spec(const char *name, void *arg)
-{
-    return ncd_perf_ifname_match(arg, name);
-}
-
 static int pred_name(const char *name, void *arg)
 {
     return strcmp(name, arg) == 0;
-}
-
-static int pred_prefix(const char *name, void *arg)
-{
-    return strncmp(name, arg, strlen(arg)) == 0;
-}
-
-static int pred_other(const char *name, void *arg)
-{
-    (void)arg;
-    return strncmp(name, "docker", 6) && strncmp(name, "lo", 2) &&
-           strncmp(name, "virbr", 5);
 }
 
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
@@ -235,62 +187,79 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
                         size_t iflen, char *addr, size_t addrlen, char *why,
                         size_t whylen)
 {
-    struct ifaddrs *list = NULL;
-    if (getifaddrs(&list) < 0) {
-        snprintf(why, whylen, "getifaddrs: %s", strerror(errno));
-        return NCD_ENOENT;
-    }
-    int ok = 0;
-    const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
+    /* 1. --iface */
     if (iface && *iface) {
-        ok = first_match(list, pred_name, (void *)iface, 0, ifname, iflen,
-                         addr, addrlen);
-        if (!ok)
+        struct ifaddrs *list = NULL;
+        if (getifaddrs(&list) < 0) {
+            snprintf(why, whylen, "getifaddrs: %s", strerror(errno));
+            return NCD_ENOENT;
+        }
+        int ok = first_match(list, pred_name, (void *)iface, 0, ifname, iflen,
+                             addr, addrlen);
+        freeifaddrs(list);
+        if (!ok) {
             snprintf(why, whylen, "interface '%s' has no IPv4/IPv6 address "
                                   "(or does not exist)",
                      iface);
-    } else if (spec && strlen(spec) > 1) {
-        ok = first_match(list, pred_spec, (void *)spec, 1, ifname, iflen,
-                         addr, addrlen);
-        if (!ok)
+            return NCD_ENOENT;
+        }
+        return 0;
+    }
+    struct ncd_netif_list nl;
+    memset(&nl, 0, sizeof nl);
+    int rc = ncd_netif_probe(ctx, &nl);
+    if (rc < 0) {
+        ncd_ctx_clear_error(ctx);
+        memset(&nl, 0, sizeof nl);
+    }
+    /* 2. NCCL_SOCKET_IFNAME, exactly as NCCL would pick (ncd_nccl_select) */
+    const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
+    if (spec && strlen(spec) > 1) {
+        struct ncd_nccl_choice ch;
+        int ok = rc >= 0 && ncd_nccl_select(ctx, &nl, 0, &ch) == 0 &&
+                 ch.n_socket > 0;
+        if (ok) {
+            snprintf(ifname, iflen, "%s", ch.socket[0]);
+            snprintf(addr, addrlen, "%s", ch.socket_addr[0]);
+        } else {
             snprintf(why, whylen,
                      "NCCL_SOCKET_IFNAME=%s matches no running interface "
-                     "with an address (NCCL would fail with \"Bootstrap : "
-                     "no socket interface found\")",
+                     "with an address (NCCL fails the same way: \"Bootstrap "
+                     ": no socket interface found\")",
                      spec);
-    } else if (local_addr && *local_addr) {
-        for (struct ifaddrs *i = list; i && !ok; i = i->ifa_next) {
-            char a[64];
-            if (i->ifa_name && addr_of(i, a, sizeof a) &&
-                strcmp(a, local_addr) == 0) {
-                snprintf(ifname, iflen, "%s", i->ifa_name);
-                snprintf(addr, addrlen, "%s", a);
-                ok = 1;
-            }
         }
-        if (!ok) { /* e.g. an address inside another namespace's NAT */
-            snprintf(ifname, iflen, "?");
-            snprintf(addr, addrlen, "%s", local_addr);
-            ok = 1;
-        }
-    } else if (local_only) {
+        ncd_netif_list_release(&nl);
+        return ok ? 0 : NCD_ENOENT;
+    }
+    /* 3. one host (-np, a single process): loopback */
+    if (local_only) {
+        ncd_netif_list_release(&nl);
         snprintf(ifname, iflen, "lo");
         snprintf(addr, addrlen, "127.0.0.1");
-        ok = 1;
-    } else {
-        ok = first_match(list, pred_prefix, "ib", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_other, NULL, 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "docker", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "lo", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "virbr", 1, ifname, iflen, addr,
-                         addrlen);
-        if (!ok)
-            snprintf(why, whylen, "no running interface with an address");
+        return 0;
     }
-    freeifaddrs(list);
-    return ok ? 0 : NCD_ENOENT;
+    /* 4. the interface nccl-doctor recommends for NCCL */
+    int ok = 0;
+    struct ncd_recommendation rec;
+    memset(&rec, 0, sizeof rec);
+    if (rc >= 0 && ncd_recommend(ctx, &nl, &rec) == 0 && rec.best &&
+        rec.best->addr) {
+        snprintf(ifname, iflen, "%s", rec.best->ni->name);
+        snprintf(addr, addrlen, "%s", rec.best->addr->addr);
+        ok = 1;
+    }
+    ncd_recommendation_release(&rec);
+    ncd_netif_list_release(&nl);
+    ncd_ctx_clear_error(ctx);
+    if (ok)
+        return 0;
+    /* 5. nothing recommended: the address that reached the rendezvous */
+    if (local_addr && *local_addr) {
+        snprintf(ifname, iflen, "?");
+        snprintf(addr, addrlen, "%s", local_addr);
+        return 0;
+    }
+    snprintf(why, whylen, "no usable interface (UP, RUNNING, with a "
+                          "routable address): see `nccl-doctor ifaces`");
+    return NCD_ENOENT;
 }
