@@ -399,9 +399,9 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
                     peer = st->peer;
             }
             set_error(R, NCD_ETIMEOUT,
-                      "rank %d: no progress for %d s on the connection to "
-                      "%s: the peer hangs or the network path is blocked",
-                      R->rank, R->timeout_ms / 1000, peer_desc(R, peer));
+                      "no progress for %d s on the connection to %s: the "
+                      "peer hangs or the network path is blocked",
+                      R->timeout_ms / 1000, peer_desc(R, peer));
             break;
         }
     }
