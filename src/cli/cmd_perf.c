@@ -27,6 +27,7 @@
 
 #include "cmd.h"
 #include "ncd/error.h"
+#include "ncd/fs.h"
 #include "ncd/perf.h"
 #include "ncd/strbuf.h"
 
@@ -633,6 +634,43 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
         if (proc == 0)
             cli_err("--algo takes ring, direct or auto, not '%s'", P->algo);
         return 6;
+    }
+    /* Which processes share this host: host name + boot id, as nccl-tests
+     * computes the local rank (os/linux.cc getHostHash); the network
+     * namespace too, to know whether loopback reaches every rank. */
+    if (nprocs > 1) {
+        struct {
+            char host[128];
+            char netns[64];
+        } id, *all;
+        char bid[64] = "", hn[64] = "";
+        gethostname(hn, sizeof hn - 1);
+        if (ncd_fs_read_str(ctx, "/proc/sys/kernel/random/boot_id", bid,
+                            sizeof bid) < 0)
+            ncd_ctx_clear_error(ctx);
+        memset(&id, 0, sizeof id);
+        snprintf(id.host, sizeof id.host, "%.63s/%.63s", hn, bid);
+        ssize_t nl = readlink("/proc/self/ns/net", id.netns,
+                              sizeof id.netns - 1);
+        if (nl < 0)
+            snprintf(id.netns, sizeof id.netns, "pid-%d", (int)getpid());
+        all = malloc(sizeof id * (size_t)nprocs);
+        if (!all || ncd_pg_allgather(ctx, pg, &id, sizeof id, all)) {
+            cli_err("rendezvous failed: %s", ncd_ctx_errdetail(ctx));
+            free(all);
+            return 3;
+        }
+        int same = 1, before = 0;
+        for (int p = 0; p < nprocs; p++) {
+            int eq = strcmp(all[p].host, id.host) == 0;
+            same &= eq && strcmp(all[p].netns, id.netns) == 0;
+            if (eq && p < proc)
+                before++;
+        }
+        free(all);
+        job.local_proc = before;
+        if (same)
+            local_only = 1;
     }
     char ifname[64] = "", addr[64] = "";
     if (job.backend == NCD_PERF_BACKEND_SOCKET) {

@@ -138,7 +138,7 @@ static void sock_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
     d->group = 0;
     d->pid = (int)getpid();
     snprintf(d->host, sizeof d->host, "%s", s->info.host);
-    d->device = rk->local;
+    d->device = rk->rt->job->local_proc * rk->rt->nlocal + rk->local;
     iface_busid(s->info.ifname, d->busid, sizeof d->busid);
     int v6 = strchr(s->info.addr, ':') != NULL;
     snprintf(d->name, sizeof d->name, "socket %s %s%s%s:%d",
