@@ -17,3 +17,16 @@ if(NOT NCD_WITH_MPI)
     ncd_set_warnings(nccl-doctor-mpi)
   endif()
 endif()
+
+# TEST-ONLY host-memory stand-ins for libnccl.so.2 and libcudart.so, to
+# exercise the nccl backend's dlopen loader end to end without a GPU
+# (t0406-perf-nccl.sh).  Never installed.
+foreach(_fake nccl cudart)
+  add_library(fake_${_fake} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_${_fake}.c)
+  set_target_properties(fake_${_fake} PROPERTIES
+    OUTPUT_NAME ${_fake}
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fakecuda)
+  target_link_libraries(fake_${_fake} PRIVATE Threads::Threads)
+endforeach()
+set_target_properties(fake_nccl PROPERTIES SUFFIX ".so.2")
+set_target_properties(fake_cudart PROPERTIES SUFFIX ".so")

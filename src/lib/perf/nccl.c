@@ -279,6 +279,16 @@ int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
 
 /* Backend ---------------------------------------------------------------- */
 
+/* NCCL_VERSION_CODE: major*10000+minor*100+patch since 2.9, before that
+ * major*1000+minor*100+patch (NCCL src/nccl.h.in). */
+static void version_text(int v, char *out, size_t len)
+{
+    if (v >= 20900)
+        snprintf(out, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else
+        snprintf(out, len, "%d.%d.%d", v / 1000, (v / 100) % 10, v % 100);
+}
+
 static int nccl_open(struct ncd__rt *rt)
 {
     struct nccl_proc *P = calloc(1, sizeof *P);
@@ -305,12 +315,24 @@ static int nccl_open(struct ncd__rt *rt)
     int v = 0;
     P->nc.GetVersion(&v);
     rt->nccl_version = v;
+    char vtxt[64];
+    version_text(v, vtxt, sizeof vtxt);
+    Dl_info di;
+    const char *npath = dladdr(*(void **)&P->nc.GetVersion, &di) && di.dli_fname
+                            ? di.dli_fname
+                            : "libnccl.so.2";
+    const char *cpath = dladdr(*(void **)&P->cu.GetDeviceCount, &di) &&
+                                di.dli_fname
+                            ? di.dli_fname
+                            : "libcudart.so";
     cuda_err e = P->cu.GetDeviceCount(&P->ndev);
     if (e != CUDA_SUCCESS) {
         ncd__rt_fail(rt, NCD_PT_CUDA,
-                     "Test CUDA failure: cudaGetDeviceCount: %s (%d) '%s'; "
-                     "use --backend socket on machines without a usable GPU",
-                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+                     "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
+                     "NCCL %s from %s); use --backend socket on machines "
+                     "without a usable GPU",
+                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
+                     vtxt, npath);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
         free(P);
@@ -329,15 +351,9 @@ static int nccl_open(struct ncd__rt *rt)
         free(P);
         return NCD_PT_NOTIMPL;
     }
-    snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
-                                        "device%s visible)",
-             v / 10000, (v / 100) % 100, v % 100, P->ndev,
-             P->ndev == 1 ? "" : "s");
-    if (v < 20900) /* before 2.9 the code was major*1000+minor*100+patch */
-        snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
-                                            "device%s visible)",
-                 v / 1000, (v / 100) % 10, v % 100, P->ndev,
-                 P->ndev == 1 ? "" : "s");
+    snprintf(rt->desc, sizeof rt->desc,
+             "nccl (NCCL %s, %d CUDA device%s visible; %s, %s)", vtxt,
+             P->ndev, P->ndev == 1 ? "" : "s", npath, cpath);
     rt->be_proc = P;
     return 0;
 }
@@ -359,7 +375,7 @@ static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
     struct nccl_rank *n = rk->be;
     const char *last = P->nc.GetLastError && n ? P->nc.GetLastError(n->comm)
                                                : "";
-    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "Test NCCL failure %s '%s / %s'", what,
+    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "%s '%s / %s'", what,
                  P->nc.GetErrorString(r), last ? last : "");
     return -1;
 }
@@ -367,7 +383,7 @@ static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
 static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "Test CUDA failure %s %s (%d) '%s'",
+    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "%s %s (%d) '%s'",
                  what, cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
     return -1;
 }
@@ -699,6 +715,7 @@ static int nccl_sync(struct ncd__rank *rk)
                                              "waiting for the stream of "
                                              "rank %d",
                          h, timeout, rk->rank);
+            (void)h;
             P->nc.CommAbort(n->comm);
             n->comm = NULL;
             return -1;
