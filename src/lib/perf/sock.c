@@ -724,7 +724,7 @@ const char *ncd__sock_rank_error(const struct ncd__sock_rank *R)
 
 static char *scratch(struct ncd__sock_rank *R, size_t len)
 {
-    if (R->scratch_len < len) {
+    if (R->scratch_len < len || !R->scratch) {
         free(R->scratch);
         R->scratch = malloc(len ? len : 1);
         R->scratch_len = R->scratch ? len : 0;
@@ -972,7 +972,8 @@ static int alltoall(struct ncd__sock_rank *R, const char *send, char *recv,
             set_error(R, NCD_ENOMEM, "out of memory");
             return NCD_ENOMEM;
         }
-        memcpy(tmp, send, bl * (size_t)n);
+        if (bl)
+            memcpy(tmp, send, bl * (size_t)n);
         send = tmp;
     }
     ncd__copy(recv + (size_t)me * bl, send + (size_t)me * bl, bl);
