@@ -376,6 +376,9 @@ static int parse(struct perf_cli *P, int argc, char **argv)
         case 'M':
             if (parse_int(optarg, "-M", &o->memory_report))
                 return 1000 + 6;
+            if (o->memory_report)
+                fprintf(stderr, "nccl-doctor: -M (GPU memory summary) is not "
+                                "implemented; ignored\n");
             break;
         case 'u':
             if (parse_int(optarg, "-u", &o->unalign) || o->unalign < 0 ||
@@ -776,7 +779,7 @@ int ncd_cmd_perf(int argc, char **argv)
     memset(&P, 0, sizeof P);
     ncd_perf_opts_default(&P.o);
     cli_common_init(&P.common);
-    P.peer_timeout_s = 60;
+    P.peer_timeout_s = 0; /* 0: -T if given, else 60 s */
     P.argv = argv;
 
     /* "-np N" is not a getopt option: rewrite it as --np */
@@ -832,6 +835,9 @@ int ncd_cmd_perf(int argc, char **argv)
     }
     free(av);
     P.o.coll = (enum ncd_perf_coll)coll;
+    /* nccl-tests' -T also bounds every wait of the socket backend */
+    if (P.peer_timeout_s == 0)
+        P.peer_timeout_s = P.o.timeout_s > 0 ? P.o.timeout_s : 60;
     snprintf(prog, sizeof prog, "%s_perf", ncd_perf_coll_name(P.o.coll));
     P.o.prog = prog;
     if (P.o.minbytes > P.o.maxbytes) {

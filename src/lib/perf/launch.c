@@ -71,7 +71,7 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
     out->local_rank = out->local_size = -1;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         const struct layout *L = &layouts[i];
-        int rank, size;
+        int rank = 0, size = 0;
         int a = env_int(ctx, L->rank, &rank);
         if (a < 0)
             return a;
@@ -94,7 +94,7 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
         out->rank = rank;
         out->size = size;
         out->is_mpi = L->mpi;
-        int lr, ls;
+        int lr = -1, ls = -1;
         if (L->lrank && env_int(ctx, L->lrank, &lr) == 1)
             out->local_rank = lr;
         else if (i == 1 && env_int(ctx, "PADDLE_LOCAL_RANK", &lr) == 1)
@@ -123,7 +123,7 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
             }
         }
         const char *ma = ncd_getenv(ctx, "MASTER_ADDR");
-        int mp;
+        int mp = 0;
         if (ma && *ma && env_int(ctx, "MASTER_PORT", &mp) == 1) {
             snprintf(out->master_addr, sizeof out->master_addr, "%s", ma);
             out->master_port = mp;
