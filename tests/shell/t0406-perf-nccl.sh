@@ -39,15 +39,15 @@ check "CUDA runtime missing: exit 2 and the reason" sh -c "
 
 # End to end on 4 fake devices
 export FAKE_CUDA_DEVICES=4 LD_LIBRARY_PATH="$FAKE"
-perf all_reduce -b 8 -e 64K -f 8 -g 4 -d all -o all --backend nccl >"$TMP/ar.out" 2>&1
+perf all_reduce -b 8 -e 4K -f 8 -g 4 -d all -o all --backend nccl >"$TMP/ar.out" 2>&1
 parse_table "$TMP/ar.out" >"$TMP/p"
 check "all_reduce -g 4, every type and op: 0 wrong ($(cat $TMP/p))" sh -c "
-    grep -q '^rows=300 wrong=0 bad=0' '$TMP/p' &&
+    grep -q '^rows=240 wrong=0 bad=0' '$TMP/p' &&
     grep -q '^# nccl-tests version 2.19.6 nccl-headers=22805 nccl-library=22805\$' '$TMP/ar.out' &&
     grep -q '^#  Rank  3 Group  0 Pid .* device  3 \[0000:1e:00\] Fake GPU 3' '$TMP/ar.out' &&
     grep -q '^#  Backend: nccl (NCCL 2.28.5, 4 CUDA devices visible; .*fakecuda/libnccl.so.2, .*fakecuda/libcudart.so)' '$TMP/ar.out'"
 for c in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter hypercube; do
-    perf $c -b 8 -e 100K -f 9 -t 2 -g 2 -r -1 -d all -m 2 --backend nccl >"$TMP/c.out" 2>&1
+    perf $c -b 8 -e 10K -f 9 -t 2 -g 2 -r -1 -d all -m 2 -n 5 --backend nccl >"$TMP/c.out" 2>&1
     rc=$?
     parse_table "$TMP/c.out" >"$TMP/p"
     check "$c -t 2 -g 2 -m 2 (group calls): exit $rc, $(cat $TMP/p)" sh -c "

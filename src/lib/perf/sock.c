@@ -391,13 +391,24 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
             }
             last = ncd__now();
         } else if (ncd__now() - last > R->timeout_ms / 1000.0) {
-            /* name the peer we are waiting for */
+            /* name the peer we wait for: data we expect from it first,
+             * then a send the network does not take, then anything */
             int peer = -1;
-            for (int i = 0; i < b->nsocks && peer < 0; i++) {
-                struct sockst *st = &b->socks[i];
-                if (st->owner == self && (st->rk < st->rn || st->sk < st->sn))
-                    peer = st->peer;
-            }
+            for (int pass = 0; pass < 3 && peer < 0; pass++)
+                for (int i = 0; i < b->nsocks && peer < 0; i++) {
+                    struct sockst *st = &b->socks[i];
+                    if (st->owner != self)
+                        continue;
+                    if (pass == 0 && st->rk < st->rn)
+                        peer = st->peer;
+                    else if (pass == 1 && st->sk < st->sn &&
+                             (st->soff > 0 ||
+                              dep_ready(b, &b->ops[st->slist[st->sk]],
+                                        st->sj)))
+                        peer = st->peer;
+                    else if (pass == 2 && st->sk < st->sn)
+                        peer = st->peer;
+                }
             set_error(R, NCD_ETIMEOUT,
                       "no progress for %d s on the connection to %s: the "
                       "peer hangs or the network path is blocked",
