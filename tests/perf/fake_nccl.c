@@ -413,6 +413,10 @@ static int execute(struct comm *cm, struct op *ops, int n)
         switch (o->kind) {
         case K_AR:
             reduce_all(c, me, o->dt, o->redop, src, 0, o->count, res[i]);
+            /* FAKE_NCCL_CORRUPT=1: rank 0 gets one wrong element, to test
+             * that wrong results are caught and reported */
+            if (me == 0 && o->count && getenv("FAKE_NCCL_CORRUPT"))
+                ((unsigned char *)res[i])[0] ^= 0x5a;
             break;
         case K_RD:
             if (me == o->root)

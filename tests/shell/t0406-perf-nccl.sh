@@ -53,6 +53,11 @@ for c in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather sca
     check "$c -t 2 -g 2 -m 2 (group calls): exit $rc, $(cat $TMP/p)" sh -c "
         [ $rc -eq 0 ] && grep -q 'wrong=0 bad=0' '$TMP/p' && ! grep -q '^rows=0 ' '$TMP/p'"
 done
+FAKE_NCCL_CORRUPT=1 perf all_reduce -b 64 -e 256 -f 2 -t 2 -g 2 --backend nccl >"$TMP/bad.out" 2>&1
+rc=$?
+check "a wrong element is counted: #wrong 1, 'Out of bounds values : 12 FAILED', exit 7 ($rc)" sh -c "
+    [ $rc -eq 7 ] && grep -q '^ *64 *16 *float *sum *-1 .* 1 .* 1\$' '$TMP/bad.out' &&
+    grep -qx '# Out of bounds values : 12 FAILED' '$TMP/bad.out'"
 perf all_reduce -b 8 -e 8 -g 8 --backend nccl >"$TMP/ng.out" 2>&1
 check "more GPUs than devices: nccl-tests' message, exit 5" sh -c "
     [ $? -eq 5 ] && grep -q 'Invalid number of GPUs: 8 requested but only 4 were found.' '$TMP/ng.out'"
