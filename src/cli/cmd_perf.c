@@ -529,7 +529,7 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
     sigaction(SIGINT, &sa_new, &sa_int);
     sigaction(SIGTERM, &sa_new, &sa_term);
     int status = 0, left = P->np, forwarded = 0;
-    int first_status = -1;
+    int status0 = 0;
     while (left > 0) {
         int ws;
         pid_t pid = waitpid(-1, &ws, 0);
@@ -565,10 +565,8 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
         } else {
             st = WEXITSTATUS(ws);
         }
-        if (idx == 0 || (first_status < 0 && st))
-            first_status = idx == 0 && st == 0 && first_status > 0
-                               ? first_status
-                               : st;
+        if (idx == 0)
+            status0 = st;
         if (st && !status)
             status = st;
     }
@@ -577,7 +575,8 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
     free(pids);
     if (got_signal)
         return 128 + got_signal;
-    return status;
+    /* rank 0's status (it printed the table) wins, else the first failure */
+    return status0 ? status0 : status;
 }
 
 static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
