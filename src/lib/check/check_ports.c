@@ -165,8 +165,9 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     if (!fw.known) {
         ADD("net.firewall.not-visible", NCD_CAT_NET_UNREACHABLE, NCD_SEV_INFO,
             "Firewall rules not checked: %s",
-            *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
-                                    : "no nftables rule set recorded");
+            !ncd_ctx_is_live(ctx) ? "no nftables rule set in this capture"
+            : *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                      : "nft gave no rule set");
         ncd_finding_cause(f, "iptables-legacy rules are not read; check them "
                              "with `iptables -S INPUT`.");
     } else if (fw.drop_overlap || (fw.policy_drop && !fw.accept_covers)) {

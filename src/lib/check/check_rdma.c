@@ -401,6 +401,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         char ver[200] = "";
         ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", ver, sizeof ver);
         ncd_ctx_clear_error(ctx);
+        ver[strcspn(ver, "\n")] = '\0'; /* the NVRM line only */
         int open_drv = strstr(ver, "Open Kernel Module") != NULL;
         ADD("net.ib.no-gdr", NCD_CAT_PERF_CONFIG,
             open_drv ? NCD_SEV_INFO : NCD_SEV_WARNING,

@@ -234,8 +234,8 @@ ipc:;
         int user = uid >= 1000;
         ADD("sys.shm.removeipc", NCD_CAT_SYS_SHM,
             user ? NCD_SEV_WARNING : NCD_SEV_INFO,
-            "systemd-logind RemoveIPC is %s (%s)%s",
-            rip == 1 ? "yes" : "on (the default)", *src ? src : "default",
+            "systemd-logind RemoveIPC=yes (%s)%s",
+            *src ? src : "the default: not set in logind.conf",
             user ? "" : "; it spares system users such as this one");
         if (uid >= 0)
             ncd_finding_evidence(f, "running as uid %ld", uid);
@@ -401,6 +401,12 @@ int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                        : "");
     ncd_finding_evidence(f, "/proc/self/limits: Max locked memory %lld %lld",
                          ml.soft, ml.hard);
+    if (cap_known)
+        ncd_finding_evidence(f, "/proc/self/status: CapEff %016llx (%s "
+                                "CAP_IPC_LOCK)",
+                             cap, exempt ? "has" : "no");
+    if (rdma_active)
+        ncd_finding_evidence(f, "%d active RDMA port(s)", rdma_active);
     limits_conf_evidence(ctx, f);
     ncd_finding_cause(f, "RDMA pins NCCL's buffers with ibv_reg_mr, which "
                          "counts against this limit: 'Call to ibv_reg_mr "

@@ -237,10 +237,13 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                          t.dev[bi].name, ncd_link_name(best));
             bad++;
         }
+        struct ncd_virt vm;
+        ncd_virt_probe(ctx, &vm);
         if (bad) {
             ADD("perf.config.nic-far-from-gpu", NCD_CAT_PERF_CONFIG,
-                NCD_SEV_WARNING,
-                "%d GPU(s) have no RDMA NIC under the same PCIe switch", bad);
+                vm.vm ? NCD_SEV_INFO : NCD_SEV_WARNING,
+                "%d GPU(s) have no RDMA NIC under the same PCIe switch%s", bad,
+                vm.vm ? " (as far as this VM's virtual PCI tree shows)" : "");
             for (int i = 0; i < bad && i < 16; i++)
                 ncd_finding_evidence(f, "%s", lines[i]);
             ncd_finding_cause(
@@ -249,7 +252,13 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    "NCCL_NET_GDR_C2C=1 on C2C systems).  Farther (PHB, NODE, "
                    "SYS) the data is staged through host memory, costing "
                    "bandwidth and CPU.");
-            ncd_finding_fix(
+            if (vm.vm)
+                ncd_finding_fix(f, "In a VM the real placement is hidden: use "
+                                   "the cloud provider's NCCL topology file "
+                                   "(NCCL_TOPO_FILE) so NCCL knows which NIC "
+                                   "is near which GPU.");
+            else
+                ncd_finding_fix(
                 f, "Physically, put one NIC per GPU pair under the same PCIe "
                    "switch (the DGX layout).  Otherwise keep the default: "
                    "NCCL_NET_GDR_LEVEL=SYS forces GDR across the CPU and is "
