@@ -122,10 +122,20 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     (void)opts;
     struct ncd_topo t;
     struct ncd_finding *f;
-    /* NVML init costs 0.1-2 s on a GPU node; check keeps it because the
-     * NVLink counts change the findings. */
-    int rc = ncd_topo_probe(ctx, 1, &t);
+    /* NVML init costs 0.1-2 s on a GPU node: it is loaded only when NVLink
+     * can change a finding, i.e. when some GPU pair is not under one PCIe
+     * switch (a recorded capture just reads .ncd/nvml). */
+    int rc = ncd_topo_probe(ctx, 0, &t);
     if (rc < 0) {
+        ncd_topo_release(&t);
+        return rc;
+    }
+    int need_nvml = !ncd_ctx_is_live(ctx);
+    for (size_t a = 0; a < t.n_gpu && !need_nvml; a++)
+        for (size_t b = a + 1; b < t.n_gpu; b++)
+            if (ncd_topo_link(&t, a, b, NULL) >= NCD_LINK_PHB)
+                need_nvml = 1;
+    if (need_nvml && (rc = ncd_topo_nvml(ctx, &t)) < 0) {
         ncd_topo_release(&t);
         return rc;
     }

@@ -475,6 +475,35 @@ static void nvml_live(struct ncd_topo *t)
     dlclose(h);
 }
 
+/* "Model:  NVIDIA A100-SXM4-80GB" from the driver's per-GPU file: the GPU
+ * name without loading NVML (also present in captures). */
+static void gpu_names_from_proc(struct ncd_ctx *ctx, struct ncd_topo *t)
+{
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        char p[128], *buf;
+        size_t len;
+        snprintf(p, sizeof p, "/proc/driver/nvidia/gpus/%s/information",
+                 t->dev[i].bdf);
+        if (ncd_fs_read(ctx, p, 1 << 16, &buf, &len) < 0)
+            continue;
+        const char *m = strstr(buf, "Model:");
+        if (m) {
+            m += 6;
+            while (*m == ' ' || *m == '\t')
+                m++;
+            size_t l = strcspn(m, "\n");
+            while (l && (m[l - 1] == ' ' || m[l - 1] == '\t'))
+                l--;
+            if (l && l < sizeof t->dev[i].name) {
+                memcpy(t->dev[i].name, m, l);
+                t->dev[i].name[l] = '\0';
+            }
+        }
+        free(buf);
+    }
+    ncd_ctx_clear_error(ctx);
+}
+
 int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
 {
     memset(out, 0, sizeof *out);
@@ -513,18 +542,27 @@ int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
         snprintf(out->nvlink_source, sizeof out->nvlink_source, "no GPU");
         return 0;
     }
+    gpu_names_from_proc(ctx, out);
+    if (!use_nvml) {
+        snprintf(out->nvlink_source, sizeof out->nvlink_source,
+                 "NVML not queried");
+        return 0;
+    }
+    return ncd_topo_nvml(ctx, out);
+}
+
+int ncd_topo_nvml(struct ncd_ctx *ctx, struct ncd_topo *out)
+{
+    if (!out->n_gpu || out->nvlink_known)
+        return 0;
     if (ncd_ctx_is_live(ctx)) {
-        if (use_nvml)
-            nvml_live(out);
-        else
-            snprintf(out->nvlink_source, sizeof out->nvlink_source,
-                     "NVML not queried");
+        nvml_live(out);
         return 0;
     }
     char *buf;
     size_t len;
     if (ncd_fs_read(ctx, "/.ncd/nvml", 1 << 20, &buf, &len) == 0) {
-        rc = ncd_topo_parse_nvml(ctx, out, buf, len);
+        int rc = ncd_topo_parse_nvml(ctx, out, buf, len);
         free(buf);
         if (rc == NCD_ENOMEM)
             return rc;
