@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/libs.h"
 #include "ncd/nccl.h"
@@ -80,12 +81,13 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     for (size_t i = 0; arr && i < s.n; i++) {
         const struct ncd_nccl_file *x = &s.v[i];
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:b}", "path", x->path,
-                           "real", x->real, "version",
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:s,s:b}", "path",
+                           ncd__jstr(x->path), "real", ncd__jstr(x->real),
+                           "version",
                            x->version ? json_string(ncd_nccl_version_str(
                                             x->version, vb, sizeof vb))
                                       : json_null(),
-                           "cuda", *x->cuda ? json_string(x->cuda) : json_null(),
+                           "cuda", *x->cuda ? ncd__jstr(x->cuda) : json_null(),
                            "origin", x->origin, "loader_pick",
                            (int)i == s.winner));
     }

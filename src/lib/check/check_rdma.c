@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/nccl.h"
 #include "ncd/pci.h"
@@ -41,18 +42,20 @@ static json_t *rdma_json(const struct ncd_rdma *r,
         for (size_t k = 0; ports && k < d->n_ports; k++) {
             const struct ncd_ib_port *p = &d->ports[k];
             json_t *pj = json_pack(
-                "{s:i,s:s,s:s,s:s,s:s,s:i}", "port", p->port, "state",
-                p->state_text, "phys_state", p->phys_text, "link_layer",
-                p->link_layer, "rate", p->rate, "gids", (int)p->n_gids);
+                "{s:i,s:o,s:o,s:o,s:o,s:i}", "port", p->port, "state",
+                ncd__jstr(p->state_text), "phys_state", ncd__jstr(p->phys_text),
+                "link_layer", ncd__jstr(p->link_layer), "rate",
+                ncd__jstr(p->rate), "gids", (int)p->n_gids);
             if (pj && p->is_ethernet)
                 json_object_set_new(pj, "nccl_auto_gid_index",
                                     json_integer(ncd_ib_gid_auto(p, prefs)));
             json_array_append_new(ports, pj);
         }
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", d->name, "pci",
-                           d->bdf, "netdev", d->netdev, "fw", d->fw, "ports",
-                           ports ? ports : json_null()));
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name", ncd__jstr(d->name),
+                           "pci", ncd__jstr(d->bdf), "netdev",
+                           ncd__jstr(d->netdev), "fw", ncd__jstr(d->fw),
+                           "ports", ports ? ports : json_null()));
     }
     return arr;
 }

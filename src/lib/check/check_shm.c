@@ -6,6 +6,7 @@
 #include "ncd/check.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/recommend.h"
@@ -143,8 +144,9 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     const char *dis = ncd_getenv(ctx, "NCCL_SHM_DISABLE");
     int shm_disabled = dis && strtol(dis, NULL, 0) == 1;
     char a[32], b[32], n[32];
-    json_t *j = json_pack("{s:b,s:s,s:s,s:I,s:I,s:s,s:i,s:I}", "mounted",
-                          s.mounted, "type", s.m.type, "options", s.m.opts,
+    json_t *j = json_pack("{s:b,s:o,s:o,s:I,s:I,s:s,s:i,s:I}", "mounted",
+                          s.mounted, "type", ncd__jstr(s.m.type), "options",
+                          ncd__jstr(s.m.opts),
                           "size_bytes", (json_int_t)s.size, "free_bytes",
                           (json_int_t)s.free, "size_source", s.size_source,
                           "local_gpus", ng, "need_bytes", (json_int_t)need);
@@ -261,11 +263,11 @@ int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     ncd_container_probe(ctx, &c);
     json_t *ev = json_array();
     for (int i = 0; ev && i < c.n_evidence; i++)
-        json_array_append_new(ev, json_string(c.evidence[i]));
-    json_t *j = json_pack("{s:s,s:b,s:b,s:s,s:b,s:o}", "runtime",
+        json_array_append_new(ev, ncd__jstr(c.evidence[i]));
+    json_t *j = json_pack("{s:s,s:b,s:b,s:o,s:b,s:o}", "runtime",
                           ncd_runtime_name(c.runtime), "kubernetes",
                           c.kubernetes, "slurm", c.slurm, "slurm_job",
-                          c.slurm_job, "wsl", c.wsl,
+                          ncd__jstr(c.slurm_job), "wsl", c.wsl,
                           "evidence", ev ? ev : json_null());
     if (j)
         json_object_set_new(facts, "container", j);

@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/topo.h"
@@ -381,12 +382,13 @@ int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     free(flag);
-    json_t *pj = json_pack("{s:i,s:i,s:i,s:i,s:s,s:b,s:s,s:i}", "iommu_groups",
+    json_t *pj = json_pack("{s:i,s:i,s:i,s:i,s:o,s:b,s:o,s:i}", "iommu_groups",
                            io.groups, "iommu_translated_groups", io.translated,
                            "iommu_identity_groups", io.identity,
                            "acs_redirecting_bridges", n_acs,
-                           "iommu_cmdline", io.cmdline_opts, "vm", vm.vm,
-                           "hypervisor", vm.hypervisor, "acs_paths", pairs);
+                           "iommu_cmdline", ncd__jstr(io.cmdline_opts), "vm",
+                           vm.vm, "hypervisor", ncd__jstr(vm.hypervisor),
+                           "acs_paths", pairs);
     if (pj)
         json_object_set_new(facts, "pci", pj);
     if (n_acs) {

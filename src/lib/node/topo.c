@@ -942,22 +942,23 @@ json_t *ncd_topo_to_json(const struct ncd_topo *t)
         json_decref(mat);
         return NULL;
     }
-    json_object_set_new(o, "source", json_string(t->source));
+    json_object_set_new(o, "source", ncd__jstr(t->source));
     for (size_t i = 0; i < t->n_dev; i++) {
         const struct ncd_topo_dev *d = &t->dev[i];
-        json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o}", "label", d->label,
-                              "name", d->name, "bdf", d->bdf, "numa_node",
+        json_t *e = json_pack("{s:s,s:o,s:o,s:o,s:o}", "label", d->label,
+                              "name", ncd__jstr(d->name), "bdf",
+                              ncd__jstr(d->bdf), "numa_node",
                               d->numa_node >= 0 ? json_integer(d->numa_node)
                                                 : json_null(),
                               "cpu_affinity",
-                              *d->cpulist ? json_string(d->cpulist)
+                              *d->cpulist ? ncd__jstr(d->cpulist)
                                           : json_null());
         if (!e)
             continue;
         if (d->kind == NCD_TOPO_NIC) {
             json_object_set_new(e, "rdma", json_boolean(d->rdma));
             json_object_set_new(e, "netdev", *d->netdev
-                                                 ? json_string(d->netdev)
+                                                 ? ncd__jstr(d->netdev)
                                                  : json_null());
         }
         json_array_append_new(d->kind == NCD_TOPO_GPU ? gpus : nics, e);
@@ -977,9 +978,9 @@ json_t *ncd_topo_to_json(const struct ncd_topo *t)
     json_object_set_new(o, "gpus", gpus);
     json_object_set_new(o, "nics", nics);
     json_object_set_new(o, "matrix", mat);
-    json_object_set_new(o, "nvlink_source", json_string(t->nvlink_source));
+    json_object_set_new(o, "nvlink_source", ncd__jstr(t->nvlink_source));
     json_object_set_new(o, "driver_version", *t->driver_version
-                                                 ? json_string(t->driver_version)
+                                                 ? ncd__jstr(t->driver_version)
                                                  : json_null());
     return o;
 }
