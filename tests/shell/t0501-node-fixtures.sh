@@ -53,4 +53,14 @@ test_expect_success 'NCCL_IB_HCA matching nothing: silent socket fallback warned
     grep -qx "warning net.ib.hca-no-match" "$TEST_TMP/h" &&
     ! grep -qx "ok net.ib.ok" "$TEST_TMP/h"
 '
+test_expect_success 'a container given one GPU is judged for one GPU, not the host count' '
+    rm -rf "$TEST_TMP/one" && cp -a "$FIX/docker-shm64m" "$TEST_TMP/one" &&
+    rm -f "$TEST_TMP/one/dev/nvidia1" "$TEST_TMP/one/dev/nvidia2" "$TEST_TMP/one/dev/nvidia3" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/one" --json | findings_of >"$TEST_TMP/o1" ;
+    grep -qx "ok sys.shm.ok" "$TEST_TMP/o1" && ! grep -q "sys.shm.too-small" "$TEST_TMP/o1" &&
+    rm -rf "$TEST_TMP/two" && cp -a "$FIX/docker-shm64m" "$TEST_TMP/two" &&
+    echo NVIDIA_VISIBLE_DEVICES=GPU-aaaa,GPU-bbbb >>"$TEST_TMP/two/.ncd/env" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/two" --json >"$TEST_TMP/o2" ;
+    grep -q "\"local_gpus\": 2" "$TEST_TMP/o2"
+'
 test_done

@@ -251,9 +251,11 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
     struct stat st;
     if (fstatat(ncd_ctx_rootfd(g->ctx), rel(res), &st, 0) < 0)
         return 0;
-    if (S_ISDIR(st.st_mode) || kind == G_DIR)
+    if (S_ISDIR(st.st_mode))
         return g_add(g, res, G_DIR, NULL, 0);
-    if (!S_ISREG(st.st_mode)) /* device nodes (/dev/infiniband/uverbs0) */
+    /* Device nodes (/dev/nvidia0, /dev/infiniband/uverbs0) and DIR patterns
+     * that hit a file: only their existence matters, as an empty file. */
+    if (!S_ISREG(st.st_mode) || kind == G_DIR)
         return g_add(g, res, G_FILE, NULL, 0);
     char *buf;
     size_t len;
