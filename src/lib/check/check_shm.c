@@ -67,25 +67,9 @@ static int local_gpus(struct ncd_ctx *ctx, int *on_pci)
         ncd_fs_list_free(names, n);
     ncd_ctx_clear_error(ctx);
     *on_pci = g;
-    /* A container sees every GPU of the host in sysfs, but only the device
-     * nodes it was given (/dev/nvidia<N>) and NVIDIA_VISIBLE_DEVICES. */
-    n = ncd_fs_list(ctx, "/dev", &names);
-    int nodes = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(names[i], "nvidia", 6) == 0 && names[i][6] &&
-            strspn(names[i] + 6, "0123456789") == strlen(names[i] + 6))
-            nodes++;
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-    if (nodes > 0 && nodes < g)
-        g = nodes;
-    const char *vars[] = {"NVIDIA_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES"};
-    for (int k = 0; k < 2; k++) {
-        const char *v = ncd_getenv(ctx, vars[k]);
-        if (!v || !*v || !strcmp(v, "all") || !strcmp(v, "none") ||
-            !strcmp(v, "void"))
-            continue;
+    g = ncd_container_gpu_count(ctx, g);
+    const char *v = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");
+    if (v && *v) {
         int cnt = 1;
         for (const char *p = v; *p; p++)
             cnt += *p == ',';

@@ -4,6 +4,7 @@
  * §6 (ACS/IOMMU, GPU Direct RDMA). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "ncd/container.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
 #include "ncd/fs.h"
@@ -37,11 +38,14 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
     int rc = 0;
     if (!v || !t->n_gpu)
         return 0;
+    /* CUDA numbers the GPUs this container was given, not the host's. */
+    size_t ngpu = (size_t)ncd_container_gpu_count(ctx, (int)t->n_gpu);
     if (!*v || strcmp(v, "-1") == 0 || strcasecmp(v, "none") == 0 ||
         strcasecmp(v, "NoDevFiles") == 0) {
         ADD("gpu.cuda.no-visible-device", NCD_CAT_GPU_CUDA, NCD_SEV_ERROR,
             "CUDA_VISIBLE_DEVICES='%s' hides every GPU from CUDA", v);
-        ncd_finding_evidence(f, "%zu NVIDIA GPU(s) on the PCI bus", t->n_gpu);
+        ncd_finding_evidence(f, "%zu NVIDIA GPU(s) given to this process",
+                             ngpu);
         ncd_finding_cause(f, "CUDA enumerates no device, so NCCL cannot "
                              "create a communicator on this node.");
         ncd_finding_fix(f, "Unset CUDA_VISIBLE_DEVICES or list the GPUs this "
@@ -60,7 +64,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
             continue; /* UUIDs: only NVML can resolve them */
         char *end;
         long idx = strtol(tok, &end, 10);
-        if (end == tok || *end || idx < 0 || idx >= (long)t->n_gpu) {
+        if (end == tok || *end || idx < 0 || idx >= (long)ngpu) {
             /* CUDA stops at the first invalid entry. */
             bad = 1;
             snprintf(badtok, sizeof badtok, "%.60s", tok);
@@ -73,7 +77,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
         ADD("gpu.cuda.visible-devices-invalid", NCD_CAT_GPU_CUDA,
             n == 0 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
             "CUDA_VISIBLE_DEVICES entry '%s' is not one of the %zu GPUs", badtok,
-            t->n_gpu);
+            ngpu);
         ncd_finding_evidence(f, "CUDA_VISIBLE_DEVICES=%s", v);
         ncd_finding_cause(f,
                           "CUDA ignores the list from the first invalid entry "
@@ -83,7 +87,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
                                  : "only the entries before it are visible");
         ncd_finding_fix(f, "Use indices 0..%zu (or GPU UUIDs from "
                            "`nvidia-smi -L`).",
-                        t->n_gpu - 1);
+                        ngpu ? ngpu - 1 : 0);
     } else if (dup) {
         ADD("gpu.cuda.visible-devices-duplicate", NCD_CAT_USAGE_DUPLICATE_GPU,
             NCD_SEV_ERROR, "CUDA_VISIBLE_DEVICES lists a GPU twice");
