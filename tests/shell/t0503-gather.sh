@@ -23,6 +23,11 @@ test_expect_success 'secrets are redacted, NCCL variables kept' '
     ! grep -q "^MY_API_TOKEN" "$TEST_TMP/env" &&
     grep -qx "NCCL_DEBUG=INFO" "$TEST_TMP/env" && ! grep -q s3cr3t "$TEST_TMP/env"
 '
+test_expect_success 'NCCL_CONF_FILE is captured with the rest' '
+    echo NCCL_DEBUG=WARN >"$TEST_TMP/my.conf" &&
+    NCCL_CONF_FILE="$TEST_TMP/my.conf" "$NCD_BIN" gather -o "$TEST_TMP/conf.tgz" >/dev/null &&
+    tar tzf "$TEST_TMP/conf.tgz" | grep -q "my.conf$"
+'
 test_expect_success 'no file from /var/run/secrets is ever copied' '
     ! grep -q "secrets/.*/token" "$TEST_TMP/list"
 '

@@ -248,9 +248,8 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                     "NCCL_IB_HCA token '%s' is a prefix: it also selects %s",
                     hl.tok[t].name, extra);
                 ncd_finding_evidence(f, "NCCL_IB_HCA=%s", hca);
-                ncd_finding_fix(f, "Start the list with '=' for exact names: "
-                                   "NCCL_IB_HCA='=%s'",
-                                hca + (hca[0] == '^'));
+                ncd_finding_fix(f, "Use '=' for exact names: NCCL_IB_HCA='%s%s'",
+                                hl.exclude ? "^=" : "=", hca + hl.exclude);
                 break;
             }
         }

@@ -557,6 +557,17 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
     int rc = 0;
     for (size_t i = 0; i < sizeof gather_paths / sizeof *gather_paths && rc >= 0; i++)
         rc = expand(&g, "", gather_paths[i].pattern, gather_paths[i].kind);
+    /* NCCL's config files named by the environment (NCCL
+     * src/misc/param.cc: NCCL_CONF_FILE, else ~/.nccl.conf). */
+    const char *cf = ncd_getenv(ctx, "NCCL_CONF_FILE");
+    const char *home = ncd_getenv(ctx, "HOME");
+    if (rc >= 0 && cf && *cf == '/')
+        rc = add_path(&g, cf, G_FILE);
+    if (rc >= 0 && home && *home == '/') {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/.nccl.conf", home);
+        rc = add_path(&g, p, G_FILE);
+    }
     if (rc >= 0)
         rc = ncd_ctx_is_live(ctx) ? record_live(&g) : record_copy(&g);
     if (rc >= 0) {
