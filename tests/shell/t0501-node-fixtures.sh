@@ -63,4 +63,26 @@ test_expect_success 'a container given one GPU is judged for one GPU, not the ho
     "$NCD_BIN" check --sysroot "$TEST_TMP/two" --json >"$TEST_TMP/o2" ;
     grep -q "\"local_gpus\": 2" "$TEST_TMP/o2"
 '
+test_expect_success 'an IB and a RoCE port selected together are warned' '
+    rm -rf "$TEST_TMP/mx" && cp -a "$FIX/dgx-8gpu-4hca" "$TEST_TMP/mx" &&
+    echo Ethernet >"$(readlink -f "$TEST_TMP/mx/sys/class/infiniband/mlx5_3")/ports/1/link_layer" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/mx" --json | findings_of >"$TEST_TMP/m" ;
+    grep -qx "warning net.ib.mixed-link-layer" "$TEST_TMP/m"
+'
+test_expect_success 'a Slurm job and a Podman container are recognised' '
+    rm -rf "$TEST_TMP/sl" && cp -a "$FIX/laptop-dgpu" "$TEST_TMP/sl" &&
+    echo SLURM_JOB_ID=4242 >>"$TEST_TMP/sl/.ncd/env" &&
+    : >"$TEST_TMP/sl/run/.containerenv" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/sl" --json >"$TEST_TMP/s" ;
+    findings_of <"$TEST_TMP/s" >"$TEST_TMP/sf" &&
+    grep -qx "info sys.virt.slurm" "$TEST_TMP/sf" &&
+    grep -qx "info sys.virt.container" "$TEST_TMP/sf" &&
+    grep -q "\"runtime\": \"podman\"" "$TEST_TMP/s"
+'
+test_expect_success 'iptables-legacy tables are reported as not analysed' '
+    rm -rf "$TEST_TMP/ipt" && cp -a "$FIX/roce-cloud" "$TEST_TMP/ipt" &&
+    printf "filter\nnat\n" >"$TEST_TMP/ipt/proc/net/ip_tables_names" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/ipt" --json | findings_of >"$TEST_TMP/i" ;
+    grep -qx "info net.firewall.iptables-legacy" "$TEST_TMP/i"
+'
 test_done
