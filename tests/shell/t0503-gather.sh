@@ -82,8 +82,17 @@ mk("symup.tgz", [("sys/x", "sym", "../../..")])
 mk("symmid.tgz", [("sys/a/x", "sym", "../b/../../..")])
 mk("through.tgz", [("sys/l", "sym", "../proc"), ("sys/l/f", "file", None)])
 mk("hard.tgz", [("a", "file", None), ("b", "hard", "a")])
+# a 65 MiB file (over NCD_SYSROOT_MAX_FILE); zeros compress to ~64 KiB
+with tarfile.open(d + "/big.tgz", "w:gz") as t:
+    ti = tarfile.TarInfo("sys/big"); ti.size = 65 << 20
+    class Zeros(io.RawIOBase):
+        def __init__(self, n): self.n = n
+        def readable(self): return True
+        def readinto(self, b):
+            k = min(len(b), self.n); b[:k] = bytes(k); self.n -= k; return k
+    t.addfile(ti, io.BufferedReader(Zeros(ti.size)))
 PY
-        for t in abs dotdot symabs symup symmid through hard; do
+        for t in abs dotdot symabs symup symmid through hard big; do
             "$NCD_BIN" check --sysroot "$TEST_TMP/$t.tgz" >/dev/null 2>"$TEST_TMP/e.$t"
             [ $? -eq 3 ] || { echo "$t accepted"; exit 1; }
         done

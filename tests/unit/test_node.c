@@ -22,6 +22,7 @@
 #include "ncd/ports.h"
 #include "ncd/rdma.h"
 #include "ncd/shm.h"
+#include "ncd/strbuf.h"
 #include "ncd/topo.h"
 #include "node/topo_internal.h"
 
@@ -402,6 +403,29 @@ static void test_ports_and_fw(void **state)
     ncd_ctx_free(ctx);
 }
 
+static void test_utf8_sanitize(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"caf\xc3\xa9", "caf\xc3\xa9"},           /* valid 2-byte */
+        {"\xe2\x82\xac ok", "\xe2\x82\xac ok"}, /* valid 3-byte */
+        {"a\xff" "b", "a?b"},                          /* invalid byte */
+        {"\xc3(", "?("},                            /* truncated */
+        {"\xc0\xaf", "??"},                        /* overlong */
+        {"\xed\xa0\x80", "???"},                  /* surrogate */
+        {"\xf4\x90\x80\x80", "????"},            /* > U+10FFFF */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        ncd_utf8_sanitize(buf);
+        assert_string_equal(buf, cases[i].out);
+    }
+}
+
 static void test_iommu_dl_record(void **state)
 {
     (void)state;
@@ -570,6 +594,7 @@ int main(void)
         cmocka_unit_test(test_cgroup_and_env),
         cmocka_unit_test(test_ldcache),
         cmocka_unit_test(test_ports_and_fw),
+        cmocka_unit_test(test_utf8_sanitize),
         cmocka_unit_test(test_iommu_dl_record),
         cmocka_unit_test(test_fixture_probes),
         cmocka_unit_test(test_nvml_table),
