@@ -85,4 +85,12 @@ test_expect_success 'iptables-legacy tables are reported as not analysed' '
     "$NCD_BIN" check --sysroot "$TEST_TMP/ipt" --json | findings_of >"$TEST_TMP/i" ;
     grep -qx "info net.firewall.iptables-legacy" "$TEST_TMP/i"
 '
+test_expect_success 'NCCL_IB_HCA: a typo and a missing port are named' '
+    rm -rf "$TEST_TMP/ty" && cp -a "$FIX/dgx-8gpu-4hca" "$TEST_TMP/ty" &&
+    sed -i "s/^NCCL_IB_HCA=.*/NCCL_IB_HCA=mlx5_0:1,mlx5_O,mlx5_1:2/" "$TEST_TMP/ty/.ncd/env" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/ty" --color=never >"$TEST_TMP/tyt" ;
+    grep -q "token .mlx5_O. matches no RDMA device" "$TEST_TMP/tyt" &&
+    grep -q "token .mlx5_1:2. matches no RDMA device" "$TEST_TMP/tyt" &&
+    ! grep -q "token .mlx5_0:1. matches" "$TEST_TMP/tyt"
+'
 test_done

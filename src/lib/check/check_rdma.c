@@ -229,6 +229,35 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_fix(f, "Use the names above, e.g. NCCL_IB_HCA='=%s:1'.",
                         r.v[0].name);
     }
+    /* Tokens of an include list that select nothing: typos (mlx5_O), a
+     * device of another node, or a port the device does not have. */
+    for (int t = 0; hl.set && !hl.exclude && t < hl.n; t++) {
+        int any = 0;
+        for (size_t i = 0; i < r.n && !any; i++) {
+            size_t tl = strlen(hl.tok[t].name);
+            int nm = hl.exact ? strcmp(r.v[i].name, hl.tok[t].name) == 0
+                              : strncmp(r.v[i].name, hl.tok[t].name, tl) == 0;
+            for (size_t k = 0; nm && k < r.v[i].n_ports; k++)
+                any |= hl.tok[t].port < 0 ||
+                       r.v[i].ports[k].port == hl.tok[t].port;
+        }
+        if (any)
+            continue;
+        char tok[80];
+        if (hl.tok[t].port >= 0)
+            snprintf(tok, sizeof tok, "%s:%d", hl.tok[t].name, hl.tok[t].port);
+        else
+            snprintf(tok, sizeof tok, "%s", hl.tok[t].name);
+        ADD("net.ib.hca-token-unmatched", NCD_CAT_NET_IB, NCD_SEV_WARNING,
+            "NCCL_IB_HCA token '%s' matches no RDMA device or port here", tok);
+        ncd_finding_evidence(f, "NCCL_IB_HCA=%s", hca);
+        for (size_t i = 0; i < r.n; i++)
+            ncd_finding_evidence(f, "%s: %zu port(s)", r.v[i].name,
+                                 r.v[i].n_ports);
+        ncd_finding_cause(f, "NCCL skips it without a message; the job uses "
+                             "fewer NICs than intended (or none).");
+        ncd_finding_fix(f, "Use the device names and ports listed above.");
+    }
     if (hl.set && !hl.exact) {
         /* mlx5_1 also matches mlx5_10..19 */
         for (int t = 0; t < hl.n; t++) {

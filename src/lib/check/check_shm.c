@@ -185,7 +185,17 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             human(s.size, a, sizeof a), s.size_source, ng);
         goto ipc;
     }
-    if (s.size >= 0 && s.size < need && !shm_disabled) {
+    if (shm_disabled) {
+        ADD("sys.shm.disabled", NCD_CAT_PERF_CONFIG, NCD_SEV_INFO,
+            "NCCL_SHM_DISABLE=1: NCCL's shared-memory transport is off "
+            "(/dev/shm %s)",
+            human(s.size, a, sizeof a));
+        ncd_finding_cause(f, "Pairs of local GPUs that cannot use P2P then "
+                             "go through the network transport, which is "
+                             "slower; NCCL still needs some /dev/shm for "
+                             "its proxy.");
+        ncd_finding_env(f, "NCCL_SHM_DISABLE", NULL);
+    } else if (s.size >= 0 && s.size < need) {
         ADD("sys.shm.too-small", NCD_CAT_SYS_SHM, NCD_SEV_ERROR,
             "/dev/shm is %s; NCCL may need %s for %d local GPUs",
             human(s.size, a, sizeof a), human(need, n, sizeof n), ng);
@@ -207,7 +217,7 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                              "device) once its segments outgrow the tmpfs; "
                              "Docker's default is 64 MB.");
         ncd_finding_fix(f, "%s", ncd_container_shm_fix(&c));
-    } else if (s.free >= 0 && s.free < need && !shm_disabled) {
+    } else if (s.free >= 0 && s.free < need) {
         ADD("sys.shm.low-free", NCD_CAT_SYS_SHM, NCD_SEV_WARNING,
             "/dev/shm has only %s free of %s; NCCL may need %s",
             human(s.free, a, sizeof a), human(s.size, b, sizeof b),
