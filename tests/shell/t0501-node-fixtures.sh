@@ -93,4 +93,12 @@ test_expect_success 'NCCL_IB_HCA: a typo and a missing port are named' '
     grep -q "token .mlx5_1:2. matches no RDMA device" "$TEST_TMP/tyt" &&
     ! grep -q "token .mlx5_0:1. matches" "$TEST_TMP/tyt"
 '
+test_expect_success 'a provider config without its library is warned' '
+    rm -rf "$TEST_TMP/pv" && cp -a "$FIX/dgx-8gpu-4hca" "$TEST_TMP/pv" &&
+    rm "$TEST_TMP/pv/usr/lib/x86_64-linux-gnu/libibverbs/libmlx5-rdmav34.so" &&
+    "$NCD_BIN" check --sysroot "$TEST_TMP/pv" --json | findings_of >"$TEST_TMP/pvf" ;
+    grep -qx "warning net.ib.no-provider" "$TEST_TMP/pvf" &&
+    "$NCD_BIN" check --sysroot "$FIX/dgx-8gpu-4hca" --json | findings_of >"$TEST_TMP/pvg" ;
+    ! grep -q "net.ib.no-provider" "$TEST_TMP/pvg"
+'
 test_done

@@ -60,6 +60,35 @@ static json_t *rdma_json(const struct ncd_rdma *r,
     return arr;
 }
 
+/* Looks for lib<prov>-rdmav<N>.so in rdma-core's provider directories.
+ * Returns how many of those directories exist (0: cannot tell); `out`
+ * receives the first match. */
+static int provider_lib(struct ncd_ctx *ctx, const char *prov, char *out,
+                        size_t outsz)
+{
+    static const char *dirs[] = {"/usr/lib/x86_64-linux-gnu/libibverbs",
+                                 "/usr/lib/aarch64-linux-gnu/libibverbs",
+                                 "/usr/lib/powerpc64le-linux-gnu/libibverbs",
+                                 "/usr/lib64/libibverbs", "/usr/lib/libibverbs"};
+    char pre[48];
+    snprintf(pre, sizeof pre, "lib%s-rdmav", prov);
+    int seen = 0;
+    out[0] = '\0';
+    for (size_t d = 0; d < sizeof dirs / sizeof *dirs && !*out; d++) {
+        char **names;
+        int n = ncd_fs_list(ctx, dirs[d], &names);
+        if (n < 0)
+            continue;
+        seen++;
+        for (int i = 0; i < n && !*out; i++)
+            if (strncmp(names[i], pre, strlen(pre)) == 0)
+                snprintf(out, outsz, "%s/%s", dirs[d], names[i]);
+        ncd_fs_list_free(names, n);
+    }
+    ncd_ctx_clear_error(ctx);
+    return seen;
+}
+
 int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    struct ncd_findings *out, json_t *facts)
 {
@@ -161,6 +190,20 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                 continue;
             char p[96];
             snprintf(p, sizeof p, "/etc/libibverbs.d/%s.driver", prov);
+            char plib[160] = "";
+            int dirs = provider_lib(ctx, prov, plib, sizeof plib);
+            if (ncd_fs_exists(ctx, p) && dirs > 0 && !*plib) {
+                ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
+                    "The verbs provider library for %s (%s) is missing: NCCL "
+                    "will not open it",
+                    r.v[i].name, prov);
+                ncd_finding_evidence(f, "%s exists, but no lib%s-rdmav*.so in "
+                                        "the libibverbs provider directories",
+                                     p, prov);
+                ncd_finding_fix(f, "Install the provider package "
+                                   "(ibverbs-providers / rdma-core).");
+                break;
+            }
             if (!ncd_fs_exists(ctx, p)) {
                 ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
                     "No verbs provider for %s (driver %s): NCCL will not "
