@@ -28,6 +28,12 @@ test_expect_success 'NCCL_CONF_FILE is captured with the rest' '
     NCCL_CONF_FILE="$TEST_TMP/my.conf" "$NCD_BIN" gather -o "$TEST_TMP/conf.tgz" >/dev/null &&
     tar tzf "$TEST_TMP/conf.tgz" | grep -q "my.conf$"
 '
+test_expect_success '/proc/net/tcp keeps listeners only (no peer addresses)' '
+    tar xzf "$TEST_TMP/cap.tar.gz" -O --wildcards "proc/*/net/tcp" >"$TEST_TMP/tcp" 2>/dev/null ||
+        tar xzf "$TEST_TMP/cap.tar.gz" -O --wildcards "proc/net/tcp" >"$TEST_TMP/tcp" ;
+    head -1 "$TEST_TMP/tcp" | grep -q local_address &&
+    ! awk "NR > 1 && \$4 != \"0A\"" "$TEST_TMP/tcp" | grep -q .
+'
 test_expect_success 'no file from /var/run/secrets is ever copied' '
     ! grep -q "secrets/.*/token" "$TEST_TMP/list"
 '
