@@ -119,7 +119,9 @@ if [ -f "$HW/40intel64-2g2n4c+pcilocality.tar.bz2" ]; then
         grep -q "qib0" "$TEST_TMP/t" &&
         "$NCD_BIN" check --sysroot "$HW/40intel64-2g2n4c+pcilocality.tar.bz2" --json | findings_of >"$TEST_TMP/f" &&
         grep -qx "info net.ib.uverbs-unknown" "$TEST_TMP/f" &&
-        grep -qx "info lib.nccl.not-visible" "$TEST_TMP/f"
+        grep -qx "info lib.nccl.not-visible" "$TEST_TMP/f" &&
+        "$NCD_BIN" check --sysroot "$HW/nvidiagpunumanodes.tar.bz2" --json | findings_of >"$TEST_TMP/p9" ;
+        grep -qx "info gpu.vendor-not-visible" "$TEST_TMP/p9"
     '
 fi
 test_done

@@ -155,6 +155,19 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                              "builds a poor topology.");
         goto done;
     }
+    size_t unknown_display = 0;
+    for (size_t i = 0; i < t.pci.n; i++)
+        unknown_display += (t.pci.v[i].class_code >> 16) == 0x03 &&
+                           t.pci.v[i].vendor == 0;
+    if (!t.n_gpu && unknown_display) {
+        ADD("gpu.vendor-not-visible", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
+            "%zu display controller(s) whose PCI vendor is not visible: "
+            "cannot tell whether they are NVIDIA GPUs",
+            unknown_display);
+        ncd_finding_cause(f, "The capture lacks their `vendor` files (NCCL "
+                             "reads them too); GPU checks are skipped.");
+        goto done;
+    }
     if (!t.n_gpu) {
         ADD("gpu.none", NCD_CAT_GPU_DRIVER, NCD_SEV_INFO,
             "No NVIDIA GPU on this node's PCI bus (%zu PCI functions read)",
