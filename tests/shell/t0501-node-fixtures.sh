@@ -72,7 +72,7 @@ test_expect_success 'an IB and a RoCE port selected together are warned' '
 test_expect_success 'a Slurm job and a Podman container are recognised' '
     rm -rf "$TEST_TMP/sl" && cp -a "$FIX/laptop-dgpu" "$TEST_TMP/sl" &&
     echo SLURM_JOB_ID=4242 >>"$TEST_TMP/sl/.ncd/env" &&
-    : >"$TEST_TMP/sl/run/.containerenv" &&
+    mkdir -p "$TEST_TMP/sl/run" && : >"$TEST_TMP/sl/run/.containerenv" &&
     "$NCD_BIN" check --sysroot "$TEST_TMP/sl" --json >"$TEST_TMP/s" ;
     findings_of <"$TEST_TMP/s" >"$TEST_TMP/sf" &&
     grep -qx "info sys.virt.slurm" "$TEST_TMP/sf" &&
