@@ -327,11 +327,16 @@ void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
 /**
  * Appends the footer: "Out of bounds values", "Avg bus bandwidth" (with
  * OK/FAILED when o->min_bw >= 0: FAILED below 0.9 x min_bw), "#",
- * "Collective test concluded", "#", then "# error: <error>" or an empty
- * line.  `oob` counts failing (thread x row side) instances.
+ * "Collective test concluded", with -M (`mem` not NULL) the line
+ * "# GPU memory usage     : Initialization X | User-Allocated Y |
+ * Collective Z | Total  T" (bytes in mem[0..2], printed as nccl-tests'
+ * getMemString: B/KB/MB/GB of 1024, 2 decimals below 10, 1 below 100),
+ * "#", then "# error: <error>" or an empty line.  `oob` counts failing
+ * (thread x row side) instances.
  */
 void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
-                         int oob, double avg_busbw, const char *error);
+                         int oob, double avg_busbw, const uint64_t *mem,
+                         const char *error);
 
 /**
  * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
@@ -545,6 +550,10 @@ struct ncd_perf_summary {
     double avg_busbw;    /**< mean busbw over all printed cells, GB/s */
     int ncells;
     int status;          /**< nccl-tests exit status (0, 1..7) */
+    uint64_t mem[3];     /**< rank 0's memory, bytes: initialization (comm
+                              set-up), user-allocated (send + recv
+                              buffers), collective (staging and scratch);
+                              device memory on nccl, host on socket */
     char error[512];     /**< first error text ("" when none) */
 };
 

@@ -376,9 +376,6 @@ static int parse(struct perf_cli *P, int argc, char **argv)
         case 'M':
             if (parse_int(optarg, "-M", &o->memory_report))
                 return 1000 + 6;
-            if (o->memory_report)
-                fprintf(stderr, "nccl-doctor: -M (GPU memory summary) is not "
-                                "implemented; ignored\n");
             break;
         case 'u':
             if (parse_int(optarg, "-u", &o->unalign) || o->unalign < 0 ||
@@ -747,7 +744,8 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
     }
     if (is_root && !sum.error[0]) {
         struct ncd_strbuf sb = {0};
-        ncd_perf_fmt_footer(&sb, o, sum.oob, sum.avg_busbw, NULL);
+        ncd_perf_fmt_footer(&sb, o, sum.oob, sum.avg_busbw,
+                            o->memory_report ? sum.mem : NULL, NULL);
         if (P->out) {
             fputs(ncd_sb_str(&sb), P->out);
             fflush(P->out);

@@ -51,6 +51,11 @@ perf all_reduce -b 1K -e 1K -o all -d all --backend socket >"$TMP/all.txt"
 check "-o all -d all: 10 types x 6 ops rows" sh -c "
     [ \$(grep -vc '^#' '$TMP/all.txt') -eq 61 ]"   # 60 rows + empty line
 
+perf all_reduce -b 1M -e 4M -f 2 -np 2 --backend socket -M 1 >"$TMP/m.txt"
+check "-M: memory line after 'Collective test concluded' (2 x 4 MiB buffers)" sh -c "
+    grep -A1 'Collective test concluded' '$TMP/m.txt' |
+    grep -q '^# GPU memory usage     : Initialization .* | User-Allocated 8.00 MB | Collective .* | Total  '"
+
 # Exit statuses
 perf all_reduce -b 1M -e 8 --backend socket >/dev/null 2>&1
 check "min > max exits 255" [ $? -eq 255 ]

@@ -286,7 +286,7 @@ static void test_fmt_table(void **state)
     assert_int_equal(fields, 13);
 
     ncd_sb_reset(&sb);
-    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL);
+    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL, NULL);
     assert_string_equal(ncd_sb_str(&sb),
                         "# Out of bounds values : 0 OK\n"
                         "# Avg bus bandwidth    : 95.4321 \n"
@@ -296,7 +296,7 @@ static void test_fmt_table(void **state)
                         "\n");
     ncd_sb_reset(&sb);
     o.min_bw = 200;
-    ncd_perf_fmt_footer(&sb, &o, 2, 95.4321, "boom");
+    ncd_perf_fmt_footer(&sb, &o, 2, 95.4321, NULL, "boom");
     assert_string_equal(ncd_sb_str(&sb),
                         "# Out of bounds values : 2 FAILED\n"
                         "# Avg bus bandwidth    : 95.4321 FAILED\n"
@@ -306,7 +306,7 @@ static void test_fmt_table(void **state)
                         "# error: boom\n");
     ncd_sb_reset(&sb);
     o.min_bw = 100; /* 95.4 >= 0.9 x 100 */
-    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL);
+    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL, NULL);
     assert_non_null(strstr(ncd_sb_str(&sb), "95.4321 OK\n"));
     ncd_sb_release(&sb);
 }

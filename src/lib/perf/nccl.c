@@ -48,6 +48,7 @@ struct cudart {
     cuda_err (*DeviceGetAttribute)(int *, int, int);
     cuda_err (*GetDeviceProperties)(void *, int);
     cuda_err (*RuntimeGetVersion)(int *);
+    cuda_err (*MemGetInfo)(size_t *, size_t *);
 };
 
 struct libnccl {
@@ -85,6 +86,7 @@ struct nccl_proc {
 };
 
 struct nccl_rank {
+    uint64_t init_bytes; /* device memory taken by ncclCommInitRank */
     int dev;
     nccl_comm comm;
     cuda_stream stream;
@@ -170,6 +172,7 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     LOAD(cu, GetErrorString, "cudaGetErrorString", 1);
     LOAD(cu, DeviceGetAttribute, "cudaDeviceGetAttribute", 1);
     LOAD(cu, RuntimeGetVersion, "cudaRuntimeGetVersion", 0);
+    LOAD(cu, MemGetInfo, "cudaMemGetInfo", 0);
     /* CUDA 12 renamed the symbol; the old one remains for old binaries */
     LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
     if (!cu->GetDeviceProperties)
@@ -426,7 +429,13 @@ static int nccl_rank_init(struct ncd__rank *rk)
     }
     id = all[0];
     free(all);
+    size_t free0 = 0, free1 = 0, total = 0;
+    if (P->cu.MemGetInfo)
+        P->cu.MemGetInfo(&free0, &total);
     nccl_res r = P->nc.CommInitRank(&n->comm, rt->nranks, id, rk->rank);
+    if (P->cu.MemGetInfo && P->cu.MemGetInfo(&free1, &total) == 0 &&
+        free0 > free1)
+        n->init_bytes = free0 - free1;
     if (r) {
         n->comm = NULL;
         return nccl_fail(rk, r, "ncclCommInitRank");
@@ -737,6 +746,14 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
     return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
 }
 
+static void nccl_mem(struct ncd__rank *rk, uint64_t mem[3])
+{
+    struct nccl_rank *n = rk->be;
+    mem[0] = n ? n->init_bytes : 0;
+    mem[1] = 2 * (uint64_t)rk->buflen;
+    mem[2] = 0; /* NCCL's collective buffers are allocated at init */
+}
+
 const struct ncd__backend ncd__backend_nccl = {
     .name = "nccl",
     .open = nccl_open,
@@ -752,4 +769,5 @@ const struct ncd__backend ncd__backend_nccl = {
     .sync = nccl_sync,
     .to_dev = nccl_to_dev,
     .to_host = nccl_to_dev,
+    .mem_usage = nccl_mem,
 };

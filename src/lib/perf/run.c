@@ -423,6 +423,8 @@ static void *rank_main(void *arg)
     }
     rk->send = base_send;
     rk->recv = base_recv;
+    if (be->mem_usage)
+        be->mem_usage(rk, rk->mem);
     rk->bw_sum = tot.bw_sum;
     rk->ncells = tot.ncells;
     rk->oob = tot.oob;
@@ -506,6 +508,7 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
         sum->oob = r0->oob;
         sum->ncells = r0->ncells;
         sum->avg_busbw = r0->ncells ? r0->bw_sum / r0->ncells : 0;
+        memcpy(sum->mem, r0->mem, sizeof sum->mem);
         if (sum->oob)
             status = NCD_PT_WRONG;
         if (o->min_bw >= 0 && sum->avg_busbw < o->min_bw * 0.9)

@@ -100,7 +100,7 @@ struct ncd__sock_rank {
     struct xop *ops;
     int nops, cap;
     char *scratch;
-    size_t scratch_len;
+    size_t scratch_len, scratch_peak;
 };
 
 static void set_error(struct ncd__sock_rank *R, int code, const char *fmt,
@@ -739,8 +739,19 @@ static char *scratch(struct ncd__sock_rank *R, size_t len)
         free(R->scratch);
         R->scratch = malloc(len ? len : 1);
         R->scratch_len = R->scratch ? len : 0;
+        if (R->scratch_len > R->scratch_peak)
+            R->scratch_peak = R->scratch_len;
     }
     return R->scratch;
+}
+
+uint64_t ncd__sock_mem(const struct ncd__sock_rank *R)
+{
+    uint64_t n = R->scratch_peak;
+    for (int i = 0; i < R->nranks * R->S; i++)
+        if (R->stage[i])
+            n += CHUNK_MAX;
+    return n;
 }
 
 void ncd__sock_release_scratch(struct ncd__sock_rank *R)
