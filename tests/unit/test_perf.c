@@ -673,11 +673,24 @@ static void test_launchers(void **state)
     ncd_ctx_free(ctx);
 
     char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
-                     NULL};
+                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=3",
+                     "SLURM_JOB_NODELIST=gpu[007-010,012],login1", NULL};
     ctx = ctx_env(slurm);
     assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
     assert_string_equal(L.launcher, "Slurm srun");
     assert_int_equal(L.size, 16);
+    assert_string_equal(L.master_addr, "gpu007");
+    assert_int_equal(L.master_port, 20000 + (4242 * 7 + 3) % 20000);
+    ncd_ctx_free(ctx);
+    char *slurm2[] = {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=2",
+                      "SLURM_NTASKS=8", "SLURM_JOB_ID=1",
+                      "SLURM_STEP_NODELIST=nodeA,nodeB",
+                      "MASTER_ADDR=10.0.0.9", "MASTER_PORT=1234", NULL};
+    ctx = ctx_env(slurm2);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_int_equal(L.size, 2); /* the step's tasks, not the job's */
+    assert_string_equal(L.master_addr, "10.0.0.9");
+    assert_int_equal(L.master_port, 1234);
     ncd_ctx_free(ctx);
 
     char *pmi[] = {"PMI_RANK=0", "PMI_SIZE=4", "MPI_LOCALRANKID=0", NULL};

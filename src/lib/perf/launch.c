@@ -65,6 +65,30 @@ static void set_master(struct ncd_launch *l, const char *hp)
     }
 }
 
+/*
+ * First host of a Slurm host list ("gpu[07-10,12],login1" -> "gpu07"):
+ * the prefix plus the first number of the first bracket, zero padding
+ * kept.  Returns 0, or -1 when the list is empty or malformed.
+ */
+int ncd__slurm_first_host(const char *list, char *out, size_t len)
+{
+    if (!list || !*list || len < 2)
+        return -1;
+    size_t n = 0;
+    const char *p = list;
+    while (*p && *p != ',' && *p != '[' && n + 1 < len)
+        out[n++] = *p++;
+    if (*p == '[') {
+        p++;
+        while (*p >= '0' && *p <= '9' && n + 1 < len)
+            out[n++] = *p++;
+        if (*p != '-' && *p != ',' && *p != ']')
+            return -1;
+    }
+    out[n] = '\0';
+    return n ? 0 : -1;
+}
+
 int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
 {
     memset(out, 0, sizeof *out);
@@ -121,6 +145,23 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
                     set_master(out, first);
                 }
             }
+        }
+        if (strncmp(L->name, "Slurm", 5) == 0) {
+            /* rank 0 runs on the first node of the step; the port is
+             * derived from the job and step ids so every rank agrees */
+            const char *nl = ncd_getenv(ctx, "SLURM_STEP_NODELIST");
+            if (!nl || !*nl)
+                nl = ncd_getenv(ctx, "SLURM_JOB_NODELIST");
+            int job = 0, step = 0;
+            if (ncd__slurm_first_host(nl, out->master_addr,
+                                      sizeof out->master_addr) == 0 &&
+                env_int(ctx, "SLURM_JOB_ID", &job) == 1) {
+                env_int(ctx, "SLURM_STEP_ID", &step);
+                out->master_port = 20000 + (job * 7 + step) % 20000;
+            } else {
+                out->master_addr[0] = '\0';
+            }
+            ncd_ctx_clear_error(ctx);
         }
         const char *ma = ncd_getenv(ctx, "MASTER_ADDR");
         int mp = 0;
