@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -57,6 +58,7 @@ struct perf_cli {
     int progress_tty;
     int printed_header;
     char **argv;
+    char fallback[1100]; /* why auto did not pick the nccl backend */
 };
 
 static int parse_int(const char *s, const char *name, int *out)
@@ -89,6 +91,8 @@ static void sink_preamble(void *arg, int nccl_version, const char *desc,
     struct ncd_strbuf sb = {0};
     ncd_perf_fmt_preamble(&sb, &P->o, nccl_version, devs, ndevs);
     ncd_sb_printf(&sb, "#  Backend: %s\n", desc);
+    if (P->fallback[0])
+        ncd_sb_printf(&sb, "#  (no usable NCCL/GPU: %s)\n", P->fallback);
     ncd_perf_fmt_header(&sb, &P->o);
     if (P->out) {
         fputs(ncd_sb_str(&sb), P->out);
@@ -712,11 +716,8 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
     if (is_root && P->json_path[0] && strcmp(P->json_path, "-") != 0 &&
         P->out)
         fprintf(P->out, "# Writing JSON output to %s\n", P->json_path);
-    if (is_root && P->out && !P->backend &&
-        job.backend == NCD_PERF_BACKEND_SOCKET && why[0])
-        fprintf(P->out, "# nccl-doctor: no usable NCCL/GPU (%s); using the "
-                        "socket backend\n",
-                why);
+    if (!P->backend && job.backend == NCD_PERF_BACKEND_SOCKET && why[0])
+        snprintf(P->fallback, sizeof P->fallback, "%s", why);
     struct ncd_perf_sink sink = {.arg = P,
                                  .preamble = sink_preamble,
                                  .row = sink_row,
@@ -848,6 +849,13 @@ int ncd_cmd_perf(int argc, char **argv)
         return 255;
     }
 
+    /* The socket backend keeps (ranks - 1) x sockets-per-peer connections
+     * per rank: lift the soft open-files limit to the hard one. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     struct ncd_ctx *ctx = cli_ctx_new(&P.common);
     if (!ctx)
         return 1;

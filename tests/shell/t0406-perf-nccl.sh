@@ -25,7 +25,7 @@ check "no CUDA device: cudaErrorNoDevice (100), suggests --backend socket, exit 
     [ $rc -eq 2 ] && grep -q 'cudaErrorNoDevice (100)' '$TMP/nd.err' && grep -q 'backend socket' '$TMP/nd.err'"
 FAKE_CUDA_DEVICES=0 LD_LIBRARY_PATH="$FAKE" perf all_reduce -b 8 -e 8 >"$TMP/auto.out" 2>&1
 check "auto backend without a usable GPU falls back to socket and says why" sh -c "
-    grep -q '^# nccl-doctor: no usable NCCL/GPU (cudaGetDeviceCount failed: cudaErrorNoDevice (100)' '$TMP/auto.out' &&
+    grep -q '^#  (no usable NCCL/GPU: cudaGetDeviceCount failed: cudaErrorNoDevice (100)' '$TMP/auto.out' &&
     grep -q '^#  Backend: socket' '$TMP/auto.out'"
 perf all_reduce -b 8 -e 8 --backend nccl --nccl-lib /nonexistent/libnccl.so.2 >/dev/null 2>"$TMP/nl.err"
 rc=$?
