@@ -408,7 +408,9 @@ int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
 /** A one-process group (no communication). */
 int ncd_pg_single(struct ncd_pg **out);
 
+/** Number of processes in the group. */
 int ncd_pg_nprocs(const struct ncd_pg *pg);
+/** This process's index, 0..nprocs-1 (0 is the TCP root). */
 int ncd_pg_proc(const struct ncd_pg *pg);
 /** The job token agreed at rendezvous. */
 uint64_t ncd_pg_token(const struct ncd_pg *pg);
@@ -458,6 +460,9 @@ struct ncd_rank_info {
 
 /**
  * A rank's full mesh of TCP connections: `nsocks` sockets to every peer.
+ * Typical use (what `perf` does per rank): ncd_peer_listen() on the chosen
+ * address, ncd_pg_allgather() of the struct ncd_rank_info, then
+ * ncd_peerset_connect() with ncd_pg_token() and the gathered infos.
  * Every accepted connection is validated (magic, job token, destination
  * rank, source rank in range, socket index, no duplicate) before it is
  * used; stray connections are closed.
