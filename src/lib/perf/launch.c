@@ -157,7 +157,7 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
                                       sizeof out->master_addr) == 0 &&
                 env_int(ctx, "SLURM_JOB_ID", &job) == 1) {
                 env_int(ctx, "SLURM_STEP_ID", &step);
-                out->master_port = 20000 + (job * 7 + step) % 20000;
+                out->master_port = 20000 + (job * 7 + step) % 10000;
             } else {
                 out->master_addr[0] = '\0';
             }
