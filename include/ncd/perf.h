@@ -614,8 +614,9 @@ struct ncd_launch {
  * (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID;
  * the rendezvous host is the first node of SLURM_STEP_NODELIST or
  * SLURM_JOB_NODELIST and the port 20000 + (7 x SLURM_JOB_ID +
- * SLURM_STEP_ID) mod 10000, below Linux's ephemeral port range).  MASTER_ADDR/MASTER_PORT, when set, override
- * the launcher's rendezvous address.
+ * SLURM_STEP_ID) mod 10000, below Linux's ephemeral port range).
+ * MASTER_ADDR/MASTER_PORT, when set, override the launcher's rendezvous
+ * address.
  * @return 1 found, 0 no launcher (or a 1-process job), NCD_EPARSE when a
  *         variable is garbage (detail in ctx).
  */
