@@ -62,7 +62,7 @@ check "timeout is reported (exit $rc) naming rank 2" sh -c "
 sed 's/^/#   /' "$TMP/s.err" | head -6
 
 # 3. stray connections to the rendezvous root are dropped without harm
-PORT=$((20000 + $$ % 20000))
+PORT=$((20000 + $$ % 10000))
 RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
     "$NCD_BIN" perf all_reduce -b 64K -e 64K --backend socket >"$TMP/r0.out" 2>"$TMP/r0.err" &
 P0=$!

@@ -37,7 +37,7 @@ else
     echo "# no MPI-enabled build here: MPI rendezvous not tested"
 fi
 
-PORT=$((21000 + $$ % 20000))
+PORT=$((21000 + $$ % 9000))
 timeout 120 $MPIRUN -np 2 -x MASTER_ADDR=127.0.0.1 -x MASTER_PORT=$PORT \
     "$NCD_BIN" perf all_gather -b 8 -e 64K -f 8 --backend socket >"$TMP/t.out" 2>"$TMP/t.err"
 rc=$?
