@@ -141,6 +141,46 @@ EXPORT int cudaGetDeviceProperties_v2(void *prop, int dev)
     return 0;
 }
 
+/* Events: host timestamps (streams complete immediately). */
+#include <time.h>
+EXPORT int cudaEventCreate(void **e);
+EXPORT int cudaEventCreate(void **e)
+{
+    *e = calloc(1, sizeof(struct timespec));
+    return *e ? 0 : 2;
+}
+
+EXPORT int cudaEventRecord(void *e, void *s);
+EXPORT int cudaEventRecord(void *e, void *s)
+{
+    (void)s;
+    clock_gettime(CLOCK_MONOTONIC, e);
+    return 0;
+}
+
+EXPORT int cudaEventSynchronize(void *e);
+EXPORT int cudaEventSynchronize(void *e)
+{
+    (void)e;
+    return 0;
+}
+
+EXPORT int cudaEventElapsedTime(float *ms, void *a, void *b);
+EXPORT int cudaEventElapsedTime(float *ms, void *a, void *b)
+{
+    const struct timespec *x = a, *y = b;
+    *ms = (float)((double)(y->tv_sec - x->tv_sec) * 1e3 +
+                  (double)(y->tv_nsec - x->tv_nsec) / 1e6);
+    return 0;
+}
+
+EXPORT int cudaEventDestroy(void *e);
+EXPORT int cudaEventDestroy(void *e)
+{
+    free(e);
+    return 0;
+}
+
 EXPORT int cudaRuntimeGetVersion(int *v);
 EXPORT int cudaRuntimeGetVersion(int *v)
 {

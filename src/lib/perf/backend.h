@@ -44,6 +44,12 @@ struct ncd__backend {
     /* Copies between host memory and backend buffers. */
     int (*to_dev)(struct ncd__rank *rk, void *dev, const void *host, size_t n);
     int (*to_host)(struct ncd__rank *rk, void *host, const void *dev, size_t n);
+    /* Optional device timer around the timed loop (nccl: CUDA events on
+     * the rank's stream).  timer_stop returns the elapsed seconds, or a
+     * negative value when the device timer is not usable (the runner then
+     * keeps the wall clock). */
+    int (*timer_start)(struct ncd__rank *rk);
+    double (*timer_stop)(struct ncd__rank *rk);
     /* -M: memory of this rank in bytes: init, user-allocated, collective */
     void (*mem_usage)(struct ncd__rank *rk, uint64_t mem[3]);
 };

@@ -11,6 +11,9 @@
  * grouped ncclSend/ncclRecv as in nccl-tests; mulsum uses
  * ncclRedOpCreatePreMulSum.  sync() polls the stream and
  * ncclCommGetAsyncError and aborts the communicator after -T seconds.
+ * The time column comes from CUDA events recorded on the rank's stream
+ * around the timed loop (cudaEventElapsedTime), the wall clock when the
+ * runtime lacks events or with -C / -z 1 / -z 3.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -49,6 +52,11 @@ struct cudart {
     cuda_err (*GetDeviceProperties)(void *, int);
     cuda_err (*RuntimeGetVersion)(int *);
     cuda_err (*MemGetInfo)(size_t *, size_t *);
+    cuda_err (*EventCreate)(void **);
+    cuda_err (*EventRecord)(void *, cuda_stream);
+    cuda_err (*EventSynchronize)(void *);
+    cuda_err (*EventElapsedTime)(float *, void *, void *);
+    cuda_err (*EventDestroy)(void *);
 };
 
 struct libnccl {
@@ -87,6 +95,7 @@ struct nccl_proc {
 
 struct nccl_rank {
     uint64_t init_bytes; /* device memory taken by ncclCommInitRank */
+    void *ev[2];         /* CUDA events around the timed loop */
     int dev;
     nccl_comm comm;
     cuda_stream stream;
@@ -173,6 +182,11 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     LOAD(cu, DeviceGetAttribute, "cudaDeviceGetAttribute", 1);
     LOAD(cu, RuntimeGetVersion, "cudaRuntimeGetVersion", 0);
     LOAD(cu, MemGetInfo, "cudaMemGetInfo", 0);
+    LOAD(cu, EventCreate, "cudaEventCreate", 0);
+    LOAD(cu, EventRecord, "cudaEventRecord", 0);
+    LOAD(cu, EventSynchronize, "cudaEventSynchronize", 0);
+    LOAD(cu, EventElapsedTime, "cudaEventElapsedTime", 0);
+    LOAD(cu, EventDestroy, "cudaEventDestroy", 0);
     /* CUDA 12 renamed the symbol; the old one remains for old binaries */
     LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
     if (!cu->GetDeviceProperties)
@@ -456,6 +470,9 @@ static void nccl_rank_fini(struct ncd__rank *rk)
         else
             P->nc.CommDestroy(n->comm);
     }
+    for (int i = 0; i < 2; i++)
+        if (n->ev[i] && P->cu.EventDestroy)
+            P->cu.EventDestroy(n->ev[i]);
     if (n->stream)
         P->cu.StreamDestroy(n->stream);
     free(n);
@@ -746,6 +763,34 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
     return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
 }
 
+/* CUDA-event timing of the timed loop (cudaEventElapsedTime, ms). */
+static int nccl_timer_start(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    if (!P->cu.EventCreate || !P->cu.EventRecord || !P->cu.EventElapsedTime ||
+        !P->cu.EventSynchronize)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != CUDA_SUCCESS) {
+            n->ev[i] = NULL;
+            return -1;
+        }
+    return P->cu.EventRecord(n->ev[0], n->stream) == CUDA_SUCCESS ? 0 : -1;
+}
+
+static double nccl_timer_stop(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    float ms = 0;
+    if (P->cu.EventRecord(n->ev[1], n->stream) != CUDA_SUCCESS ||
+        P->cu.EventSynchronize(n->ev[1]) != CUDA_SUCCESS ||
+        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != CUDA_SUCCESS)
+        return -1;
+    return ms / 1000.0;
+}
+
 static void nccl_mem(struct ncd__rank *rk, uint64_t mem[3])
 {
     struct nccl_rank *n = rk->be;
@@ -769,5 +814,7 @@ const struct ncd__backend ncd__backend_nccl = {
     .sync = nccl_sync,
     .to_dev = nccl_to_dev,
     .to_host = nccl_to_dev,
+    .timer_start = nccl_timer_start,
+    .timer_stop = nccl_timer_stop,
     .mem_usage = nccl_mem,
 };

@@ -127,6 +127,11 @@ static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
     int agg = rt->o->agg_iters > 0 ? rt->o->agg_iters : 1;
     int z = rt->o->blocking;
     double (*clk)(void) = rt->o->report_cputime ? cputime : ncd__now;
+    /* device timer only for plain wall-clock runs without barriers */
+    int devtimer = be->timer_start && be->timer_stop &&
+                   !rt->o->report_cputime && z != 1 && z != 3;
+    if (devtimer && be->timer_start(rk))
+        devtimer = 0;
     double t0 = clk(), excluded = 0;
     for (int i = 0; i < iters; i++) {
         if (agg > 1 && be->group_start && be->group_start(rk))
@@ -152,6 +157,11 @@ static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
     if (be->sync(rk))
         return -1;
     *elapsed = clk() - t0 - excluded;
+    if (devtimer) {
+        double d = be->timer_stop(rk);
+        if (d >= 0)
+            *elapsed = d;
+    }
     return 0;
 }
 
