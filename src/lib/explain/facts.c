@@ -41,8 +41,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
     long pid = ll->pid >= 0 ? ll->pid : -1 - (long)(ex->nsrc - 1);
     if (ex->lastproc >= 0) {
         struct ncd__proc *p = &ex->procs[ex->lastproc];
-        if (p->pid == pid && strlen(p->host) == hl &&
-            memcmp(p->host, h, hl) == 0)
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0)
             return p;
     }
     uint32_t k = hash_proc(h, hl, pid) & (NCD__PROC_HASH - 1);
@@ -51,8 +50,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         if (idx < 0)
             break;
         struct ncd__proc *p = &ex->procs[idx];
-        if (p->pid == pid && strlen(p->host) == hl &&
-            memcmp(p->host, h, hl) == 0) {
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0) {
             ex->lastproc = idx;
             return p;
         }
@@ -70,6 +68,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
     struct ncd__proc *p = &ex->procs[ex->nprocs];
     memset(p, 0, sizeof *p);
     copyn(p->host, sizeof p->host, h, hl);
+    p->hostlen = hl;
     p->pid = pid;
     p->src = ex->nsrc - 1;
     p->rank = p->nranks = p->nnodes = p->local_ranks = p->cuda_dev = -1;
@@ -609,8 +608,8 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         }
         return;
     }
-    if (ll->level == NCD_LOG_INFO && pr->phase >= PH_COMPLETE &&
-        pr->phase < PH_DESTROYED && memmem(m, ml, "opCount", 7))
+    if (ll->level == NCD_LOG_INFO && pr->phase == PH_COMPLETE &&
+        memmem(m, ml, "opCount", 7))
         pr->phase = PH_RUNNING;
 }
 

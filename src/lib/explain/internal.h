@@ -29,6 +29,12 @@ struct ncd__lit {
     size_t pat;    /* pattern index */
 };
 
+struct ncd__gram {
+    uint32_t gram;
+    uint32_t lit;
+    uint32_t off; /* offset of this window in the literal */
+};
+
 struct ncd__rule {
     char *id, *title, *cause, *fix, *when, *file, *versions, *source;
     int line;
@@ -56,10 +62,14 @@ struct ncd_rules {
     /* prefilter */
     uint64_t bitmap[(1u << NCD__PF_BITS) / 64];
     uint32_t *bstart; /* 2^BITS+1 offsets into bitems */
-    uint32_t *bitems; /* literal indexes */
+    uint32_t *bitems; /* indexes into grams */
     size_t *pat_order; /* pattern indexes sorted by rule priority desc */
     size_t *pat_rank;  /* inverse of pat_order */
     uint32_t max_match_captures;
+    unsigned stride; /* scan every stride-th byte; each literal has stride
+                        consecutive windows in the bitmap */
+    struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
+    size_t ngrams;
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)

@@ -98,6 +98,12 @@ size_t ncd__parse_timestamp(const char *s, size_t n, double *ts)
 /* Copies the raw line into `out`, dropping ANSI escapes, CRs and NULs. */
 static size_t clean_copy(const char *in, size_t len, char *out)
 {
+    /* fast path: most lines have nothing to clean */
+    if (!memchr(in, 0x1b, len) && !memchr(in, '\r', len)) {
+        memcpy(out, in, len);
+        out[len] = '\0';
+        return len;
+    }
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
@@ -208,7 +214,8 @@ static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
         return i + k;
     }
     /* rank3:  / rank 3:  (pdsh-like labels) */
-    if (m > 5 && (strncmp(p, "rank", 4) == 0 || strncmp(p, "Rank", 4) == 0)) {
+    if (m > 5 && (p[0] == 'r' || p[0] == 'R') && p[1] == 'a' && p[2] == 'n' &&
+        p[3] == 'k') {
         size_t k = 4;
         if (k < m && p[k] == ' ')
             k++;
@@ -442,9 +449,15 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     /* NCCL header: search "NCCL <LEVEL>" anywhere */
     const char *p = text;
     while (p < end) {
-        const char *hit = memmem(p, (size_t)(end - p), "NCCL ", 5);
-        if (!hit)
+        /* 'N' is rare in NCCL lines before the header: memchr is faster
+         * than memmem here */
+        const char *hit = memchr(p, 'N', (size_t)(end - p));
+        if (!hit || end - hit < 5)
             break;
+        if (memcmp(hit, "NCCL ", 5) != 0) {
+            p = hit + 1;
+            continue;
+        }
         size_t wl;
         enum ncd_log_level lvl = level_at(hit + 5, end, &wl);
         if (lvl != NCD_LOG_NONE) {

@@ -57,6 +57,7 @@ enum ncd__phase {
 
 struct ncd__proc {
     char host[48];
+    size_t hostlen;
     long pid;
     uint32_t src;
     char version[24];
