@@ -2,7 +2,7 @@
 function(ncd_set_warnings tgt)
   target_compile_options(${tgt} PRIVATE -Wall -Wextra -Wshadow -Wformat=2
     -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-    -Wvla -fno-common)
+    -Wvla -fno-common -Wno-format-truncation)
   if(NCD_WERROR)
     target_compile_options(${tgt} PRIVATE -Werror)
   endif()

@@ -8,7 +8,7 @@ PKGS="build-essential cmake pkg-config
       libhwloc-dev libjansson-dev libyaml-dev libpcre2-dev libcmocka-dev
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
-      iproute2 iperf3 nftables procps kmod
+      iproute2 iperf3 nftables procps kmod jq time
       clang"
 
 missing=""

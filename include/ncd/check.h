@@ -19,6 +19,7 @@
 
 #include "ncd/ctx.h"
 #include "ncd/finding.h"
+#include "ncd/strbuf.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,6 +63,36 @@ extern const struct ncd_check ncd_checks[];
  */
 int ncd_run_checks(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    struct ncd_findings *out, json_t *facts);
+
+/**
+ * The environment recommended after a check run: the interface
+ * recommendation (facts.network.recommended_env) first, then the env
+ * suggestions of warning and error findings for variables not yet set
+ * (a JSON null value means "unset it").  New reference.
+ */
+json_t *ncd_recommended_env(json_t *facts, const struct ncd_findings *l);
+
+/** Presets for `env --profile`. */
+enum ncd_env_profile {
+    NCD_PROFILE_NONE = 0,
+    NCD_PROFILE_ETHERNET,   /**< TCP only: IB off, more sockets per peer */
+    NCD_PROFILE_INFINIBAND, /**< IB on, NCCL_IB_HCA = the active ports */
+    NCD_PROFILE_DOCKER,     /**< + the docker run flags NCCL needs */
+    NCD_PROFILE_KUBERNETES, /**< + the pod spec settings NCCL needs */
+};
+
+/** Parses a profile name; -1 when unknown. */
+int ncd_env_profile_parse(const char *s);
+
+/**
+ * Adjusts `env` (a JSON object NAME -> value|null) for a profile and
+ * appends human notes (one per line, no '#') to `notes`: container flags,
+ * pod spec lines, caveats.  Reads /sys/class/infiniband through the
+ * sysroot for the infiniband profile.
+ * @return 0 or NCD_ENOMEM.
+ */
+int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
+                          json_t *env, struct ncd_strbuf *notes);
 
 #ifdef __cplusplus
 }

@@ -79,6 +79,17 @@ void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
                 const char **value);
 
 /**
+ * Replaces the whole environment copy with the "NAME=value" lines of a
+ * buffer (newline- or NUL-separated; blank lines and lines starting with
+ * '#' are skipped; the first definition of a name wins).  Used to replay
+ * the environment recorded in a capture (<sysroot>/.ncd/env).
+ * @return the number of variables loaded, or NCD_ENOMEM / NCD_EPARSE (a
+ *         line without '='; the detail names the line).  On error the
+ *         previous environment is kept.
+ */
+int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len);
+
+/**
  * Records the detail of a failure if none is recorded yet and returns
  * `code`, so callers write `return ncd_fail(ctx, NCD_EIO, "read %s", p);`.
  */

@@ -51,6 +51,7 @@ struct cli_common {
     int unicode;         /* resolved: 1 when the locale is UTF-8 */
     int verbose;         /* --verbose / -v */
     int strict;          /* --strict: warnings make exit status 1 */
+    const char *nccl_version; /* --nccl-version X.Y.Z, or NULL */
 };
 
 /* Long options shared by all commands; their `val`s start at 0x1000. */
@@ -61,6 +62,7 @@ enum {
     CLI_OPT_NO_COLOR,
     CLI_OPT_STRICT,
     CLI_OPT_HELP,
+    CLI_OPT_NCCL_VERSION,
     CLI_OPT__NEXT /* first free value for a command's own long options */
 };
 #define CLI_COMMON_OPTS                                                       \
@@ -69,6 +71,7 @@ enum {
         {"color", optional_argument, 0, CLI_OPT_COLOR},                       \
         {"no-color", no_argument, 0, CLI_OPT_NO_COLOR},                       \
         {"strict", no_argument, 0, CLI_OPT_STRICT},                           \
+        {"nccl-version", required_argument, 0, CLI_OPT_NCCL_VERSION},         \
         {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}
 
 /* Sets defaults (colour auto, sysroot from NCD_SYSROOT). */
@@ -81,6 +84,26 @@ void cli_common_init(struct cli_common *c);
  * `c->help_shown`... instead callers use cli_usage().
  */
 int cli_common_opt(struct cli_common *c, int opt, const char *arg);
+
+/* A command's handler for its own options: `opt` is getopt_long's value,
+ * `arg` its optarg.  Returns 0 when handled, -1 on a bad value (message
+ * printed). */
+typedef int (*cli_opt_fn)(int opt, const char *arg, void *data);
+
+/* cli_parse() result meaning "options parsed, go on". */
+#define CLI_CONTINUE (-1)
+
+/*
+ * Parses argv (argv[0] = the command name) with the common options plus
+ * the command's `extra` long options (terminated by a zero entry; NULL for
+ * none) handled by `fn`.  Positional arguments are refused unless
+ * `first_arg` is non-NULL; then it receives the index of the first.
+ * Returns CLI_CONTINUE, or an exit status to return at once: NCD_EXIT_OK
+ * after --help, NCD_EXIT_TOOL on bad usage (message printed).
+ */
+int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
+              const struct option *extra, cli_opt_fn fn, void *data,
+              int *first_arg);
 
 /* Prints the usage of `cmd` to `f`. */
 void cli_usage(const char *cmd, FILE *f);
@@ -109,6 +132,16 @@ int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
 
 /* The host name as recorded in the sysroot (or live). Static buffer. */
 const char *cli_hostname(struct ncd_ctx *ctx);
+
+/*
+ * Resolves the NCCL version to predict: --nccl-version (opt, may be NULL),
+ * else the libnccl.so.2 this process loads, else the newest known.  Fills
+ * o->nccl_version and o->nccl_version_source (pointing into src).
+ * Returns 0, or -1 on a bad --nccl-version (message printed).
+ */
+struct ncd_check_opts;
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
+                     struct ncd_check_opts *o, char *src, size_t srclen);
 
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);

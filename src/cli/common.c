@@ -12,6 +12,8 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/check.h"
+#include "ncd/nccl.h"
 
 extern char **environ;
 
@@ -66,8 +68,57 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
     case 'v':
         c->verbose = 1;
         return 1;
+    case CLI_OPT_NCCL_VERSION:
+        c->nccl_version = arg;
+        return 1;
     }
     return 0;
+}
+
+int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
+              const struct option *extra, cli_opt_fn fn, void *data,
+              int *first_arg)
+{
+    static const struct option common[] = {CLI_COMMON_OPTS};
+    size_t nc = sizeof common / sizeof common[0], ne = 0;
+    while (extra && extra[ne].name)
+        ne++;
+    struct option *lo = calloc(nc + ne + 1, sizeof *lo);
+    if (!lo) {
+        cli_err("out of memory");
+        return NCD_EXIT_TOOL;
+    }
+    memcpy(lo, common, sizeof common);
+    if (ne)
+        memcpy(lo + nc, extra, ne * sizeof *lo);
+    cli_common_init(c);
+    optind = 1;
+    int opt, status = CLI_CONTINUE;
+    while (status == CLI_CONTINUE &&
+           (opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+        int r = cli_common_opt(c, opt, optarg);
+        if (r < 0) {
+            status = NCD_EXIT_TOOL;
+        } else if (r == 0 && opt == 'h') {
+            cli_usage(cmd, stdout);
+            status = NCD_EXIT_OK;
+        } else if (r == 0 && (opt == '?' || opt == ':' || !fn)) {
+            cli_usage(cmd, stderr);
+            status = NCD_EXIT_TOOL;
+        } else if (r == 0 && fn(opt, optarg, data) < 0) {
+            status = NCD_EXIT_TOOL;
+        }
+    }
+    free(lo);
+    if (status != CLI_CONTINUE)
+        return status;
+    if (first_arg) {
+        *first_arg = optind;
+    } else if (optind < argc) {
+        cli_err("%s: unexpected argument '%s'", cmd, argv[optind]);
+        return NCD_EXIT_TOOL;
+    }
+    return CLI_CONTINUE;
 }
 
 void cli_err(const char *fmt, ...)
@@ -88,6 +139,24 @@ struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
         cli_err("cannot open sysroot '%s': %s", c->sysroot ? c->sysroot : "/",
                 ncd_strerror(rc));
         return NULL;
+    }
+    /* A capture carries the environment it was taken with. */
+    if (!ncd_ctx_is_live(ctx)) {
+        char *buf;
+        size_t len;
+        rc = ncd_fs_read(ctx, "/.ncd/env", 1 << 20, &buf, &len);
+        if (rc == 0) {
+            rc = ncd_ctx_load_env(ctx, buf, len);
+            free(buf);
+            if (rc < 0) {
+                cli_err("%s/.ncd/env: %s", c->sysroot,
+                        *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                                : ncd_strerror(rc));
+                ncd_ctx_free(ctx);
+                return NULL;
+            }
+        }
+        ncd_ctx_clear_error(ctx);
     }
     return ctx;
 }
@@ -160,4 +229,32 @@ const char *cli_hostname(struct ncd_ctx *ctx)
         snprintf(host, sizeof host, "unknown");
     ncd_ctx_clear_error(ctx);
     return host;
+}
+
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
+                     struct ncd_check_opts *o, char *src, size_t srclen)
+{
+    o->nccl_version = 0;
+    o->nccl_version_source = NULL;
+    if (opt) {
+        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0) {
+            cli_err("--nccl-version takes X.Y.Z (e.g. 2.21.5), not '%s'", opt);
+            return -1;
+        }
+        snprintf(src, srclen, "--nccl-version");
+        o->nccl_version_source = src;
+        return 0;
+    }
+    struct ncd_nccl_lib lib;
+    ncd_nccl_lib_detect(ctx, &lib);
+    if (lib.found) {
+        o->nccl_version = lib.version;
+        snprintf(src, srclen, "%s", lib.path[0] ? lib.path : "libnccl.so.2");
+    } else {
+        char vb[16];
+        snprintf(src, srclen, "libnccl.so.2 not found: newest known, %s",
+                 ncd_nccl_version_str(NCD_NCCL_NEWEST, vb, sizeof vb));
+    }
+    o->nccl_version_source = src;
+    return 0;
 }

@@ -179,6 +179,61 @@ void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
     *value = ctx->env[i].value;
 }
 
+int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len)
+{
+    struct ncd_ctx tmp = {0};
+    const char *p = buf, *end = buf + len;
+    int lineno = 0;
+    while (p < end) {
+        const char *e = p;
+        while (e < end && *e != '\n' && *e != '\0')
+            e++;
+        lineno++;
+        size_t ll = (size_t)(e - p);
+        if (ll && p[ll - 1] == '\r')
+            ll--;
+        if (ll && *p != '#') {
+            const char *eq = memchr(p, '=', ll);
+            if (!eq || eq == p) {
+                for (size_t i = 0; i < tmp.nenv; i++) {
+                    free(tmp.env[i].name);
+                    free(tmp.env[i].value);
+                }
+                free(tmp.env);
+                return ncd_fail(ctx, NCD_EPARSE,
+                                "environment line %d is not NAME=value",
+                                lineno);
+            }
+            size_t nlen = (size_t)(eq - p);
+            char *val = strndup(eq + 1, ll - nlen - 1);
+            int dup = 0;
+            for (size_t j = 0; j < tmp.nenv && !dup; j++)
+                dup = strlen(tmp.env[j].name) == nlen &&
+                      memcmp(tmp.env[j].name, p, nlen) == 0;
+            if (!val || (!dup && env_append(&tmp, p, nlen, val) < 0)) {
+                free(val);
+                for (size_t i = 0; i < tmp.nenv; i++) {
+                    free(tmp.env[i].name);
+                    free(tmp.env[i].value);
+                }
+                free(tmp.env);
+                return NCD_ENOMEM;
+            }
+            free(val);
+        }
+        p = e + 1;
+    }
+    for (size_t i = 0; i < ctx->nenv; i++) {
+        free(ctx->env[i].name);
+        free(ctx->env[i].value);
+    }
+    free(ctx->env);
+    ctx->env = tmp.env;
+    ctx->nenv = tmp.nenv;
+    ctx->capenv = tmp.capenv;
+    return (int)tmp.nenv;
+}
+
 int ncd_vfail(struct ncd_ctx *ctx, int code, const char *fmt, va_list ap)
 {
     if (ctx && ctx->errcode == NCD_OK) {

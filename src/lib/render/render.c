@@ -104,7 +104,8 @@ const char *ncd_color_reset(const struct ncd_text_style *st)
 void ncd_sb_shell_quote(struct ncd_strbuf *out, const char *value)
 {
     /* Plain words need no quotes; keeps `export NCCL_IB_DISABLE=1` tidy. */
-    int plain = *value != '\0';
+    /* A leading '=' (NCCL's exact-match syntax) reads badly unquoted. */
+    int plain = *value != '\0' && *value != '=';
     for (const char *p = value; *p && plain; p++)
         plain = strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
                        "0123456789_-.,:/=@%+",

@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file nccl.h
+ * @brief NCCL versions, the installed libnccl, and NCCL's own interface
+ *        selection predicted for a given version.
+ *
+ * Version codes: this library always uses major*10000 + minor*100 + patch
+ * (2.28.3 -> 22803, 2.8.4 -> 20804).  NCCL's own NCCL_VERSION_CODE uses
+ * that scheme since 2.9; before, it was major*1000 + minor*100 + patch, and
+ * ncd_nccl_version_from_code() converts both.
+ */
+#ifndef NCD_NCCL_H
+#define NCD_NCCL_H
+
+#include <stddef.h>
+
+#include "ncd/ctx.h"
+#include "ncd/netif.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The newest NCCL whose behaviour this build knows (2.30.7). */
+#define NCD_NCCL_NEWEST 23007
+
+/**
+ * Parses "2.28.3" (also "2.28", "2.28.3-1", "v2.28.3") into a version code.
+ * @return 0, or NCD_EPARSE when it is not a version.
+ */
+int ncd_nccl_version_parse(const char *s, int *code);
+
+/** Converts a code returned by ncclGetVersion() (either scheme) into ours.
+ */
+int ncd_nccl_version_from_code(int nccl_code);
+
+/** Formats a code as "2.28.3" into buf (>= 16 bytes); returns buf. */
+const char *ncd_nccl_version_str(int code, char *buf, size_t len);
+
+/** The libnccl found for this process. */
+struct ncd_nccl_lib {
+    int found;         /**< 1 when loaded and its version read */
+    int version;       /**< our code, 0 when unknown */
+    char path[512];    /**< file the dynamic loader resolved, if known */
+    char error[256];   /**< why not found (dlerror text), "" when found */
+};
+
+/**
+ * Loads libnccl.so.2 the way an application would (dlopen with the
+ * process's LD_LIBRARY_PATH and ld cache) and reads ncclGetVersion().
+ * Only on a live context; a recorded sysroot gives the version stored in
+ * /.ncd/nccl-version ("2.21.5"), if any.
+ * @return 0 (see out->found), NCD_ENOMEM.
+ */
+int ncd_nccl_lib_detect(struct ncd_ctx *ctx, struct ncd_nccl_lib *out);
+
+/* ---- NCCL_SOCKET_IFNAME and NCCL_IB_HCA lists -------------------------- */
+
+/** One token of a parsed list: "name[:port[:rail[:plane]]]". */
+struct ncd_nccl_iflist_token {
+    char name[64];
+    int port; /**< -1 when absent */
+};
+
+/**
+ * A parsed NCCL_SOCKET_IFNAME / NCCL_IB_HCA / NCCL_OOB_NET_IFNAME value,
+ * following NCCL's parseStringList/matchIfList (src/misc/utils.cc) and
+ * ncclOsFindInterfaces (src/os/linux.cc), 2.30.7.
+ */
+struct ncd_nccl_iflist {
+    int set;          /**< 0 when unset OR ignored (length <= 1) */
+    int ignored;      /**< 1 when set but ignored because length <= 1 */
+    int exclude;      /**< leading '^' */
+    int exact;        /**< '=' after the optional '^' */
+    int eq_before_caret; /**< value starts "=^": '^' is then literal */
+    int n;            /**< tokens kept */
+    int dropped_empty;   /**< empty tokens dropped (",,", trailing ',') */
+    int has_space;    /**< some token has leading/trailing white space */
+    int truncated;    /**< more tokens than NCCL keeps (max_tokens) */
+    struct ncd_nccl_iflist_token tok[32];
+};
+
+/**
+ * Parses a list value.
+ * @param value       the variable's value (NULL = unset).
+ * @param max_tokens  16 for NCCL_SOCKET_IFNAME (MAX_IFS), 32 for
+ *                    NCCL_IB_HCA (MAX_IB_DEVS).
+ */
+void ncd_nccl_iflist_parse(const char *value, int max_tokens,
+                           struct ncd_nccl_iflist *out);
+
+/**
+ * Whether an interface / device name is selected by the list, as NCCL
+ * matches it: prefix or exact per `exact`, inverted by `exclude`.
+ * @param port  the device port for NCCL_IB_HCA matching, or -1 for
+ *              sockets (NCCL ignores the token's port there).
+ */
+int ncd_nccl_iflist_match(const struct ncd_nccl_iflist *l, const char *name,
+                          int port);
+
+/* ---- Interface selection ------------------------------------------------ */
+
+/** What NCCL would pick on this node. */
+struct ncd_nccl_choice {
+    int version;             /**< the behaviour predicted (our code) */
+    int via_comm_id;         /**< bootstrap chosen by NCCL_COMM_ID subnet */
+    int comm_id_invalid;     /**< NCCL_COMM_ID set but unparsable */
+    char bootstrap[NCD_IFNAME_MAX + 8]; /**< "" when none found */
+    char bootstrap_addr[64];
+    int n_socket;            /**< Socket transport list (max 16) */
+    char socket[16][NCD_IFNAME_MAX + 8];
+    char socket_addr[16][64];
+    int pass;                /**< pass that produced the auto choice:
+                                  1 ib, 2 comm-id subnet, 3 others,
+                                  4 docker, 5 lo, 6 virbr; 0 user list or
+                                  nothing */
+    const char *pass_name;   /**< that pass in words; static */
+    struct ncd_nccl_iflist ifname; /**< NCCL_SOCKET_IFNAME as parsed */
+    int family;              /**< AF_INET/AF_INET6 from NCCL_SOCKET_FAMILY,
+                                  AF_UNSPEC when any */
+    int family_ignored;      /**< NCCL_SOCKET_FAMILY set to another string */
+};
+
+/**
+ * Predicts NCCL's interface selection (ncclFindInterfaces, src/misc/
+ * socket.cc; bootstrapNetInit, src/bootstrap.cc) for `version` (0 =
+ * newest) from the getifaddrs list and the context's NCCL_SOCKET_IFNAME,
+ * NCCL_SOCKET_FAMILY and NCCL_COMM_ID:
+ *  - passes: "ib" prefix; NCCL_COMM_ID subnet (only if set); everything
+ *    but docker/lo/virbr (virbr only from 2.28); docker; lo; virbr (2.28+);
+ *  - IFF_RUNNING required from 2.28 on;
+ *  - ::1 skipped, fe80:: kept; first address per name wins; getifaddrs
+ *    order;
+ *  - a user list that matches nothing gives no interface (no fallback).
+ * NCCL_COMM_ID host names are not resolved (no DNS from a check); an
+ * IP literal is matched against local subnets.
+ * @return 0 or NCD_EINVAL (version too old to predict: < 2.0).
+ */
+int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                    int version, struct ncd_nccl_choice *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

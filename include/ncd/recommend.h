@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file recommend.h
+ * @brief Which interface NCCL (and MPI, Gloo) should use on this node, by
+ *        explicit rules, with the reason for every decision.
+ *
+ * Rules, in order (each later rule only breaks ties of the earlier ones):
+ *  1. Usable = administratively UP, RUNNING (carrier), and holding a
+ *     routable address: IPv4 outside 127/8 and 169.254/16, or a global
+ *     IPv6 address.  Unusable interfaces are listed with the reason.
+ *  2. Tier: IPoIB (ARP type infiniband) first; then physical NICs, bonds,
+ *     VLANs and plain bridges; then wireless; then anything whose name or
+ *     kind marks it as container/VM/VPN plumbing (docker*, br-*, veth*,
+ *     virbr*, cni*, flannel*, cali*, tun*, tap*, wg*, tailscale*, other
+ *     software devices), chosen only when nothing else is usable.
+ *  3. Higher link speed (sysfs speed, Mb/s; unknown counts as 0).
+ *  4. Carries the default route (/proc/net/route, /proc/net/ipv6_route).
+ *  5. More traffic so far (rx_bytes + tx_bytes).
+ *  6. Lower ifindex.
+ */
+#ifndef NCD_RECOMMEND_H
+#define NCD_RECOMMEND_H
+
+#include "ncd/ctx.h"
+#include "ncd/netif.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NCD_RANK_MAX_REASONS 8
+
+/** The verdict on one interface. */
+struct ncd_if_rank {
+    const struct ncd_netif *ni;     /**< points into the probed list */
+    int usable;                     /**< passes rule 1 */
+    int tier;                       /**< rule 2: 0 IPoIB ... 4 plumbing */
+    int default_route;              /**< rule 4 */
+    int rank;                       /**< 1 = best; 0 when unusable */
+    const struct ncd_if_addr *addr; /**< the routable address, or NULL */
+    int n_reasons;
+    char reasons[NCD_RANK_MAX_REASONS][192]; /**< in words, for humans */
+};
+
+/** The recommendation for a node. */
+struct ncd_recommendation {
+    struct ncd_if_rank *ranks; /**< all interfaces, best first; owned */
+    size_t n;
+    const struct ncd_if_rank *best; /**< NULL when nothing is usable */
+    int best_is_plumbing;      /**< best is tier 4 (nothing better) */
+    /** Value for NCCL_SOCKET_IFNAME: "ens5", or "=eth1" when a prefix would
+     *  also match another interface (eth10); "" when none. */
+    char socket_ifname[NCD_IFNAME_MAX + 8];
+    int rdma_active_ports;     /**< ACTIVE ports under /sys/class/infiniband */
+    int rdma_devices;          /**< devices under /sys/class/infiniband */
+    int ib_disable;            /**< 1: recommend NCCL_IB_DISABLE=1 */
+    char ib_reason[192];
+};
+
+/**
+ * Ranks the interfaces of `nl` and derives the recommended settings.
+ * `nl` must outlive `out`.
+ * @return 0 or NCD_ENOMEM.  Release with ncd_recommendation_release().
+ */
+int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                  struct ncd_recommendation *out);
+
+void ncd_recommendation_release(struct ncd_recommendation *r);
+
+/**
+ * The recommended environment as NAME=value pairs, in a stable order:
+ * NCCL_SOCKET_IFNAME, NCCL_IB_DISABLE (when recommended), GLOO_SOCKET_IFNAME,
+ * OMPI_MCA_btl_tcp_if_include, OMPI_MCA_oob_tcp_if_include.
+ * @param names,values  arrays of at least 8; strings point into `r` or are
+ *                      static.
+ * @return the count (0 when no interface is usable).
+ */
+int ncd_recommend_env(const struct ncd_recommendation *r, const char **names,
+                      const char **values);
+
+/**
+ * Counts the RDMA ports NCCL's IB transport could use: ports whose state
+ * under /sys/class/infiniband/<dev>/ports/<p>/state is ACTIVE (NCCL
+ * src/transport/net_ib/init.cc accepts only IBV_PORT_ACTIVE ports).
+ * @param n_devices  receives the number of RDMA devices (may be NULL).
+ * @param hca_list   receives those ports in NCCL_IB_HCA's exact syntax,
+ *                   "=mlx5_0:1,mlx5_1:1" ("" when none); may be NULL.
+ * @return the number of ACTIVE ports.
+ */
+int ncd_rdma_active_ports(struct ncd_ctx *ctx, int *n_devices,
+                          char *hca_list, size_t n);
+
+/** 1 when a name looks like container/VM/VPN plumbing (rule 2). */
+int ncd_ifname_is_plumbing(const char *name);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
+
+#ifndef NCD_RECOMMEND_REPORT_H
+#define NCD_RECOMMEND_REPORT_H
+#include <jansson.h>
+
+#include "ncd/nccl.h"
+#include "ncd/report.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * The interface report as JSON (the body of `ifaces --json`):
+ * {"interfaces":[{"index","name","kind","kind_evidence","flags":[...],
+ *   "operstate","carrier","mtu","mac","arptype","addresses":[{"family",
+ *   "address","prefix","scope","link_local"}],"speed_mbps"(null when
+ *   unknown),"rx_bytes","tx_bytes","rx_packets","tx_packets","pci","numa_node",
+ *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
+ *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
+ *  "nccl":{"version","version_source","bootstrap":NAME|null,
+ *          "bootstrap_address","socket":[NAMES],"pass"}}
+ * New reference; NULL on allocation failure.
+ */
+json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
+                            const struct ncd_recommendation *rec,
+                            const struct ncd_nccl_choice *ch,
+                            const char *version_source);
+
+/**
+ * The interface table as text: one line per interface (rank, name, kind,
+ * state, addresses, speed, traffic), with the reasons under each when
+ * `detailed`, then NCCL's predicted choice.
+ */
+void ncd_net_render_text(struct ncd_strbuf *out,
+                         const struct ncd_netif_list *nl,
+                         const struct ncd_recommendation *rec,
+                         const struct ncd_nccl_choice *ch,
+                         const char *version_source, int detailed,
+                         const struct ncd_text_style *st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: MIT */
+/* The recommended environment and the `env --profile` presets. */
+#define _GNU_SOURCE
+#include "ncd/check.h"
+#include "ncd/error.h"
+#include "ncd/recommend.h"
+#include "ncd/report.h"
+
+#include <stdio.h>
+#include <string.h>
+
+json_t *ncd_recommended_env(json_t *facts, const struct ncd_findings *l)
+{
+    json_t *env = json_object();
+    if (!env)
+        return NULL;
+    json_t *net = json_object_get(json_object_get(facts, "network"),
+                                  "recommended_env");
+    if (net)
+        json_object_update(env, net);
+    /* A usable RDMA port is a decision too: never carry a suggestion to
+     * disable IB (e.g. the intent behind NCCL_IB_DISABLE=true) into the
+     * node's recommendation. */
+    json_int_t rdma = json_integer_value(json_object_get(
+        json_object_get(facts, "network"), "rdma_active_ports"));
+    json_t *more = ncd_findings_env_json(l, NCD_SEV_WARNING);
+    const char *k;
+    json_t *v;
+    json_object_foreach(more, k, v)
+    {
+        if (rdma > 0 && strcmp(k, "NCCL_IB_DISABLE") == 0)
+            continue;
+        if (!json_object_get(env, k))
+            json_object_set(env, k, v);
+    }
+    json_decref(more);
+    return env;
+}
+
+int ncd_env_profile_parse(const char *s)
+{
+    static const char *const names[] = {"none", "ethernet", "infiniband",
+                                        "docker", "kubernetes"};
+    for (int i = 0; i < 5; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    if (strcmp(s, "k8s") == 0)
+        return NCD_PROFILE_KUBERNETES;
+    if (strcmp(s, "ib") == 0)
+        return NCD_PROFILE_INFINIBAND;
+    return -1;
+}
+
+int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
+                          json_t *env, struct ncd_strbuf *notes)
+{
+    char hca[512];
+    switch (p) {
+    case NCD_PROFILE_NONE:
+        break;
+    case NCD_PROFILE_ETHERNET:
+        json_object_set_new(env, "NCCL_IB_DISABLE", json_string("1"));
+        /* NSOCKS_PERTHREAD does nothing while SOCKET_NTHREADS resolves to
+         * 0 (the default off AWS/GCP); threads x sockets <= 64 (NCCL
+         * src/transport/net_socket.cc). */
+        json_object_set_new(env, "NCCL_SOCKET_NTHREADS", json_string("4"));
+        json_object_set_new(env, "NCCL_NSOCKS_PERTHREAD", json_string("4"));
+        ncd_sb_puts(notes, "TCP only: 4 helper threads x 4 sockets per peer "
+                           "is a starting point for 25-100 Gb/s links; "
+                           "measure with `nccl-doctor tune`.\n");
+        break;
+    case NCD_PROFILE_INFINIBAND:
+        json_object_del(env, "NCCL_IB_DISABLE");
+        ncd_rdma_active_ports(ctx, NULL, hca, sizeof hca);
+        if (hca[0]) {
+            json_object_set_new(env, "NCCL_IB_HCA", json_string(hca));
+            ncd_sb_puts(notes, "NCCL_IB_HCA lists this node's ACTIVE ports "
+                               "exactly ('=' avoids mlx5_1 also matching "
+                               "mlx5_10).\n");
+        } else {
+            ncd_sb_puts(notes, "No ACTIVE RDMA port on this node: NCCL will "
+                               "fall back to sockets. Check `ibstat`, the "
+                               "subnet manager and the cabling.\n");
+        }
+        ncd_sb_puts(notes, "NCCL_SOCKET_IFNAME still matters: it carries the "
+                           "bootstrap and IB's out-of-band connection "
+                           "setup.\n");
+        break;
+    case NCD_PROFILE_DOCKER:
+        ncd_sb_puts(notes, "docker run needs: --shm-size=1g (or --ipc=host) "
+                           "--ulimit memlock=-1 --ulimit stack=67108864 "
+                           "--network=host (or the host's NIC via macvlan/"
+                           "SR-IOV) --gpus all; for RDMA also --device=/dev/"
+                           "infiniband --cap-add=IPC_LOCK.\n");
+        break;
+    case NCD_PROFILE_KUBERNETES:
+        ncd_sb_puts(notes, "pod spec: hostNetwork: true (or an SR-IOV/RDMA "
+                           "device plugin), a /dev/shm emptyDir with medium: "
+                           "Memory, securityContext.capabilities.add: "
+                           "[IPC_LOCK] for RDMA.\n");
+        ncd_sb_puts(notes, "Without hostNetwork the pod's eth0 is a veth on "
+                           "the CNI overlay: it works but is slower than the "
+                           "host NIC.\n");
+        break;
+    }
+    return notes->oom ? NCD_ENOMEM : 0;
+}
