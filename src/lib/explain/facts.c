@@ -386,6 +386,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     case 'N':
         if (STARTS(m, ml, "NCCL version ")) {
             set_version(pr, m + 13, ml - 13);
+            pr->ver_line = ex->lineno;
             return;
         }
         if (STARTS(m, ml, "NCCL_") || STARTS(m, ml, "NCCL ")) {
@@ -441,6 +442,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 }
             } else if (memmem(m, ml, "No device found", 15)) {
                 pr->ib_nodev = 1;
+                pr->ib_line = ex->lineno;
             }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
@@ -451,8 +453,10 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         if (STARTS(m, ml, "NET/Socket")) {
             pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
             const char *u = memmem(m, ml, ": Using ", 8);
-            if (u && !pr->nsock)
+            if (u && !pr->nsock) {
                 pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 4);
+                pr->sock_line = ex->lineno;
+            }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
             else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
@@ -464,10 +468,13 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 memmem(m, ml, "Could not find", 14) ||
                 memmem(m, ml, "using internal", 14) ||
                 memmem(m, ml, "Using internal", 14)) {
-                if (pr->plugin == 0)
+                if (pr->plugin == 0) {
                     pr->plugin = 1;
+                    pr->plugin_line = ex->lineno;
+                }
             } else if (memmem(m, ml, "Loaded", 6)) {
                 pr->plugin = 2;
+                pr->plugin_line = ex->lineno;
                 const char *l = memmem(m, ml, "plugin ", 7);
                 if (l)
                     copyn(pr->plugin_name, sizeof pr->plugin_name, l + 7,
@@ -488,14 +495,17 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         if (STARTS(m, ml, "Bootstrap")) {
             pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
             const char *u = memmem(m, ml, ": Using ", 8);
-            if (u && !pr->nboot)
+            if (u && !pr->nboot) {
                 pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
+                pr->boot_line = ex->lineno;
+            }
             return;
         }
         break;
     case 'U':
         if (STARTS(m, ml, "Using network ")) {
             copyn(pr->net, sizeof pr->net, m + 14, ml - 14);
+            pr->net_line = ex->lineno;
             if (strcmp(pr->net, "IB") && strcmp(pr->net, "Socket")) {
                 pr->plugin = 2;
                 if (!pr->plugin_name[0])
@@ -507,6 +517,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     case 'P':
         if (STARTS(m, ml, "Plugin Path : ")) {
             pr->plugin = 2;
+            pr->plugin_line = ex->lineno;
             copyn(pr->plugin_name, sizeof pr->plugin_name, m + 14, ml - 14);
             return;
         }
@@ -517,6 +528,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             (STARTS(m, ml, "Failed to open") || STARTS(m, ml, "Count not open") ||
              STARTS(m, ml, "Could not open"))) {
             pr->ibverbs_missing = 1;
+            pr->ib_line = ex->lineno;
             return;
         }
         if (STARTS(m, ml, "Channel ")) {

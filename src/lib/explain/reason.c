@@ -190,16 +190,23 @@ static void good_iface(const struct ncd_explain *ex, char *out, size_t osz)
     snprintf(out, osz, "<the interface that reaches the other nodes>");
 }
 
+/* The earliest match of the rules `r` absorbs, preferring real causes
+ * over framework summaries.  0 when none matched. */
 static int rec_any(const struct ncd_explain *ex, const struct ncd__rule *r,
                    const struct ncd__rec **first)
 {
     const struct ncd__rec *best = NULL;
+    int best_root = 0;
     for (size_t a = 0; a < r->nabsorbs; a++) {
         long k = ncd__rules_find(ex->rules, r->absorbs[a]);
         if (k < 0 || !ex->recs[k].count)
             continue;
-        if (!best || ex->recs[k].first_seq < best->first_seq)
+        int root = ex->rules->v[k].role == NCD_ROLE_ROOT;
+        if (!best || (root && !best_root) ||
+            (root == best_root && ex->recs[k].first_seq < best->first_seq)) {
             best = &ex->recs[k];
+            best_root = root;
+        }
     }
     if (first)
         *first = best;
@@ -301,8 +308,12 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             hit_var(h, "host", p->host);
             hit_var(h, "what", what);
             hit_var(h, "good_iface", good);
-            hit_ev(h, "%s: NCCL uses %s %s for %s", where, f->name, f->addr,
-                   mode == 0 ? "the bootstrap" : what);
+            hit_ev(h, "%s:%llu: %s: NCCL uses %s %s for %s",
+                   ncd__src_name(ex, p->src),
+                   (unsigned long long)(strcmp(what, "NET/Socket") == 0
+                                            ? p->sock_line
+                                            : p->boot_line),
+                   where, f->name, f->addr, mode == 0 ? "the bootstrap" : what);
             if (conn) {
                 hit_from_rec(h, conn);
                 for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
@@ -363,15 +374,19 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                                      ? "libibverbs could not be loaded"
                                      : "no active InfiniBand/RoCE port passed "
                                        "NCCL_IB_HCA (NET/IB : No device found)");
-            hit_ev(h, "%s: %s", where,
+            hit_ev(h, "%s:%llu: %s: %s", ncd__src_name(ex, p->src),
+                   (unsigned long long)p->ib_line, where,
                    p->ibverbs_missing ? "Failed to open libibverbs.so[.1]"
                                       : "NET/IB : No device found.");
             if (ipoib)
-                hit_ev(h, "%s: data goes over NET/Socket on %s (IPoIB)", where,
-                       ipoib);
+                hit_ev(h, "%s:%llu: %s: data goes over NET/Socket on %s (IPoIB)",
+                       ncd__src_name(ex, p->src), (unsigned long long)p->sock_line,
+                       where, ipoib);
             else
-                hit_ev(h, "%s: Using network Socket%s", where,
-                       any_ib ? " while other processes use IB" : "");
+                hit_ev(h, "%s:%llu: %s: Using network Socket%s",
+                       ncd__src_name(ex, p->src),
+                       (unsigned long long)(p->net_line ? p->net_line : p->sock_line),
+                       where, any_ib ? " while other processes use IB" : "");
             h->seq = p->last_seq;
             return 1;
         }
@@ -395,10 +410,12 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                          p->host[0] ? p->host : "?", q->version,
                          q->host[0] ? q->host : "?");
                 hit_var(h, "versions", buf);
-                hit_ev(h, "%s (pid %ld): NCCL version %s", p->host, p->pid,
-                       p->version);
-                hit_ev(h, "%s (pid %ld): NCCL version %s", q->host, q->pid,
-                       q->version);
+                hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                       ncd__src_name(ex, p->src), (unsigned long long)p->ver_line,
+                       p->host, p->pid, p->version);
+                hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                       ncd__src_name(ex, q->src), (unsigned long long)q->ver_line,
+                       q->host, q->pid, q->version);
                 h->seq = 0;
                 return 1;
             }
@@ -436,17 +453,23 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                      with->host[0] ? with->host : "one process",
                      with->plugin_name[0] ? with->plugin_name : "", 
                      without->host[0] ? without->host : "another");
-            hit_ev(h, "%s (pid %ld): net plugin %s", with->host, with->pid,
+            hit_ev(h, "%s:%llu: %s (pid %ld): net plugin %s",
+                   ncd__src_name(ex, with->src), (unsigned long long)with->plugin_line,
+                   with->host, with->pid,
                    with->plugin_name[0] ? with->plugin_name : "loaded");
-            hit_ev(h, "%s (pid %ld): no net plugin, internal network used",
-                   without->host, without->pid);
+            hit_ev(h, "%s:%llu: %s (pid %ld): no net plugin, internal network used",
+                   ncd__src_name(ex, without->src),
+                   (unsigned long long)without->plugin_line, without->host,
+                   without->pid);
         } else {
             snprintf(buf, sizeof buf, "%s uses network %s, %s uses %s",
                      n1->host, n1->net, n2->host, n2->net);
-            hit_ev(h, "%s (pid %ld): Using network %s", n1->host, n1->pid,
-                   n1->net);
-            hit_ev(h, "%s (pid %ld): Using network %s", n2->host, n2->pid,
-                   n2->net);
+            hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                   ncd__src_name(ex, n1->src), (unsigned long long)n1->net_line,
+                   n1->host, n1->pid, n1->net);
+            hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                   ncd__src_name(ex, n2->src), (unsigned long long)n2->net_line,
+                   n2->host, n2->pid, n2->net);
         }
         hit_var(h, "detail", buf);
         h->seq = 0;

@@ -88,6 +88,8 @@ struct ncd__proc {
     uint32_t nwarn;
     char ring[80];
     char trees[80];
+    /* line numbers (in source `src`) of the facts, for evidence */
+    uint64_t ver_line, boot_line, sock_line, ib_line, net_line, plugin_line;
 };
 
 /* Per host: local (P2P/SHM) peers, dev index -> rank, to spot hosts that
