@@ -102,6 +102,9 @@ static size_t clean_copy(const char *in, size_t len, char *out)
     if (!memchr(in, 0x1b, len) && !memchr(in, '\r', len)) {
         memcpy(out, in, len);
         out[len] = '\0';
+        /* NUL bytes would cut the C string short */
+        for (char *z = memchr(out, 0, len); z; z = memchr(z, 0, (size_t)(out + len - z)))
+            *z++ = ' ';
         return len;
     }
     size_t o = 0;
