@@ -60,10 +60,14 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         ex->procs_dropped = 1;
         return NULL;
     }
-    if (!ex->procs) {
-        ex->procs = malloc(NCD__MAX_PROCS * sizeof *ex->procs);
-        if (!ex->procs)
+    if (ex->nprocs == ex->capprocs) {
+        /* grows; callers never keep a proc pointer across lines */
+        size_t nc = ex->capprocs ? ex->capprocs * 2 : 64;
+        struct ncd__proc *nv = realloc(ex->procs, nc * sizeof *nv);
+        if (!nv)
             return NULL;
+        ex->procs = nv;
+        ex->capprocs = nc;
     }
     struct ncd__proc *p = &ex->procs[ex->nprocs];
     memset(p, 0, sizeof *p);
@@ -207,8 +211,14 @@ static struct ncd__host *host_get(struct ncd_explain *ex, const char *name)
     }
     if (ex->nhosts >= NCD__MAX_HOSTS)
         return NULL;
-    if (!ex->hosts && !(ex->hosts = malloc(NCD__MAX_HOSTS * sizeof *ex->hosts)))
-        return NULL;
+    if (ex->nhosts == ex->caphosts) {
+        size_t nc = ex->caphosts ? ex->caphosts * 2 : 16;
+        struct ncd__host *nv = realloc(ex->hosts, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ex->hosts = nv;
+        ex->caphosts = nc;
+    }
     struct ncd__host *h = &ex->hosts[ex->nhosts];
     memset(h, 0, sizeof *h);
     copyn(h->name, sizeof h->name, name, strlen(name));

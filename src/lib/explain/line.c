@@ -479,7 +479,9 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
             o->msg_len = (size_t)(end - m);
             return 0;
         }
-        if (hit == text || hit[-1] == ' ' || hit[-1] == ':') {
+        /* the bare "NCCL version" line starts the line; PyTorch's
+         * "..., NCCL version 2.18.1" inside an error message is not one */
+        if (hit == text) {
             if ((size_t)(end - hit) > 13 &&
                 memcmp(hit, "NCCL version ", 13) == 0) {
                 o->level = NCD_LOG_VERSION;

@@ -36,7 +36,7 @@ struct ncd__rec {
     char *cap_val[NCD__MAX_CAPS];
     size_t ncaps;
     char hosts[4][48];
-    size_t nhosts; /* distinct hosts, saturates at 5 (= "more") */
+    size_t nhosts, caphosts; /* distinct hosts, saturates at 5 (= "more") */
 };
 
 struct ncd__iface {
@@ -140,12 +140,12 @@ struct ncd_explain {
     struct ncd__rec unmatched[NCD_CAT__COUNT];
     /* facts */
     struct ncd__proc *procs;
-    size_t nprocs;
+    size_t nprocs, capprocs;
     int32_t *phash;
     long lastproc;
     int procs_dropped;
     struct ncd__host *hosts;
-    size_t nhosts;
+    size_t nhosts, caphosts;
     int32_t hhash[NCD__HOST_HASH];
     struct ncd__env env[NCD__MAX_ENV];
     size_t nenv;
