@@ -27,7 +27,7 @@ const char *const ncd__when_names[] = {
     "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
-    "unmatched-warn",   "nothing-found",     NULL};
+    "unmatched-warn",   "nothing-found",     "container-bridge", NULL};
 
 #define MAX_VARS 10
 
@@ -325,6 +325,54 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             return 1;
         }
         return 0;
+    }
+    if (strcmp(w, "container-bridge") == 0) {
+        /* Docker's default bridge network is 172.17.0.0/16: addresses
+         * there are private to one host (NAT), and every host reuses them */
+        const struct ncd__rec *conn = NULL;
+        int failing = rec_any(ex, r, &conn);
+        size_t nbridge = 0;
+        const struct ncd__proc *first = NULL, *other = NULL;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            /* docker0 itself is the host side: iface-wrong-connect's case */
+            if (!p->nboot || strncmp(p->boot[0].addr, "172.17.", 7) != 0 ||
+                virtual_if(p->boot[0].name))
+                continue;
+            nbridge++;
+            if (!first)
+                first = p;
+            else if (!other && strcmp(first->host, p->host) != 0)
+                other = p;
+        }
+        if (!first || (!failing && !other))
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        proc_where(first, where, sizeof where);
+        hit_var(h, "iface", first->boot[0].name);
+        hit_var(h, "addr", first->boot[0].addr);
+        hit_var(h, "host", first->host);
+        hit_ev(h, "%s:%llu: %s: bootstrap on %s %s (Docker bridge network)",
+               ncd__src_name(ex, first->src), (unsigned long long)first->boot_line,
+               where, first->boot[0].name, first->boot[0].addr);
+        if (other) {
+            proc_where(other, where, sizeof where);
+            hit_ev(h, "%s:%llu: %s: bootstrap on %s %s",
+                   ncd__src_name(ex, other->src), (unsigned long long)other->boot_line,
+                   where, other->boot[0].name, other->boot[0].addr);
+        }
+        if (conn) {
+            hit_from_rec(h, conn);
+            for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
+                hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, conn->ev[k].src),
+                       (unsigned long long)conn->ev[k].line, conn->ev[k].text);
+        } else {
+            h->seq = 0;
+        }
+        (void)nbridge;
+        return 1;
     }
     if (strcmp(w, "ifname-no-match") == 0) {
         const struct ncd__env *e = NULL;
@@ -777,7 +825,18 @@ static int emit(struct ncd_explain *ex, const struct hit *h,
         ncd_finding_fix(f, "%s", x);
     free(c);
     free(x);
+    /* NCCL ignores NCCL_IB_GID_INDEX on InfiniBand link layer ports
+     * (nccl-facts.md §4): drop the suggestion when every port NCCL listed
+     * is /IB. */
+    int ib_only = 0, roce = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        ib_only += ex->procs[i].ib_ib;
+        roce += ex->procs[i].ib_roce;
+    }
+    ib_only = ib_only > 0 && roce == 0;
     for (size_t i = 0; i < r->nenv; i++) {
+        if (ib_only && strcmp(r->env_names[i], "NCCL_IB_GID_INDEX") == 0)
+            continue;
         char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
         ncd_finding_env(f, r->env_names[i], v);
         free(v);
