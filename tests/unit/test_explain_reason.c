@@ -328,6 +328,50 @@ static void test_nothing_and_overlong(void **state)
     free(buf);
 }
 
+static void test_container_bridge_and_trail(void **state)
+{
+    (void)state;
+    struct src s[] = {{"a", "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+                            "node2:2:2 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.container-bridge");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_UNREACHABLE);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* only an error trail: the deepest frame's file names the subsystem */
+    struct src t[] = {{"b", "node1:1:1 [0] NCCL INFO transport/shm.cc:120 -> 2\n"
+                            "node1:1:1 [0] NCCL INFO transport.cc:30 -> 2 [Async thread]\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "nccl.error-trail");
+    assert_int_equal(fl.v[0].category, NCD_CAT_SYS_SHM);
+    assert_non_null(strstr(fl.v[0].title, "ncclSystemError"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_gid_advice_only_on_roce(void **state)
+{
+    (void)state;
+    struct src ib[] = {{"ib", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+                              "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(ib, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "ib.completion.retry-exceeded");
+    assert_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src roce[] = {{"roce", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+                                  "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    ex = scan(roce, 1, 0, &fl);
+    assert_non_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -340,6 +384,8 @@ int main(void)
         cmocka_unit_test(test_timeout_and_blog_advice),
         cmocka_unit_test(test_facts_and_streaming),
         cmocka_unit_test(test_nothing_and_overlong),
+        cmocka_unit_test(test_container_bridge_and_trail),
+        cmocka_unit_test(test_gid_advice_only_on_roce),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

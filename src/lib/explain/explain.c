@@ -180,6 +180,30 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
         rec->first_seq = ex->seq;
 }
 
+enum ncd_category ncd__category_for_src(const char *src, size_t len)
+{
+    /* NCCL source files by subsystem (src/ of NVIDIA/nccl, 2.8 .. 2.30.7) */
+    static const struct {
+        const char *frag;
+        enum ncd_category cat;
+    } by_src[] = {
+        {"net_ib", NCD_CAT_NET_IB},          {"ibvwrap", NCD_CAT_NET_IB},
+        {"ibvsymbols", NCD_CAT_NET_IB},      {"shm", NCD_CAT_SYS_SHM},
+        {"nvls", NCD_CAT_GPU_FABRIC},        {"mnnvl", NCD_CAT_GPU_FABRIC},
+        {"p2p", NCD_CAT_GPU_P2P},            {"cudawrap", NCD_CAT_GPU_CUDA},
+        {"alloc", NCD_CAT_GPU_CUDA},         {"graph/", NCD_CAT_SYS_VIRT},
+        {"xml", NCD_CAT_SYS_VIRT},           {"topo", NCD_CAT_SYS_VIRT},
+        {"enqueue", NCD_CAT_USAGE_MISMATCH}, {"argcheck", NCD_CAT_USAGE_MISMATCH},
+        {"group", NCD_CAT_USAGE_MISMATCH},   {"bootstrap", NCD_CAT_NET_UNREACHABLE},
+        {"socket", NCD_CAT_NET_UNREACHABLE}, {"proxy", NCD_CAT_NET_UNREACHABLE},
+    };
+    if (src)
+        for (size_t i = 0; i < sizeof by_src / sizeof by_src[0]; i++)
+            if (memmem(src, len, by_src[i].frag, strlen(by_src[i].frag)))
+                return by_src[i].cat;
+    return NCD_CAT_NET_UNREACHABLE;
+}
+
 static void process_line(struct ncd_explain *ex, const char *line, size_t len)
 {
     struct ncd_log_line ll;
@@ -210,28 +234,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     }
     if (ll.level == NCD_LOG_WARN) {
         /* A WARN no rule knows: bucket it by the NCCL source file. */
-        static const struct {
-            const char *frag;
-            enum ncd_category cat;
-        } by_src[] = {
-            {"net_ib", NCD_CAT_NET_IB},       {"ibvwrap", NCD_CAT_NET_IB},
-            {"ibvsymbols", NCD_CAT_NET_IB},   {"shm", NCD_CAT_SYS_SHM},
-            {"nvls", NCD_CAT_GPU_FABRIC},     {"mnnvl", NCD_CAT_GPU_FABRIC},
-            {"p2p", NCD_CAT_GPU_P2P},         {"cudawrap", NCD_CAT_GPU_CUDA},
-            {"alloc", NCD_CAT_GPU_CUDA},      {"graph/", NCD_CAT_SYS_VIRT},
-            {"xml", NCD_CAT_SYS_VIRT},        {"topo", NCD_CAT_SYS_VIRT},
-            {"enqueue", NCD_CAT_USAGE_MISMATCH},
-            {"argcheck", NCD_CAT_USAGE_MISMATCH},
-            {"group", NCD_CAT_USAGE_MISMATCH},
-        };
-        enum ncd_category cat = NCD_CAT_NET_UNREACHABLE;
-        if (ll.src)
-            for (size_t i = 0; i < sizeof by_src / sizeof by_src[0]; i++)
-                if (memmem(ll.src, ll.src_len, by_src[i].frag,
-                           strlen(by_src[i].frag))) {
-                    cat = by_src[i].cat;
-                    break;
-                }
+        enum ncd_category cat =
+            ncd__category_for_src(ll.src, ll.src ? ll.src_len : 0);
         ncd__rec_add(ex, &ex->unmatched[cat], &ll, ex->nsrc - 1, ex->lineno);
     }
 }

@@ -608,6 +608,22 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     default:
         break;
     }
+    /* error trail: "<file>:<line> [(func)] -> <code>[ [Async thread]]" */
+    if (!ex->trail_file[0] && ml > 6) {
+        const char *arrow = memmem(m, ml, " -> ", 4);
+        const char *colon = arrow ? memchr(m, ':', (size_t)(arrow - m)) : NULL;
+        if (arrow && colon && arrow[4] >= '0' && arrow[4] <= '9' &&
+            memchr(m, ' ', (size_t)(colon - m)) == NULL && colon[1] >= '0' &&
+            colon[1] <= '9') {
+            copyn(ex->trail_file, sizeof ex->trail_file, m, (size_t)(colon - m));
+            ex->trail_code = atoi(arrow + 4);
+            ex->trail_src = ex->nsrc - 1;
+            ex->trail_line = ex->lineno;
+            ex->trail_seq = ex->seq;
+            copyn(ex->trail_text, sizeof ex->trail_text, ll->text, ll->text_len);
+            return;
+        }
+    }
     /* "... Init COMPLETE", "... Abort COMPLETE", "... Destroy COMPLETE" */
     if (ml > 9 && memcmp(m + ml - 8, "COMPLETE", 8) == 0) {
         if (memmem(m, ml, "Init COMPLETE", 13)) {

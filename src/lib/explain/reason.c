@@ -27,7 +27,7 @@ const char *const ncd__when_names[] = {
     "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
-    "unmatched-warn",   "nothing-found",     "container-bridge", NULL};
+    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", NULL};
 
 #define MAX_VARS 10
 
@@ -588,6 +588,30 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         pcre2_match_data_free(md);
         return found;
     }
+    if (strcmp(w, "error-trail") == 0) {
+        /* NCCL logged a failure trail but no WARN we could read: the file
+         * of the deepest frame names the subsystem (reference B7, end). */
+        static const char *const results[] = {
+            "ncclSuccess",          "ncclUnhandledCudaError", "ncclSystemError",
+            "ncclInternalError",    "ncclInvalidArgument",    "ncclInvalidUsage",
+            "ncclRemoteError",      "ncclInProgress"};
+        if (other_roots || !ex->trail_file[0] || ex->trail_code <= 0)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char code[40];
+        snprintf(code, sizeof code, "%s (%d)",
+                 ex->trail_code < 8 ? results[ex->trail_code] : "error",
+                 ex->trail_code);
+        h->cat = ncd__category_for_src(ex->trail_file, strlen(ex->trail_file));
+        hit_var(h, "file", ex->trail_file);
+        hit_var(h, "result", code);
+        hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, ex->trail_src),
+               (unsigned long long)ex->trail_line, ex->trail_text);
+        h->seq = ex->trail_seq;
+        return 1;
+    }
     if (strncmp(w, "init-hang-", 10) == 0) {
         if (other_roots)
             return 0;
@@ -892,7 +916,9 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
             if (!w || strcmp(w, "unmatched-warn") == 0 ||
                 strcmp(w, "nothing-found") == 0)
                 continue;
-            if ((strncmp(w, "init-hang-", 10) == 0) != (pass == 1))
+            int late = strncmp(w, "init-hang-", 10) == 0 ||
+                       strcmp(w, "error-trail") == 0;
+            if (late != (pass == 1))
                 continue;
             if ((rc = eval(ex, &hs, i, other_roots)) < 0)
                 goto out;

@@ -153,6 +153,12 @@ struct ncd_explain {
     size_t ngpus;
     char tests_version[24];
     uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
+    /* first NCCL error trail line "<file>:<line> -> <code>" (B7 end) */
+    char trail_file[64];
+    int trail_code;
+    uint32_t trail_src;
+    uint64_t trail_line, trail_seq;
+    char trail_text[200];
     /* results */
     enum ncd_rule_role *roles;
     size_t nroles;
@@ -166,6 +172,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr);
 
 /* explain.c */
+enum ncd_category ncd__category_for_src(const char *src, size_t len);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
                   uint64_t line);
