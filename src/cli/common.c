@@ -12,6 +12,7 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/gather.h"
 #include "ncd/check.h"
 #include "ncd/nccl.h"
 
@@ -134,10 +135,11 @@ void cli_err(const char *fmt, ...)
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
 {
     struct ncd_ctx *ctx;
-    int rc = ncd_ctx_new(c->sysroot, environ, &ctx);
+    char why[512];
+    int rc = ncd_ctx_new_sysroot(c->sysroot, environ, &ctx, why, sizeof why);
     if (rc < 0) {
         cli_err("cannot open sysroot '%s': %s", c->sysroot ? c->sysroot : "/",
-                ncd_strerror(rc));
+                *why ? why : ncd_strerror(rc));
         return NULL;
     }
     /* A capture carries the environment it was taken with. */
