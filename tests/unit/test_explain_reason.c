@@ -200,6 +200,23 @@ static void test_earliest_timestamp_wins(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_rank_order_without_timestamps(void **state)
+{
+    (void)state;
+    /* per-rank logs read rank 1 first; no time stamps: rank 0's error leads */
+    struct src s[] = {
+        {"r1.log", "[1,1]<stdout>:node2:2:2 [1] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n"},
+        {"r0.log", "[1,0]<stdout>:node1:1:1 [0] misc/ibvwrap.cc:2 NCCL WARN Call to "
+                   "ibv_modify_qp failed with error Connection timed out\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_only_consequences(void **state)
 {
     (void)state;
@@ -380,6 +397,7 @@ int main(void)
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_ib_silent_fallback),
         cmocka_unit_test(test_earliest_timestamp_wins),
+        cmocka_unit_test(test_rank_order_without_timestamps),
         cmocka_unit_test(test_only_consequences),
         cmocka_unit_test(test_timeout_and_blog_advice),
         cmocka_unit_test(test_facts_and_streaming),

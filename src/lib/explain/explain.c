@@ -225,6 +225,9 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     size_t pat;
     long ri = ncd__rules_match(ex->rules, &ex->m, ll.text, ll.text_len,
                                pr ? pr->vcode : 0, &pat);
+    /* the rank NCCL reported for this process, when the launcher gave none */
+    if (ll.rank < 0 && pr && pr->rank >= 0)
+        ll.rank = pr->rank;
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0)

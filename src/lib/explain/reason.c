@@ -780,10 +780,17 @@ static int group_of(const struct hit *h)
     return 2;
 }
 
+/* Time stamps first; without them, across different inputs (per-rank
+ * logs) the lower rank, else input order. */
 static int earlier(const struct hit *a, const struct hit *b)
 {
     if (a->ts >= 0 && b->ts >= 0 && a->ts != b->ts)
         return a->ts < b->ts ? -1 : 1;
+    if (a->ts < 0 && b->ts < 0 && a->rec && b->rec && a->rec->nev &&
+        b->rec->nev && a->rec->ev[0].src != b->rec->ev[0].src &&
+        a->rec->ev[0].rank >= 0 && b->rec->ev[0].rank >= 0 &&
+        a->rec->ev[0].rank != b->rec->ev[0].rank)
+        return a->rec->ev[0].rank < b->rec->ev[0].rank ? -1 : 1;
     if (a->seq != b->seq)
         return a->seq < b->seq ? -1 : 1;
     return 0;
