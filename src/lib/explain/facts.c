@@ -780,7 +780,18 @@ fail:
     return NULL;
 }
 
-/* Groups processes with identical summaries so 512 ranks print as a few
+/* Per-host aggregate for the text summary. */
+struct hostsum {
+    const struct ncd__proc *first;
+    size_t nprocs, ncomplete;
+    int rmin, rmax, nranks;
+    unsigned long long p2p, shm, net, netgdr;
+    unsigned gdr_on, gdr_off;
+    double slowest;
+    char phase; /* last phase of a process that did not complete */
+};
+
+/* One block per host (processes aggregated) so 512 ranks print as a few
  * lines. */
 void ncd_explain_facts_text(const struct ncd_explain *ex,
                             struct ncd_strbuf *out)
@@ -788,23 +799,15 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
     ncd_sb_printf(out, "Facts from %llu lines (%llu NCCL lines, %zu processes%s):\n",
                   ex->lines, ex->nccl_lines, ex->nprocs,
                   ex->procs_dropped ? ", more not tracked" : "");
-    /* versions and hosts */
-    struct ncd_strbuf hosts = {0}, vers = {0};
-    size_t nh = 0, nv = 0;
+    /* versions */
+    struct ncd_strbuf vers = {0};
+    size_t nv = 0;
     for (size_t i = 0; i < ex->nprocs; i++) {
         const struct ncd__proc *p = &ex->procs[i];
         int seen = 0;
         for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(ex->procs[k].host, p->host) == 0;
-        if (!seen && p->host[0]) {
-            if (nh < 12)
-                ncd_sb_printf(&hosts, "%s%s", nh ? ", " : "", p->host);
-            nh++;
-        }
-        seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(ex->procs[k].version, p->version) == 0;
-        if (!seen && p->version[0]) {
+            seen = ex->procs[k].vcode == p->vcode;
+        if (!seen && p->version[0] && nv < 8) {
             ncd_sb_printf(&vers, "%s%s%s%s", nv ? ", " : "", p->version,
                           p->cuda[0] ? "+cuda" : "", p->cuda);
             nv++;
@@ -812,61 +815,104 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
     }
     if (ex->tests_version[0])
         ncd_sb_printf(&vers, "%s%s (nccl-tests)", nv++ ? ", " : "", ex->tests_version);
-    ncd_sb_printf(out, "  hosts:        %s%s (%zu)\n", nh ? ncd_sb_str(&hosts) : "unknown",
-                  nh > 12 ? ", ..." : "", nh);
-    ncd_sb_printf(out, "  NCCL:         %s\n", nv ? ncd_sb_str(&vers) : "version not in the log");
-    ncd_sb_release(&hosts);
+    ncd_sb_printf(out, "  NCCL:    %s\n", nv ? ncd_sb_str(&vers) : "version not in the log");
     ncd_sb_release(&vers);
-    /* per distinct (host, summary) */
-    size_t shown = 0;
-    for (size_t i = 0; i < ex->nprocs && shown < 16; i++) {
+
+    /* hosts: small open-addressing table of aggregates */
+    size_t cap = 64;
+    while (cap < ex->nprocs * 2)
+        cap *= 2;
+    struct hostsum *hs = calloc(cap, sizeof *hs);
+    size_t *order = malloc(cap * sizeof *order);
+    size_t nh = 0;
+    if (!hs || !order) {
+        free(hs);
+        free(order);
+        return;
+    }
+    for (size_t i = 0; i < ex->nprocs; i++) {
         const struct ncd__proc *p = &ex->procs[i];
-        if (!p->nboot && !p->nsock && !p->net[0] && !p->nib && p->rank < 0 &&
-            !p->version[0])
-            continue;
-        int dup = 0;
-        for (size_t k = 0; k < i && !dup; k++) {
-            const struct ncd__proc *q = &ex->procs[k];
-            dup = strcmp(q->host, p->host) == 0 && strcmp(q->net, p->net) == 0 &&
-                  q->nboot == p->nboot &&
-                  (!p->nboot || strcmp(q->boot[0].name, p->boot[0].name) == 0);
+        size_t k = hash_proc(p->host, p->hostlen, 0) & (cap - 1);
+        while (hs[k].first && strcmp(hs[k].first->host, p->host) != 0)
+            k = (k + 1) & (cap - 1);
+        struct hostsum *h = &hs[k];
+        if (!h->first) {
+            h->first = p;
+            h->rmin = h->rmax = -1;
+            order[nh++] = k;
         }
-        if (dup)
-            continue;
-        shown++;
-        ncd_sb_printf(out, "  %s pid %ld", p->host[0] ? p->host : "(no host)", p->pid >= 0 ? p->pid : 0);
-        if (p->rank >= 0)
-            ncd_sb_printf(out, " rank %d/%d", p->rank, p->nranks);
+        h->nprocs++;
+        h->ncomplete += p->ncomplete > 0;
+        if (p->rank >= 0) {
+            if (h->rmin < 0 || p->rank < h->rmin)
+                h->rmin = p->rank;
+            if (p->rank > h->rmax)
+                h->rmax = p->rank;
+        }
+        if (p->nranks > h->nranks)
+            h->nranks = p->nranks;
+        h->p2p += p->t_p2p;
+        h->shm += p->t_shm;
+        h->net += p->t_net;
+        h->netgdr += p->t_netgdr;
+        h->gdr_on += p->gdr_on;
+        h->gdr_off += p->gdr_off;
+        if (p->init_total > h->slowest)
+            h->slowest = p->init_total;
+        if (!p->ncomplete && p->phase > h->phase)
+            h->phase = (char)p->phase;
+    }
+    ncd_sb_printf(out, "  hosts:   %zu\n", nh);
+    for (size_t o = 0; o < nh && o < 16; o++) {
+        const struct hostsum *h = &hs[order[o]];
+        const struct ncd__proc *p = h->first;
+        ncd_sb_printf(out, "  %s: %zu process%s", p->host[0] ? p->host : "(no host name)",
+                      h->nprocs, h->nprocs == 1 ? "" : "es");
+        if (h->rmin >= 0)
+            ncd_sb_printf(out, ", rank%s %d%s%.0d of %d", h->rmin == h->rmax ? "" : "s",
+                          h->rmin, h->rmin == h->rmax ? "" : "-",
+                          h->rmin == h->rmax ? 0 : h->rmax, h->nranks);
+        if (p->version[0])
+            ncd_sb_printf(out, ", NCCL %s", p->version);
         if (p->driver)
-            ncd_sb_printf(out, " driver %d.%d", p->driver / 1000, p->driver % 1000 / 10);
+            ncd_sb_printf(out, ", CUDA driver %d.%d", p->driver / 1000, p->driver % 1000 / 10);
         ncd_sb_putc(out, '\n');
         if (p->nboot) {
-            ncd_sb_puts(out, "      bootstrap:");
+            ncd_sb_puts(out, "      bootstrap:  ");
             for (int k = 0; k < p->nboot; k++)
-                ncd_sb_printf(out, " %s %s", p->boot[k].name, p->boot[k].addr);
+                ncd_sb_printf(out, "%s%s %s", k ? ", " : "", p->boot[k].name, p->boot[k].addr);
             ncd_sb_putc(out, '\n');
         }
         if (p->net[0] || p->nsock || p->nib) {
-            ncd_sb_printf(out, "      network:   %s", p->net[0] ? p->net : "?");
+            ncd_sb_printf(out, "      network:    %s", p->net[0] ? p->net : "?");
             for (int k = 0; k < p->nib; k++)
                 ncd_sb_printf(out, " %s", p->ib[k]);
             for (int k = 0; k < p->nsock; k++)
                 ncd_sb_printf(out, " %s(%s)", p->sock[k].name, p->sock[k].addr);
-            if (p->gdr_on || p->gdr_off)
-                ncd_sb_printf(out, ", GDR %s", p->gdr_on ? "on" : "off");
+            if (p->plugin == 2)
+                ncd_sb_printf(out, ", plugin %s", p->plugin_name);
+            if (h->gdr_on || h->gdr_off)
+                ncd_sb_printf(out, ", GPUDirect RDMA %s", h->gdr_on ? "on" : "off");
             ncd_sb_putc(out, '\n');
         }
-        if (p->t_p2p || p->t_shm || p->t_net)
-            ncd_sb_printf(out, "      transports: P2P %u, SHM %u, NET %u (GDR %u)\n", p->t_p2p,
-                          p->t_shm, p->t_net, p->t_netgdr);
-        if (p->ncomplete || p->phase)
-            ncd_sb_printf(out, "      init:      %s%s", p->ncomplete ? "complete" : "not complete, last phase ",
-                          p->ncomplete ? "" : phase_name(p->phase));
-        if (p->init_total > 0)
-            ncd_sb_printf(out, " in %.2f s", p->init_total);
-        if (p->ncomplete || p->phase)
+        if (h->p2p || h->shm || h->net)
+            ncd_sb_printf(out, "      transports: P2P %llu, SHM %llu, NET %llu (GDR %llu) connections\n",
+                          h->p2p, h->shm, h->net, h->netgdr);
+        if (h->ncomplete || h->phase) {
+            ncd_sb_printf(out, "      init:       %zu/%zu complete", h->ncomplete, h->nprocs);
+            if (h->slowest > 0)
+                ncd_sb_printf(out, ", slowest %.2f s", h->slowest);
+            if (h->ncomplete < h->nprocs && h->phase)
+                ncd_sb_printf(out, "; the others stopped in phase %s", phase_name(h->phase));
             ncd_sb_putc(out, '\n');
+        }
+        if (p->ring[0])
+            ncd_sb_printf(out, "      ring:       %s\n", p->ring);
     }
+    if (nh > 16)
+        ncd_sb_printf(out, "  ... %zu more hosts (see --json)\n", nh - 16);
+    free(hs);
+    free(order);
     for (size_t i = 0; i < ex->ngpus && i < 16; i++)
         ncd_sb_printf(out, "  GPU: rank %d on %s device %d: %s\n", ex->gpus[i].rank,
                       ex->gpus[i].host, ex->gpus[i].dev, ex->gpus[i].name);
