@@ -174,6 +174,12 @@ static void feed_path(struct run *r, const char *path, int depth)
         feed_fd(r, fd, "<stdin>");
         return;
     }
+    /* inside directories only regular files and directories: a FIFO or a
+     * device there would block or never end */
+    struct stat pre;
+    if (depth > 0 && stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) &&
+        !S_ISDIR(pre.st_mode))
+        return;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         cli_err("%s: %s", path, strerror(errno));

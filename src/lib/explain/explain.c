@@ -125,6 +125,8 @@ static void keep_captures(struct ncd_explain *ex, struct ncd__rec *rec,
             l = 200;
         rec->cap_name[rec->ncaps] = strdup(nm);
         rec->cap_val[rec->ncaps] = strndup(text + ov[2 * g], l);
+        if (rec->cap_val[rec->ncaps])
+            ncd__sanitize(rec->cap_val[rec->ncaps], strlen(rec->cap_val[rec->ncaps]));
         if (!rec->cap_name[rec->ncaps] || !rec->cap_val[rec->ncaps]) {
             free(rec->cap_name[rec->ncaps]);
             free(rec->cap_val[rec->ncaps]);
@@ -170,12 +172,15 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
     free(e->text);
     size_t tl = ll->text_len < NCD__EV_TEXT ? ll->text_len : NCD__EV_TEXT;
     e->text = strndup(ll->text, tl);
+    if (e->text)
+        ncd__sanitize(e->text, strlen(e->text));
     e->src = src;
     e->line = line;
     e->seq = ex->seq;
     e->ts = ll->ts;
     e->rank = ll->rank;
     memcpy(e->host, host, sizeof host);
+    ncd__sanitize(e->host, strlen(e->host));
     if (rec->count == 1)
         rec->first_seq = ex->seq;
 }

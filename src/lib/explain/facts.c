@@ -19,6 +19,7 @@ static void copyn(char *dst, size_t dsz, const char *s, size_t n)
         n = dsz - 1;
     memcpy(dst, s, n);
     dst[n] = '\0';
+    ncd__sanitize(dst, n); /* facts go to JSON: valid UTF-8 only */
 }
 
 static uint32_t hash_proc(const char *h, size_t hl, long pid)

@@ -11,6 +11,9 @@
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
+/* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
+ * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
+void ncd__sanitize(char *s, size_t n);
 
 /* ---- rules.c ---- */
 #define NCD__PF_BITS 16 /* prefilter bitmap: 2^16 bits = 8 KiB, fits L1 */

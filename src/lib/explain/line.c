@@ -29,6 +29,57 @@ const char *ncd_log_level_name(enum ncd_log_level lvl)
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
+/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+void ncd__sanitize(char *s, size_t n)
+{
+    unsigned char *u = (unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        if (u[i] < 0x80) {
+            if ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)
+                u[i] = '?';
+            i++;
+            continue;
+        }
+        size_t l = utf8_len(u + i, n - i);
+        if (!l) {
+            u[i++] = '?';
+            continue;
+        }
+        i += l;
+    }
+}
+
 static int parse_uint(const char *s, size_t n, long *out)
 {
     if (n == 0 || n > 12)

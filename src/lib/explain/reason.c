@@ -96,8 +96,10 @@ static void hit_ev(struct hit *h, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0)
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        ncd__sanitize(s, strlen(s));
         h->ev[h->nev++] = s;
+    }
     va_end(ap);
 }
 

@@ -841,7 +841,7 @@ static int load_rule(struct loader *L, yaml_node_t *m)
         int err;
         PCRE2_SIZE off;
         pcre2_code *re = pcre2_compile((PCRE2_SPTR)pv[i], PCRE2_ZERO_TERMINATED,
-                                       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+                                       0 /* bytes, like grep in the C locale */,
                                        &err, &off, NULL);
         if (!re) {
             PCRE2_UCHAR buf[256];
