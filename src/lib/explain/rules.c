@@ -404,7 +404,8 @@ static int extract_literals(const char *pat, char ***lits_out)
             /* quantifier after this atom? */
             char q = next < i ? pat[next] : 0;
             int optional = q == '?' || q == '*' ||
-                           (q == '{' && next + 1 < i && pat[next + 1] == '0');
+                           (q == '{' && next + 1 < i &&
+                            (pat[next + 1] == '0' || pat[next + 1] == ','));
             int repeat = q == '+' || q == '{';
             if (lit && !optional && cl < sizeof cur - 1)
                 cur[cl++] = lc;
@@ -838,6 +839,24 @@ static int load_rule(struct loader *L, yaml_node_t *m)
     }
     ru->pat0 = r->npats;
     for (size_t i = 0; i < np; i++) {
+        /* only (?:...) and (?<name>...) groups: inline flags such as (?i)
+         * would defeat the case-sensitive prefilter, and look-arounds are
+         * not POSIX ERE */
+        for (const char *q = strstr(pv[i], "(?"); q; q = strstr(q + 2, "(?")) {
+            if (q > pv[i] && q[-1] == '\\')
+                continue;
+            if (q[2] == ':' ||
+                (q[2] == '<' && ((q[3] >= 'a' && q[3] <= 'z') ||
+                                 (q[3] >= 'A' && q[3] <= 'Z') || q[3] == '_')))
+                continue;
+            rc = lfail(L, pn, NCD_EINVAL,
+                       "pattern '%s': only (?:...) and (?<name>...) groups are "
+                       "allowed (no inline flags or look-arounds)",
+                       pv[i]);
+            free_items(pv, i, np);
+            free(pv);
+            return rc;
+        }
         int err;
         PCRE2_SIZE off;
         pcre2_code *re = pcre2_compile((PCRE2_SPTR)pv[i], PCRE2_ZERO_TERMINATED,
