@@ -350,6 +350,10 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
         ex->oob_failed += (uint64_t)atol(oob + 23);
         return;
     }
+    if (oob && memmem(m, ml, " OK", 3)) {
+        ex->tests_ok++;
+        return;
+    }
     if (!STARTS(m, ml, "#  Rank") && !STARTS(m, ml, "# Rank"))
         return;
     long rank = num_after(m, ml, "Rank");

@@ -552,8 +552,15 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
     }
     if (strcmp(w, "consumer-gpu-p2p") == 0) {
         const char *dis = env_get(ex, "NCCL_P2P_DISABLE", NULL);
-        if (dis && strcmp(dis, "1") == 0)
-            return 0;
+        if ((dis && strcmp(dis, "1") == 0) || ex->tests_ok)
+            return 0; /* P2P off, or the run verified its results */
+        unsigned long long p2p = 0, shm = 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            p2p += ex->procs[i].t_p2p;
+            shm += ex->procs[i].t_shm;
+        }
+        if (shm && !p2p)
+            return 0; /* NCCL already went through shared memory */
         pcre2_match_data *md = pcre2_match_data_create(4, NULL);
         if (!md)
             return NCD_ENOMEM;

@@ -153,6 +153,7 @@ struct ncd_explain {
     size_t ngpus;
     char tests_version[24];
     uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
+    uint64_t tests_ok;   /* nccl-tests "Out of bounds values : 0 OK" */
     /* first NCCL error trail line "<file>:<line> -> <code>" (B7 end) */
     char trail_file[64];
     int trail_code;
