@@ -4,11 +4,16 @@
  * prefilter.
  *
  * Prefilter: every pattern must contain a literal of >= 4 bytes in each of
- * its top-level alternatives (checked at load).  For each literal the 4-byte
- * window least frequent in ordinary NCCL INFO output is hashed into a bitmap
- * of 2^16 bits.  A line is scanned once, one hash per byte; only a bitmap hit
- * whose window and literal compare equal makes its pattern a candidate, and
- * only candidates run the regex.
+ * its top-level alternatives (checked at load).  For each literal a run of
+ * `stride` consecutive 4-byte windows (the run least frequent in ordinary
+ * NCCL INFO output) is hashed into a bitmap of 2^16 bits.  A line is scanned
+ * once, hashing only every stride-th position (stride 4 when all literals
+ * have >= 7 bytes), which still meets one window of every occurrence; only a
+ * bitmap hit whose window and literal compare equal makes its pattern a
+ * candidate, and only candidates run the regex (PCRE2, JIT-compiled).
+ * Patterns run in byte mode, as grep -E does in the C locale.
+ *
+ * A loaded rule set is read-only: several scans (threads) may share it.
  */
 #define _GNU_SOURCE
 #include "explain/internal.h"
