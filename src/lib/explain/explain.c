@@ -215,6 +215,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     ex->lineno++;
     ex->lines++;
     ex->seq++;
+    if (len == 0 || (len == 1 && line[0] == '\r'))
+        return; /* NCCL prints an empty line before every WARN */
     if (ncd_log_parse(line, len, ex->scratch, NCD_LOG_MAX_LINE + 1, &ll) < 0)
         return;
     if (ll.text_len == 0)
