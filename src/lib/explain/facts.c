@@ -615,8 +615,20 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     }
     /* error trail: "<file>:<line> [(func)] -> <code>[ [Async thread]]" */
     if (!ex->trail_file[0] && ml > 6) {
-        const char *arrow = memmem(m, ml, " -> ", 4);
-        const char *colon = arrow ? memchr(m, ':', (size_t)(arrow - m)) : NULL;
+        /* cheap test first: the first word ends in a digit and "->" or
+         * "(func) ->" follows (this runs on every unclassified line) */
+        const char *end = m + ml, *arrow = NULL;
+        const char *sp = memchr(m, ' ', ml < 96 ? ml : 96);
+        if (sp && sp > m && sp[-1] >= '0' && sp[-1] <= '9') {
+            const char *q = sp + 1;
+            if (q < end && *q == '(') {
+                const char *rp = memchr(q, ')', (size_t)(end - q));
+                q = rp ? rp + 2 : end;
+            }
+            if (q + 3 < end && q[0] == '-' && q[1] == '>' && q[2] == ' ')
+                arrow = q - 1;
+        }
+        const char *colon = arrow ? memchr(m, ':', (size_t)(sp - m)) : NULL;
         if (arrow && colon && arrow[4] >= '0' && arrow[4] <= '9' &&
             memchr(m, ' ', (size_t)(colon - m)) == NULL && colon[1] >= '0' &&
             colon[1] <= '9') {
