@@ -286,6 +286,18 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
     }
 }
 
+/* Moves the process to a later init phase, remembering the line that
+ * started it (shown when init stops there). */
+static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
+                        const char *m, size_t ml)
+{
+    if (pr->phase >= ph)
+        return;
+    pr->phase = (uint8_t)ph;
+    pr->phase_line = ex->lineno;
+    copyn(pr->phase_text, sizeof pr->phase_text, m, ml);
+}
+
 static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
                       const char *m, size_t ml)
 {
@@ -294,7 +306,7 @@ static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
         return;
     const char *t = via + 5;
     size_t tl = (size_t)(m + ml - t);
-    pr->phase = pr->phase < PH_CONNECT ? PH_CONNECT : pr->phase;
+    raise_phase(ex, pr, PH_CONNECT, m, ml);
     if (STARTS(t, tl, "P2P")) {
         pr->t_p2p++;
         local_edge(ex, pr, m, (size_t)(via - m));
@@ -418,7 +430,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NET/IB")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
             if (u) {
                 const char *p = u + 8, *end = m + ml;
@@ -466,7 +478,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NET/Socket")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
             if (u && !pr->nsock) {
                 pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 4);
@@ -498,7 +510,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NVLS")) {
-            pr->phase = pr->phase < PH_NVLS ? PH_NVLS : pr->phase;
+            raise_phase(ex, pr, PH_NVLS, m, ml);
             if (memmem(m, ml, "support is not available", 24))
                 pr->nvls = 0;
             else if (memmem(m, ml, "support is available", 20))
@@ -508,7 +520,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         break;
     case 'B':
         if (STARTS(m, ml, "Bootstrap")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
             if (u && !pr->nboot) {
                 pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
@@ -554,12 +566,12 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 if (c)
                     copyn(pr->ring, sizeof pr->ring, c + 3,
                           (size_t)(m + ml - c - 3));
-                pr->phase = pr->phase < PH_TOPO ? PH_TOPO : pr->phase;
+                raise_phase(ex, pr, PH_TOPO, m, ml);
             }
             return;
         }
         if (STARTS(m, ml, "Connected all")) {
-            pr->phase = pr->phase < PH_CONNECT ? PH_CONNECT : pr->phase;
+            raise_phase(ex, pr, PH_CONNECT, m, ml);
             return;
         }
         break;
@@ -574,7 +586,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         if (STARTS(m, ml, "Trees ")) {
             if (!pr->trees[0])
                 copyn(pr->trees, sizeof pr->trees, m + 6, ml - 6);
-            pr->phase = pr->phase < PH_TOPO ? PH_TOPO : pr->phase;
+            raise_phase(ex, pr, PH_TOPO, m, ml);
             return;
         }
         break;

@@ -637,7 +637,14 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             proc_where(p, where, sizeof where);
             hit_var(h, "host", p->host);
             hit_var(h, "where", where);
-            hit_ev(h, "%s:%llu: last NCCL line of %s; no 'Init COMPLETE' "
+            if (p->phase_line && p->phase_line != p->last_line)
+                hit_ev(h, "%s:%llu: %s entered this phase: %s",
+                       ncd__src_name(ex, p->src),
+                       (unsigned long long)p->phase_line, where, p->phase_text);
+            else if (p->phase_line)
+                hit_ev(h, "%s:%llu: %s: %s", ncd__src_name(ex, p->src),
+                       (unsigned long long)p->phase_line, where, p->phase_text);
+            hit_ev(h, "%s:%llu: the last NCCL line of %s; no 'Init COMPLETE' "
                       "and no WARN follow",
                    ncd__src_name(ex, p->last_src),
                    (unsigned long long)p->last_line, where);

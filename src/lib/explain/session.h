@@ -90,6 +90,8 @@ struct ncd__proc {
     char trees[80];
     /* line numbers (in source `src`) of the facts, for evidence */
     uint64_t ver_line, boot_line, sock_line, ib_line, net_line, plugin_line;
+    uint64_t phase_line;   /* line that started the current init phase */
+    char phase_text[160];  /* its message */
 };
 
 /* Per host: local (P2P/SHM) peers, dev index -> rank, to spot hosts that
