@@ -370,6 +370,25 @@ static void test_container_bridge_and_trail(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_tests_header_mismatch(void **state)
+{
+    (void)state;
+    struct src s[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21805\n"
+                            "# nThread 1 nGpus 1 minBytes 8 maxBytes 128\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "lib.tests-header-mismatch");
+    assert_non_null(strstr(fl.v[0].title, "2.19.3"));
+    assert_non_null(strstr(fl.v[0].title, "2.18.5"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src t[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21905\n"}};
+    ex = scan(t, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "lib.tests-header-mismatch"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_gid_advice_only_on_roce(void **state)
 {
     (void)state;
@@ -404,6 +423,7 @@ int main(void)
         cmocka_unit_test(test_nothing_and_overlong),
         cmocka_unit_test(test_container_bridge_and_trail),
         cmocka_unit_test(test_gid_advice_only_on_roce),
+        cmocka_unit_test(test_tests_header_mismatch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

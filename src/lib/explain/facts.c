@@ -349,6 +349,11 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     const char *lib = memmem(m, ml, "nccl-library=", 13);
     if (lib && STARTS(m, ml, "# nccl-tests version")) {
         long code = atol(lib + 13);
+        const char *hdr = memmem(m, ml, "nccl-headers=", 13);
+        ex->tests_lib_code = code;
+        ex->tests_hdr_code = hdr ? atol(hdr + 13) : 0;
+        ex->tests_line = ex->lineno;
+        ex->tests_src = ex->nsrc - 1;
         if (code >= 10000)
             snprintf(ex->tests_version, sizeof ex->tests_version, "%ld.%ld.%ld",
                      code / 10000, code / 100 % 100, code % 100);

@@ -27,7 +27,7 @@ const char *const ncd__when_names[] = {
     "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
-    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", NULL};
+    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", NULL};
 
 #define MAX_VARS 10
 
@@ -596,6 +596,26 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         }
         pcre2_match_data_free(md);
         return found;
+    }
+    if (strcmp(w, "tests-header-mismatch") == 0) {
+        /* codes are M*10000+m*100+p (2.9+) or M*1000+m*100+p (older) */
+        long a = ex->tests_hdr_code, b = ex->tests_lib_code;
+        if (!a || !b || a / 100 == b / 100)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char hv[24], lv[24];
+        snprintf(hv, sizeof hv, "%ld.%ld.%ld", a >= 10000 ? a / 10000 : a / 1000,
+                 a >= 10000 ? a / 100 % 100 : a / 100 % 10, a % 100);
+        snprintf(lv, sizeof lv, "%ld.%ld.%ld", b >= 10000 ? b / 10000 : b / 1000,
+                 b >= 10000 ? b / 100 % 100 : b / 100 % 10, b % 100);
+        hit_var(h, "headers", hv);
+        hit_var(h, "library", lv);
+        hit_ev(h, "%s:%llu: nccl-tests built with NCCL %s headers, running with libnccl %s",
+               ncd__src_name(ex, ex->tests_src), (unsigned long long)ex->tests_line, hv, lv);
+        h->seq = 0;
+        return 1;
     }
     if (strcmp(w, "error-trail") == 0) {
         /* NCCL logged a failure trail but no WARN we could read: the file

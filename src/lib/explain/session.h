@@ -156,6 +156,9 @@ struct ncd_explain {
     char tests_version[24];
     uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
     uint64_t tests_ok;   /* nccl-tests "Out of bounds values : 0 OK" */
+    long tests_lib_code, tests_hdr_code; /* nccl-library= / nccl-headers= */
+    uint32_t tests_src;
+    uint64_t tests_line;
     /* first NCCL error trail line "<file>:<line> -> <code>" (B7 end) */
     char trail_file[64];
     int trail_code;
