@@ -27,7 +27,8 @@ const char *const ncd__when_names[] = {
     "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
-    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", NULL};
+    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", "socket-multinode", "env-slow-settings",
+    NULL};
 
 #define MAX_VARS 10
 
@@ -615,6 +616,62 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         hit_ev(h, "%s:%llu: nccl-tests built with NCCL %s headers, running with libnccl %s",
                ncd__src_name(ex, ex->tests_src), (unsigned long long)ex->tests_line, hv, lv);
         h->seq = 0;
+        return 1;
+    }
+    if (strcmp(w, "socket-multinode") == 0) {
+        /* several nodes talking over TCP: fine on Ethernet-only clusters,
+         * slow where RDMA exists (ib-fallback covers the evident cases) */
+        for (size_t k = 0; k < hs->n; k++)
+            if (strcmp(ex->rules->v[hs->v[k].rule].id, "net.ib-fallback") == 0)
+                return 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (strcmp(p->net, "Socket") != 0 || p->nnodes < 2)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            char nn[16];
+            snprintf(nn, sizeof nn, "%d", p->nnodes);
+            hit_var(h, "nnodes", nn);
+            proc_where(p, where, sizeof where);
+            hit_ev(h, "%s:%llu: %s: Using network Socket with %d nodes",
+                   ncd__src_name(ex, p->src), (unsigned long long)p->net_line, where,
+                   p->nnodes);
+            h->seq = p->net_line;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "env-slow-settings") == 0) {
+        static const struct {
+            const char *name, *value;
+        } slow[] = {{"NCCL_P2P_DISABLE", "1"},  {"NCCL_SHM_DISABLE", "1"},
+                    {"NCCL_IB_DISABLE", "1"},   {"NCCL_NET_GDR_LEVEL", "LOC"},
+                    {"NCCL_NVLS_ENABLE", "0"},  {"NCCL_CUMEM_ENABLE", "0"},
+                    {"NCCL_P2P_LEVEL", "LOC"},  {"NCCL_MAX_NCHANNELS", "1"},
+                    {"NCCL_ALGO", "Ring"},      {"NCCL_PROTO", "Simple"}};
+        char list[256] = "";
+        const struct ncd__env *first = NULL;
+        for (size_t k = 0; k < sizeof slow / sizeof slow[0]; k++) {
+            const struct ncd__env *e = NULL;
+            const char *v = env_get(ex, slow[k].name, &e);
+            if (!v || strcmp(v, slow[k].value) != 0)
+                continue;
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s=%s", l ? ", " : "", slow[k].name, v);
+            if (!first)
+                first = e;
+        }
+        if (!first)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        hit_var(h, "settings", list);
+        hit_ev(h, "%s:%llu: NCCL echoed %s", ncd__src_name(ex, first->src),
+               (unsigned long long)first->line, list);
+        h->seq = first->seq;
         return 1;
     }
     if (strcmp(w, "error-trail") == 0) {
