@@ -230,6 +230,17 @@ static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
                 k++;
             return i + k;
         }
+        /* "[3] " rank label (DeepSpeed/pdsh-style launchers) */
+        {
+            size_t k = 1;
+            while (k < m && k < 8 && is_digit(p[k]))
+                k++;
+            if (k > 1 && k + 1 < m && p[k] == ']' && p[k + 1] == ' ' &&
+                parse_uint(p + 1, k - 1, &v) == 0) {
+                *rank = (int)v;
+                return i + k + 2;
+            }
+        }
         /* [rank3]:  [default0]:  [trainer3]:  [trainer0|0]: */
         size_t k = 1;
         while (k < m && k < 40 &&

@@ -44,6 +44,7 @@ struct hit {
     size_t nv;
     char *ev[NCD__MAX_EVID];
     size_t nev;
+    int no_absorb; /* this hit does not explain the rule's `absorbs` */
 };
 
 struct hits {
@@ -317,6 +318,26 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                                             ? p->sock_line
                                             : p->boot_line),
                    where, f->name, f->addr, mode == 0 ? "the bootstrap" : what);
+            if (mode == 1) {
+                /* a listed virtual interface explains a connect failure only
+                 * when the failing address is that interface's */
+                const struct ncd__rec *cf = NULL;
+                long k = ncd__rules_find(ex->rules, "socket.connect-failed");
+                if (k >= 0 && ex->recs[k].count)
+                    cf = &ex->recs[k];
+                const char *peer = NULL;
+                for (size_t c = 0; cf && c < cf->ncaps; c++)
+                    if (strcmp(cf->cap_name[c], "peer") == 0)
+                        peer = cf->cap_val[c];
+                char pct[32];
+                snprintf(pct, sizeof pct, "%%%s<", f->name);
+                if (peer && f->addr[0] && (strstr(peer, f->addr) || strstr(peer, pct))) {
+                    h->sev = NCD_SEV_ERROR;
+                    conn = cf;
+                } else {
+                    h->no_absorb = 1;
+                }
+            }
             if (conn) {
                 hit_from_rec(h, conn);
                 for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
@@ -325,6 +346,36 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             } else {
                 h->seq = 0; /* interface choice precedes any failure */
             }
+            return 1;
+        }
+        if (mode == 0) {
+            /* no Bootstrap line, but connections went to a link-local
+             * address: "connect to fe80::...%ib1<port> failed" */
+            long k = ncd__rules_find(ex->rules, "socket.connect-failed");
+            const struct ncd__rec *cf = k >= 0 && ex->recs[k].count ? &ex->recs[k] : NULL;
+            const char *peer = NULL;
+            for (size_t c = 0; cf && c < cf->ncaps; c++)
+                if (strcmp(cf->cap_name[c], "peer") == 0)
+                    peer = cf->cap_val[c];
+            if (!peer || !linklocal(peer))
+                return 0;
+            char addr[64], ifn[32] = "";
+            snprintf(addr, sizeof addr, "%.*s", (int)strcspn(peer, "<"), peer);
+            const char *pc = strchr(addr, '%');
+            if (pc)
+                snprintf(ifn, sizeof ifn, "%s", pc + 1);
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            hit_var(h, "iface", ifn[0] ? ifn : "a link-local interface");
+            hit_var(h, "addr", addr);
+            hit_var(h, "host", cf->ev[0].host);
+            hit_var(h, "what", "IPv6 link-local");
+            hit_var(h, "good_iface", good);
+            hit_from_rec(h, cf);
+            for (size_t e = 0; e < cf->nev && h->nev < NCD__MAX_EVID; e++)
+                hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, cf->ev[e].src),
+                       (unsigned long long)cf->ev[e].line, cf->ev[e].text);
             return 1;
         }
         return 0;
@@ -1028,7 +1079,7 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
      *    consequences */
     for (size_t i = 0; i < hs.n; i++) {
         const struct ncd__rule *r = &R->v[hs.v[i].rule];
-        if (!r->when)
+        if (!r->when || hs.v[i].no_absorb)
             continue;
         for (size_t a = 0; a < r->nabsorbs; a++)
             for (size_t j = 0; j < hs.n; j++)
