@@ -110,6 +110,36 @@ static void test_docker_plus_connect(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_linklocal_peer_and_unrelated_virtual(void **state)
+{
+    (void)state;
+    /* connections to a link-local peer address: the interface is wrong */
+    struct src a[] = {{"a", "\nn1:5:6 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+                            "fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.iface-linklocal");
+    assert_non_null(strstr(fl.v[0].title, "ib1"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* a link-local VF in the socket list does not explain a failure to
+     * connect to a normal address: the connect failure stays the root */
+    struct src b[] = {{"b", "h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.51.1.14<0>\n"
+                            "h:1:3 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> "
+                            "[1]enP2s1:fe80::7e1e:52ff:fe3e:6d31%enP2s1<0>\n"
+                            "h:1:3 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                            "10.51.1.15<45763> failed : Software caused connection abort\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "socket.connect-failed");
+    assert_int_equal(ncd_explain_role(ex, 0), NCD_ROLE_ROOT);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_non_null(ncd_findings_find(&fl, "net.iface-virtual"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_ifname_absent(void **state)
 {
     (void)state;
@@ -413,6 +443,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_docker_plus_connect),
         cmocka_unit_test(test_ifname_absent),
+        cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_ib_silent_fallback),
         cmocka_unit_test(test_earliest_timestamp_wins),
