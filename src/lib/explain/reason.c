@@ -28,7 +28,7 @@ const char *const ncd__when_names[] = {
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
     "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", "socket-multinode", "env-slow-settings",
-    NULL};
+    "env-ib-range", NULL};
 
 #define MAX_VARS 10
 
@@ -810,6 +810,35 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         }
         return 0;
     }
+    if (strcmp(w, "env-ib-range") == 0) {
+        /* NCCL passes both straight to ibv_modify_qp (nccl-facts.md §5):
+         * retry_cnt is a 3-bit field, timeout 5 bits with 0 = infinite */
+        const struct ncd__env *e = NULL;
+        const char *v = env_get(ex, "NCCL_IB_RETRY_CNT", &e);
+        const char *why = NULL, *name = NULL;
+        if (v && (atol(v) > 7 || atol(v) < 0)) {
+            name = "NCCL_IB_RETRY_CNT";
+            why = "the InfiniBand retry count is a 3-bit field (0-7); larger values are "
+                  "invalid for the NIC";
+        } else if ((v = env_get(ex, "NCCL_IB_TIMEOUT", &e)) &&
+                   (atol(v) >= 32 || (atol(v) == 0 && v[0] == '0'))) {
+            name = "NCCL_IB_TIMEOUT";
+            why = "0 or values of 32 and more mean an infinite transport timeout: a dead "
+                  "peer or link then hangs the job instead of failing it";
+        }
+        if (!name)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        hit_var(h, "name", name);
+        hit_var(h, "value", v);
+        hit_var(h, "why", why);
+        hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, e->src),
+               (unsigned long long)e->line, name, v);
+        h->seq = e->seq;
+        return 1;
+    }
     if (strcmp(w, "env-ifname-ignored") == 0) {
         static const char *const vars[] = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
                                            "NCCL_OOB_NET_IFNAME", NULL};
@@ -1013,7 +1042,10 @@ static int emit(struct ncd_explain *ex, const struct hit *h,
         if (ib_only && strcmp(r->env_names[i], "NCCL_IB_GID_INDEX") == 0)
             continue;
         char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
-        ncd_finding_env(f, r->env_names[i], v);
+        char *nm = expand(r->env_names[i], h, rec); /* "{name}": ~ works */
+        if (nm && nm[0] && !strchr(nm, '{'))
+            ncd_finding_env(f, nm, v);
+        free(nm);
         free(v);
     }
     return 0;
