@@ -419,6 +419,39 @@ static void test_tests_header_mismatch(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_watchdog_reasoning(void **state)
+{
+    (void)state;
+    char buf[4096] = "";
+    for (int r = 0; r < 8; r++) {
+        if (r == 5)
+            continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, sizeof buf - l,
+                 "[rank%d]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank %d] Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+                 "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n", r, r);
+    }
+    struct src s[] = {{"w", buf}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-missing-rank");
+    assert_non_null(strstr(fl.v[0].title, "Rank 5 "));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* different collectives: out of step */
+    struct src t[] = {{"w",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=807, OpType=BROADCAST, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-desync");
+    assert_int_equal(fl.v[0].category, NCD_CAT_USAGE_MISMATCH);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_gid_advice_only_on_roce(void **state)
 {
     (void)state;
@@ -454,6 +487,7 @@ int main(void)
         cmocka_unit_test(test_nothing_and_overlong),
         cmocka_unit_test(test_container_bridge_and_trail),
         cmocka_unit_test(test_gid_advice_only_on_roce),
+        cmocka_unit_test(test_watchdog_reasoning),
         cmocka_unit_test(test_tests_header_mismatch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

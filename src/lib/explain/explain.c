@@ -26,6 +26,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
         ncd_explain_free(ex);
         return NCD_ENOMEM;
     }
+    ex->wd_rule = ncd__rules_find(rules, "pytorch.watchdog-timeout");
     for (size_t i = 0; i < NCD__PROC_HASH; i++)
         ex->phash[i] = -1;
     for (size_t i = 0; i < NCD__HOST_HASH; i++)
@@ -65,6 +66,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->hosts);
     free(ex->phash);
     free(ex->gpus);
+    free(ex->wd);
     free(ex->roles);
     free(ex);
 }
@@ -235,6 +237,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     /* the rank NCCL reported for this process, when the launcher gave none */
     if (ll.rank < 0 && pr && pr->rank >= 0)
         ll.rank = pr->rank;
+    if (ri >= 0 && ri == ex->wd_rule)
+        ncd__facts_watchdog(ex, &ll);
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0)

@@ -685,6 +685,48 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         pr->phase = PH_RUNNING;
 }
 
+/* "[Rank 3] Watchdog caught collective operation timeout:
+ * WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...)" (PyTorch ProcessGroupNCCL) */
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    const char *w = memmem(m, ml, "Watchdog caught", 15);
+    const char *sq = memmem(m, ml, "SeqNum=", 7);
+    const char *op = memmem(m, ml, "OpType=", 7);
+    if (!w || !sq || ex->nwd >= NCD__MAX_WD)
+        return;
+    /* the rank: "[Rank N]" / "[PG 1 Rank N]" just before, else the
+     * launcher's */
+    long rank = -1;
+    for (const char *r = w; r > m + 5; r--)
+        if (memcmp(r - 5, "Rank ", 5) == 0) {
+            rank = atol(r);
+            break;
+        }
+    if (rank < 0)
+        rank = ll->rank;
+    if (rank < 0)
+        return;
+    for (size_t i = 0; i < ex->nwd; i++)
+        if (ex->wd[i].rank == rank && ex->wd[i].seq == atol(sq + 7))
+            return; /* repeated report */
+    if (!ex->wd && !(ex->wd = calloc(NCD__MAX_WD, sizeof *ex->wd)))
+        return;
+    struct ncd__wd *d = &ex->wd[ex->nwd++];
+    d->rank = (int)rank;
+    d->seq = atol(sq + 7);
+    d->op[0] = '\0';
+    if (op) {
+        const char *e = op + 7;
+        while (e < m + ml && *e != ',' && *e != ')' && *e != ' ')
+            e++;
+        copyn(d->op, sizeof d->op, op + 7, (size_t)(e - op - 7));
+    }
+    d->src = ex->nsrc - 1;
+    d->line = ex->lineno;
+}
+
 /* ------------------------------------------------------------ reporting */
 
 static json_t *ifaces_json(const struct ncd__iface *v, int n)

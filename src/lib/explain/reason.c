@@ -28,7 +28,7 @@ const char *const ncd__when_names[] = {
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
     "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", "socket-multinode", "env-slow-settings",
-    "env-ib-range", NULL};
+    "env-ib-range", "watchdog-desync", "watchdog-missing", NULL};
 
 #define MAX_VARS 10
 
@@ -809,6 +809,76 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             return 1;
         }
         return 0;
+    }
+    if (strcmp(w, "watchdog-desync") == 0 || strcmp(w, "watchdog-missing") == 0) {
+        if (ex->nwd < 2)
+            return 0;
+        /* ranks timed out in different collectives: they desynchronised */
+        const struct ncd__wd *a = &ex->wd[0], *b = NULL;
+        for (size_t i = 1; i < ex->nwd && !b; i++)
+            if (ex->wd[i].seq != a->seq || strcmp(ex->wd[i].op, a->op) != 0)
+                b = &ex->wd[i];
+        if (w[9] == 'd') {
+            if (!b)
+                return 0;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            snprintf(buf, sizeof buf, "rank %d in %s #%ld, rank %d in %s #%ld", a->rank,
+                     a->op, a->seq, b->rank, b->op, b->seq);
+            hit_var(h, "detail", buf);
+            hit_ev(h, "%s:%llu: rank %d timed out in %s (SeqNum %ld)",
+                   ncd__src_name(ex, a->src), (unsigned long long)a->line, a->rank,
+                   a->op, a->seq);
+            hit_ev(h, "%s:%llu: rank %d timed out in %s (SeqNum %ld)",
+                   ncd__src_name(ex, b->src), (unsigned long long)b->line, b->rank,
+                   b->op, b->seq);
+            h->seq = 0;
+            return 1;
+        }
+        /* all in the same collective: a rank missing from the reports is
+         * the one that never arrived */
+        if (b)
+            return 0;
+        int maxr = -1;
+        for (size_t i = 0; i < ex->nwd; i++)
+            if (ex->wd[i].rank > maxr)
+                maxr = ex->wd[i].rank;
+        for (size_t i = 0; i < ex->nprocs; i++) /* world size from NCCL */
+            if (ex->procs[i].nranks - 1 > maxr && ex->procs[i].nranks <= 65536)
+                maxr = ex->procs[i].nranks - 1;
+        if (maxr < 1 || maxr > 65535)
+            return 0;
+        unsigned char *seen = calloc((size_t)maxr + 1, 1);
+        if (!seen)
+            return NCD_ENOMEM;
+        for (size_t i = 0; i < ex->nwd; i++)
+            seen[ex->wd[i].rank] = 1;
+        char missing[128] = "";
+        int nmiss = 0;
+        for (int r2 = 0; r2 <= maxr; r2++)
+            if (!seen[r2]) {
+                size_t l = strlen(missing);
+                if (nmiss < 8)
+                    snprintf(missing + l, sizeof missing - l, "%s%d", nmiss ? ", " : "", r2);
+                nmiss++;
+            }
+        free(seen);
+        if (!nmiss || nmiss * 2 > maxr + 1)
+            return 0; /* most reports missing: these are excerpts */
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char seqs[32];
+        snprintf(seqs, sizeof seqs, "%ld", a->seq);
+        hit_var(h, "missing", missing);
+        hit_var(h, "op", a->op);
+        hit_var(h, "seqnum", seqs);
+        hit_ev(h, "%s:%llu: %zu ranks report a time-out in %s (SeqNum %ld); rank%s %s do%s not",
+               ncd__src_name(ex, a->src), (unsigned long long)a->line, ex->nwd, a->op,
+               a->seq, nmiss > 1 ? "s" : "", missing, nmiss > 1 ? "" : "es");
+        h->seq = 0;
+        return 1;
     }
     if (strcmp(w, "env-ib-range") == 0) {
         /* NCCL passes both straight to ibv_modify_qp (nccl-facts.md §5):

@@ -123,6 +123,16 @@ struct ncd__gpu {
     uint64_t line;
 };
 
+/* One PyTorch watchdog time-out: which rank, which collective. */
+struct ncd__wd {
+    int rank;
+    long seq;
+    char op[32];
+    uint32_t src;
+    uint64_t line;
+};
+#define NCD__MAX_WD 1024
+
 struct ncd_explain {
     struct ncd_ctx *ctx;
     const struct ncd_rules *rules;
@@ -165,6 +175,10 @@ struct ncd_explain {
     uint32_t trail_src;
     uint64_t trail_line, trail_seq;
     char trail_text[200];
+    /* PyTorch watchdog time-outs (from pytorch.watchdog-timeout lines) */
+    long wd_rule;
+    struct ncd__wd *wd;
+    size_t nwd;
     /* results */
     enum ncd_rule_role *roles;
     size_t nroles;
@@ -176,6 +190,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
                                 const struct ncd_log_line *ll);
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr);
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
 enum ncd_category ncd__category_for_src(const char *src, size_t len);
