@@ -276,7 +276,8 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
  * per finding, plus a count).  With nothing found, one info finding
  * ("explain.nothing-found") says so and what to collect.  Call once, after
  * the last ncd_explain_end().
- * @return the number of findings added, or NCD_ENOMEM.
+ * @return the number of findings added, NCD_ENOMEM, or NCD_EINVAL when
+ *         called a second time.
  */
 int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out);
 

@@ -1126,6 +1126,8 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
     const struct ncd_rules *R = ex->rules;
     struct hits hs = {0};
     int rc = 0;
+    if (ex->finished)
+        return ncd_fail(ex->ctx, NCD_EINVAL, "explain: finish called twice");
     if (ex->open)
         ncd_explain_end(ex);
 
