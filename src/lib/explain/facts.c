@@ -310,7 +310,7 @@ static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
     if (STARTS(t, tl, "P2P")) {
         pr->t_p2p++;
         local_edge(ex, pr, m, (size_t)(via - m));
-    } else if (STARTS(t, tl, "SHM")) {
+    } else if (STARTS(t, tl, "SHM") || STARTS(t, tl, "direct shared memory")) {
         pr->t_shm++;
         local_edge(ex, pr, m, (size_t)(via - m));
     } else if (STARTS(t, tl, "NET")) {

@@ -391,7 +391,7 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             const struct ncd__proc *p = &ex->procs[i];
             /* docker0 itself is the host side: iface-wrong-connect's case */
             if (!p->nboot || strncmp(p->boot[0].addr, "172.17.", 7) != 0 ||
-                virtual_if(p->boot[0].name))
+                virtual_if(p->boot[0].name) || p->nnodes == 1)
                 continue;
             nbridge++;
             if (!first)
