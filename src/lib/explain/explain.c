@@ -226,6 +226,7 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     struct ncd__proc *pr = NULL;
     if (ll.level != NCD_LOG_NONE) {
         ex->nccl_lines++;
+        ex->info_lines += ll.level == NCD_LOG_INFO;
         pr = ncd__proc_get(ex, &ll);
     }
     if (ll.level != NCD_LOG_NONE || ll.text[0] == '#')

@@ -1111,6 +1111,9 @@ static int emit(struct ncd_explain *ex, const struct hit *h,
     for (size_t i = 0; i < r->nenv; i++) {
         if (ib_only && strcmp(r->env_names[i], "NCCL_IB_GID_INDEX") == 0)
             continue;
+        /* NCCL_DEBUG=INFO is advice for logs that lack INFO lines */
+        if (ex->info_lines && strcmp(r->env_names[i], "NCCL_DEBUG") == 0)
+            continue;
         char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
         char *nm = expand(r->env_names[i], h, rec); /* "{name}": ~ works */
         if (nm && nm[0] && !strchr(nm, '{'))

@@ -145,7 +145,7 @@ struct ncd_explain {
     size_t partlen;
     int skipping; /* inside an over-long line */
     uint64_t lineno, seq;
-    unsigned long long bytes, lines, nccl_lines;
+    unsigned long long bytes, lines, nccl_lines, info_lines;
     char *scratch;
     /* matches */
     struct ncd__rec *recs;    /* per rule */
