@@ -385,7 +385,6 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
          * there are private to one host (NAT), and every host reuses them */
         const struct ncd__rec *conn = NULL;
         int failing = rec_any(ex, r, &conn);
-        size_t nbridge = 0;
         const struct ncd__proc *first = NULL, *other = NULL;
         for (size_t i = 0; i < ex->nprocs; i++) {
             const struct ncd__proc *p = &ex->procs[i];
@@ -393,7 +392,6 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             if (!p->nboot || strncmp(p->boot[0].addr, "172.17.", 7) != 0 ||
                 virtual_if(p->boot[0].name) || p->nnodes == 1)
                 continue;
-            nbridge++;
             if (!first)
                 first = p;
             else if (!other && strcmp(first->host, p->host) != 0)
@@ -425,7 +423,6 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         } else {
             h->seq = 0;
         }
-        (void)nbridge;
         return 1;
     }
     if (strcmp(w, "ifname-no-match") == 0) {
