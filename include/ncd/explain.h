@@ -96,11 +96,12 @@ struct ncd_log_line {
 /**
  * Normalises and parses one line (without its '\n').
  *
- * Removes, in a loop: a trailing CR, ANSI escape sequences, Open MPI
- * --tag-output prefixes ("[1,0]<stdout>:"), torchrun prefixes ("[rank3]:",
- * "[default0]:"), "rankN: ", srun --label ("3: "), "[name|n]:" tags, leading
- * time stamps (ISO 8601, "[YYYY-MM-DD HH:MM:SS]", glog "I0102 03:04:05.67")
- * and "host: " prefixes in front of an NCCL header.  Then finds the NCCL
+ * Removes CRs, NUL bytes and ANSI escape sequences, then, in a loop, the
+ * launcher prefixes: Open MPI --tag-output ("[1,0]<stdout>:"), torchrun
+ * ("[rank3]:", "[default0]:"), Paddle ("[trainer3]:", "[trainer0|0]:"),
+ * "rankN: ", "[N] ", srun --label ("3: "), leading time stamps (ISO 8601,
+ * "[YYYY-MM-DD HH:MM:SS(.frac)]") and a "host: " label in front of another
+ * prefix.  Prefixes carrying a rank set `rank`.  Then finds the NCCL
  * header anywhere in the line (format of B8, with or without "(func)",
  * time stamp, "file:line"; very old "host:pid:tid [d] INFO msg" too).
  *
