@@ -52,6 +52,15 @@ const char *ncd_runtime_name(enum ncd_runtime rt);
 int ncd_cgroup_classify(const char *buf, size_t len, enum ncd_runtime *rt,
                         int *k8s);
 
+/**
+ * GPUs the runtime gives this process, before CUDA_VISIBLE_DEVICES: a
+ * container sees every GPU of the host in sysfs, but only the device nodes
+ * it was given (/dev/nvidia<N>, when /dev is visible) and the list in
+ * NVIDIA_VISIBLE_DEVICES (unless "all").  `pci_gpus` is the sysfs count;
+ * the result is never larger.
+ */
+int ncd_container_gpu_count(struct ncd_ctx *ctx, int pci_gpus);
+
 /** Detects the runtime.  Always 0. */
 int ncd_container_probe(struct ncd_ctx *ctx, struct ncd_container *out);
 

@@ -56,6 +56,13 @@ int ncd_ctx_is_live(const struct ncd_ctx *ctx);
 /** The sysroot path as given ("/" for live).  Owned by ctx. */
 const char *ncd_ctx_sysroot(const struct ncd_ctx *ctx);
 
+/**
+ * Sets what ncd_ctx_sysroot() returns from now on, e.g. the tarball a
+ * temporary tree was unpacked from; file access (the root fd) is not
+ * affected.  @return 0 or NCD_ENOMEM.
+ */
+int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label);
+
 /** Directory fd of the sysroot, for *at() calls.  Owned by ctx. */
 int ncd_ctx_rootfd(const struct ncd_ctx *ctx);
 

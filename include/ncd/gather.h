@@ -21,6 +21,8 @@
  *   .ncd/nft.json     `nft -j list ruleset`
  *   .ncd/self         "uid <n>" of the gathering process
  *   .ncd/gather-info  tool version and time of the capture
+ * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist.
+ * /proc/net/tcp{,6} keep only listening sockets (no peer addresses).
  * Files under /var/run/secrets are never copied (only the directory is
  * recorded, as evidence of Kubernetes).
  */

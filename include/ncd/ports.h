@@ -14,7 +14,8 @@
  *
  * Firewall rules are read, never changed: `nft -j list ruleset` on a live
  * node (run with a 2 s timeout, only as root), <sysroot>/.ncd/nft.json on
- * a recorded one (written by `gather`).
+ * a recorded one (written by `gather`).  iptables-legacy rules are not
+ * read; /proc/net/ip_tables_names tells whether any tables are loaded.
  */
 #ifndef NCD_PORTS_H
 #define NCD_PORTS_H

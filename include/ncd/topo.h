@@ -91,12 +91,22 @@ struct ncd_topo {
 };
 
 /**
- * Probes the node: PCI tree, GPUs (vendor 0x10de, class 0x03xx), NICs
- * (RDMA devices, then PCI network interfaces without one), NVML data.
- * @param use_nvml  0 skips NVML even on a live node (fast path).
+ * Probes the node: PCI tree, GPUs (vendor 0x10de, class 0x03xx; names from
+ * /proc/driver/nvidia/gpus/<bdf>/information), NICs (RDMA devices, then PCI
+ * network interfaces without one), and with use_nvml ncd_topo_nvml().
+ * @param use_nvml  0 skips NVML (fast path; call ncd_topo_nvml() later).
  * @return 0, NCD_ENOMEM.  No GPU is not an error (n_gpu == 0).
  */
 int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out);
+
+/**
+ * Adds NVML's answers (GPU names, NVLink counts, driver and CUDA driver
+ * versions) to a probed topology: live, by loading libnvidia-ml.so.1
+ * (nvmlInit costs 0.1 s to seconds on a GPU node without the persistence
+ * daemon); recorded, from /.ncd/nvml.  Does nothing without GPUs or when
+ * already done.  @return 0 or NCD_ENOMEM.
+ */
+int ncd_topo_nvml(struct ncd_ctx *ctx, struct ncd_topo *t);
 
 /**
  * Loads an hwloc XML file (via libhwloc) into the same model.

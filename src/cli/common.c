@@ -229,6 +229,7 @@ const char *cli_hostname(struct ncd_ctx *ctx)
                         sizeof host) < 0 &&
         ncd_fs_read_str(ctx, "/etc/hostname", host, sizeof host) < 0)
         snprintf(host, sizeof host, "unknown");
+    ncd_utf8_sanitize(host); /* a capture may hold anything; JSON needs UTF-8 */
     ncd_ctx_clear_error(ctx);
     return host;
 }

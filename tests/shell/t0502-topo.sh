@@ -18,6 +18,11 @@ test_expect_success 'PCIe-only box: NODE within a socket, SYS across' '
     "$NCD_BIN" topo --sysroot "$FIX/docker-shm64m" >"$TEST_TMP/d" &&
     grep -q "^GPU0	 X 	NODE	SYS	SYS	0-31	0$" "$TEST_TMP/d"
 '
+test_expect_success 'GPU name from /proc/driver/nvidia/gpus without NVML' '
+    "$NCD_BIN" topo --sysroot "$FIX/laptop-dgpu" >"$TEST_TMP/l" &&
+    grep -q "^  GPU0: 0000:01:00.0 NVIDIA GeForce RTX 4060 Laptop GPU$" "$TEST_TMP/l" &&
+    grep -q "^NVLink: not visible in this capture" "$TEST_TMP/l"
+'
 test_expect_success 'topo --json has the same matrix' '
     "$NCD_BIN" topo --sysroot "$FIX/dgx-8gpu-4hca" --json >"$TEST_TMP/j" &&
     grep -q "\"nvlink_source\": \".ncd/nvml\"" "$TEST_TMP/j" &&

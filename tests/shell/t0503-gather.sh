@@ -23,6 +23,17 @@ test_expect_success 'secrets are redacted, NCCL variables kept' '
     ! grep -q "^MY_API_TOKEN" "$TEST_TMP/env" &&
     grep -qx "NCCL_DEBUG=INFO" "$TEST_TMP/env" && ! grep -q s3cr3t "$TEST_TMP/env"
 '
+test_expect_success 'NCCL_CONF_FILE is captured with the rest' '
+    echo NCCL_DEBUG=WARN >"$TEST_TMP/my.conf" &&
+    NCCL_CONF_FILE="$TEST_TMP/my.conf" "$NCD_BIN" gather -o "$TEST_TMP/conf.tgz" >/dev/null &&
+    tar tzf "$TEST_TMP/conf.tgz" | grep -q "my.conf$"
+'
+test_expect_success '/proc/net/tcp keeps listeners only (no peer addresses)' '
+    tar xzf "$TEST_TMP/cap.tar.gz" -O --wildcards "proc/*/net/tcp" >"$TEST_TMP/tcp" 2>/dev/null ||
+        tar xzf "$TEST_TMP/cap.tar.gz" -O --wildcards "proc/net/tcp" >"$TEST_TMP/tcp" ;
+    head -1 "$TEST_TMP/tcp" | grep -q local_address &&
+    ! awk "NR > 1 && \$4 != \"0A\"" "$TEST_TMP/tcp" | grep -q .
+'
 test_expect_success 'no file from /var/run/secrets is ever copied' '
     ! grep -q "secrets/.*/token" "$TEST_TMP/list"
 '
@@ -77,8 +88,17 @@ mk("symup.tgz", [("sys/x", "sym", "../../..")])
 mk("symmid.tgz", [("sys/a/x", "sym", "../b/../../..")])
 mk("through.tgz", [("sys/l", "sym", "../proc"), ("sys/l/f", "file", None)])
 mk("hard.tgz", [("a", "file", None), ("b", "hard", "a")])
+# a 65 MiB file (over NCD_SYSROOT_MAX_FILE); zeros compress to ~64 KiB
+with tarfile.open(d + "/big.tgz", "w:gz") as t:
+    ti = tarfile.TarInfo("sys/big"); ti.size = 65 << 20
+    class Zeros(io.RawIOBase):
+        def __init__(self, n): self.n = n
+        def readable(self): return True
+        def readinto(self, b):
+            k = min(len(b), self.n); b[:k] = bytes(k); self.n -= k; return k
+    t.addfile(ti, io.BufferedReader(Zeros(ti.size)))
 PY
-        for t in abs dotdot symabs symup symmid through hard; do
+        for t in abs dotdot symabs symup symmid through hard big; do
             "$NCD_BIN" check --sysroot "$TEST_TMP/$t.tgz" >/dev/null 2>"$TEST_TMP/e.$t"
             [ $? -eq 3 ] || { echo "$t accepted"; exit 1; }
         done
@@ -99,7 +119,9 @@ if [ -f "$HW/40intel64-2g2n4c+pcilocality.tar.bz2" ]; then
         grep -q "qib0" "$TEST_TMP/t" &&
         "$NCD_BIN" check --sysroot "$HW/40intel64-2g2n4c+pcilocality.tar.bz2" --json | findings_of >"$TEST_TMP/f" &&
         grep -qx "info net.ib.uverbs-unknown" "$TEST_TMP/f" &&
-        grep -qx "info lib.nccl.not-visible" "$TEST_TMP/f"
+        grep -qx "info lib.nccl.not-visible" "$TEST_TMP/f" &&
+        "$NCD_BIN" check --sysroot "$HW/nvidiagpunumanodes.tar.bz2" --json | findings_of >"$TEST_TMP/p9" ;
+        grep -qx "info gpu.vendor-not-visible" "$TEST_TMP/p9"
     '
 fi
 test_done

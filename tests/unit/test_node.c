@@ -22,7 +22,9 @@
 #include "ncd/ports.h"
 #include "ncd/rdma.h"
 #include "ncd/shm.h"
+#include "ncd/strbuf.h"
 #include "ncd/topo.h"
+#include "node/topo_internal.h"
 
 static void test_pci_path_split(void **state)
 {
@@ -401,6 +403,29 @@ static void test_ports_and_fw(void **state)
     ncd_ctx_free(ctx);
 }
 
+static void test_utf8_sanitize(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain", "plain"},
+        {"caf\xc3\xa9", "caf\xc3\xa9"},           /* valid 2-byte */
+        {"\xe2\x82\xac ok", "\xe2\x82\xac ok"}, /* valid 3-byte */
+        {"a\xff" "b", "a?b"},                          /* invalid byte */
+        {"\xc3(", "?("},                            /* truncated */
+        {"\xc0\xaf", "??"},                        /* overlong */
+        {"\xed\xa0\x80", "???"},                  /* surrogate */
+        {"\xf4\x90\x80\x80", "????"},            /* > U+10FFFF */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char buf[32];
+        snprintf(buf, sizeof buf, "%s", cases[i].in);
+        ncd_utf8_sanitize(buf);
+        assert_string_equal(buf, cases[i].out);
+    }
+}
+
 static void test_iommu_dl_record(void **state)
 {
     (void)state;
@@ -463,6 +488,100 @@ static void test_fixture_probes(void **state)
     ncd_ctx_free(ctx);
 }
 
+
+/* ---- NVML stand-in: 9 devices (one unknown to sysfs), GPU0-GPU1 joined by
+ * 4 direct links, every other link to an NVSwitch. */
+static const struct ncd_topo *fake_topo;
+static int fake_init_rc;
+static int f_init(void) { return fake_init_rc; }
+static int f_shutdown(void) { return 0; }
+static int f_count(unsigned *n) { *n = 9; return 0; }
+static long fake_devs[9];
+static int f_handle(unsigned i, void **d)
+{
+    *d = &fake_devs[i];
+    return 0;
+}
+static int dev_idx(void *d) { return (int)((long *)d - fake_devs); }
+static void put_bus(void *pci, const char *bdf)
+{
+    /* nvmlPciInfo_t v3: busId at offset 16 + 5 * 4 */
+    snprintf((char *)pci + 36, 32, "0000%s", bdf);
+}
+static int f_pci(void *d, void *pci)
+{
+    int i = dev_idx(d);
+    put_bus(pci, i < 8 ? fake_topo->dev[i].bdf : "0000:ee:00.0");
+    return 0;
+}
+static int f_name(void *d, char *buf, unsigned len)
+{
+    snprintf(buf, len, "NVIDIA H200 #%d", dev_idx(d));
+    return 0;
+}
+static int f_state(void *d, unsigned link, int *active)
+{
+    (void)d;
+    if (link >= 18)
+        return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+    *active = 1;
+    return 0;
+}
+static int f_remote(void *d, unsigned link, void *pci)
+{
+    int i = dev_idx(d);
+    if (i <= 1 && link < 4)
+        put_bus(pci, fake_topo->dev[1 - i].bdf);
+    else
+        put_bus(pci, "0000:ff:00.0"); /* NVSwitch */
+    return 0;
+}
+static int f_drv(char *b, unsigned n)
+{
+    snprintf(b, n, "570.86.15");
+    return 0;
+}
+static int f_cuda(int *v)
+{
+    *v = 12080;
+    return 0;
+}
+
+static void test_nvml_table(void **state)
+{
+    (void)state;
+    char root[4096];
+    snprintf(root, sizeof root, "%s/tests/fixtures/sysroots/dgx-8gpu-4hca",
+             NCD_SOURCE_DIR);
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(root, NULL, &ctx), 0);
+    struct ncd_topo t;
+    assert_int_equal(ncd_topo_probe(ctx, 0, &t), 0);
+    assert_false(t.nvlink_known);
+    fake_topo = &t;
+    struct ncd__nvml_api api = {f_init, f_shutdown, f_count, f_handle, f_name,
+                                f_pci, f_state, f_remote, f_drv, f_cuda};
+    fake_init_rc = 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
+    assert_int_equal(ncd__topo_nvml_fill(&t, &api), 0);
+    assert_false(t.nvlink_known);
+    assert_non_null(strstr(t.nvlink_source, "error 9"));
+    fake_init_rc = 0;
+    assert_int_equal(ncd__topo_nvml_fill(&t, &api), 0);
+    assert_true(t.nvlink_known);
+    int nv;
+    assert_int_equal(ncd_topo_link(&t, 0, 1, &nv), NCD_LINK_NV);
+    assert_int_equal(nv, 4 + 14);
+    assert_int_equal(ncd_topo_link(&t, 0, 2, &nv), NCD_LINK_NV);
+    assert_int_equal(nv, 14);
+    assert_int_equal(ncd_topo_link(&t, 2, 3, &nv), NCD_LINK_NV);
+    assert_int_equal(nv, 18);
+    assert_string_equal(t.dev[3].name, "NVIDIA H200 #3");
+    assert_string_equal(t.driver_version, "570.86.15");
+    assert_int_equal(t.cuda_driver_version, 12080);
+    ncd_topo_release(&t);
+    ncd_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -475,8 +594,10 @@ int main(void)
         cmocka_unit_test(test_cgroup_and_env),
         cmocka_unit_test(test_ldcache),
         cmocka_unit_test(test_ports_and_fw),
+        cmocka_unit_test(test_utf8_sanitize),
         cmocka_unit_test(test_iommu_dl_record),
         cmocka_unit_test(test_fixture_probes),
+        cmocka_unit_test(test_nvml_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/libs.h"
 #include "ncd/nccl.h"
@@ -80,12 +81,13 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     for (size_t i = 0; arr && i < s.n; i++) {
         const struct ncd_nccl_file *x = &s.v[i];
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:o,s:o,s:s,s:b}", "path", x->path,
-                           "real", x->real, "version",
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:s,s:b}", "path",
+                           ncd__jstr(x->path), "real", ncd__jstr(x->real),
+                           "version",
                            x->version ? json_string(ncd_nccl_version_str(
                                             x->version, vb, sizeof vb))
                                       : json_null(),
-                           "cuda", *x->cuda ? json_string(x->cuda) : json_null(),
+                           "cuda", *x->cuda ? ncd__jstr(x->cuda) : json_null(),
                            "origin", x->origin, "loader_pick",
                            (int)i == s.winner));
     }
@@ -191,34 +193,46 @@ cuda:;
     int drv = cuda_driver_version(ctx, src, sizeof src);
     if (drv > 0)
         json_object_set_new(facts, "cuda_driver_version", json_integer(drv));
+    /* One finding for all copies built for a newer CUDA than the driver:
+     * error when a major version is newer, else warning. */
+    int dmaj = drv / 1000, dmin = (drv % 1000) / 10, worst = 0, n_old = 0;
     for (size_t i = 0; drv > 0 && i < s.n; i++) {
         int maj = 0, min = 0;
         if (!*s.v[i].cuda || sscanf(s.v[i].cuda, "%d.%d", &maj, &min) < 1)
             continue;
-        int dmaj = drv / 1000, dmin = (drv % 1000) / 10;
-        if (dmaj < maj || (dmaj == maj && dmin < min)) {
-            int major = dmaj < maj;
-            ADD(major ? "gpu.driver.too-old" : "gpu.driver.minor-older",
-                NCD_CAT_GPU_DRIVER, major ? NCD_SEV_ERROR : NCD_SEV_WARNING,
-                "The CUDA driver supports CUDA %d.%d, but %s was built for "
-                "CUDA %s",
-                dmaj, dmin, s.v[i].path, s.v[i].cuda);
-            ncd_finding_evidence(f, "driver CUDA version %d (%s)", drv, src);
-            ncd_finding_cause(f, "%s", major
-                                           ? "A CUDA major version newer than "
-                                             "the driver fails to initialise: "
-                                             "'CUDA driver version is "
-                                             "insufficient for CUDA runtime "
-                                             "version'."
-                                           : "Minor-version compatibility "
-                                             "lets it run, but features of "
-                                             "the newer CUDA (cuMem, NVLS) "
-                                             "may be unavailable.");
-            ncd_finding_fix(f, "Upgrade the NVIDIA driver, or use an NCCL "
-                               "build for CUDA %d.x.",
-                            dmaj);
-            break;
+        if (dmaj < maj)
+            worst = 2;
+        else if (dmaj == maj && dmin < min && worst < 1)
+            worst = 1;
+        n_old += dmaj < maj || (dmaj == maj && dmin < min);
+    }
+    if (worst) {
+        ADD(worst == 2 ? "gpu.driver.too-old" : "gpu.driver.minor-older",
+            NCD_CAT_GPU_DRIVER, worst == 2 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+            "The CUDA driver supports CUDA %d.%d, older than %d NCCL build(s) "
+            "here need",
+            dmaj, dmin, n_old);
+        ncd_finding_evidence(f, "driver CUDA version %d (%s)", drv, src);
+        for (size_t i = 0; i < s.n; i++) {
+            int maj = 0, min = 0;
+            if (!*s.v[i].cuda || sscanf(s.v[i].cuda, "%d.%d", &maj, &min) < 1)
+                continue;
+            if (dmaj < maj || (dmaj == maj && dmin < min))
+                ncd_finding_evidence(f, "%s: built for CUDA %s%s", s.v[i].path,
+                                     s.v[i].cuda,
+                                     dmaj < maj ? " (newer major: fails)" : "");
         }
+        ncd_finding_cause(f, "%s", worst == 2
+                                       ? "A CUDA major version newer than the "
+                                         "driver fails to initialise: 'CUDA "
+                                         "driver version is insufficient for "
+                                         "CUDA runtime version'."
+                                       : "Minor-version compatibility lets it "
+                                         "run, but features of the newer CUDA "
+                                         "(cuMem, NVLS) may be unavailable.");
+        ncd_finding_fix(f, "Upgrade the NVIDIA driver, or use NCCL builds for "
+                           "CUDA %d.%d or older.",
+                        dmaj, dmin);
     }
 done:
     ncd_nccl_scan_release(&s);

@@ -165,8 +165,9 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     if (!fw.known) {
         ADD("net.firewall.not-visible", NCD_CAT_NET_UNREACHABLE, NCD_SEV_INFO,
             "Firewall rules not checked: %s",
-            *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
-                                    : "no nftables rule set recorded");
+            !ncd_ctx_is_live(ctx) ? "no nftables rule set in this capture"
+            : *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
+                                      : "nft gave no rule set");
         ncd_finding_cause(f, "iptables-legacy rules are not read; check them "
                              "with `iptables -S INPUT`.");
     } else if (fw.drop_overlap || (fw.policy_drop && !fw.accept_covers)) {
@@ -193,6 +194,24 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ADD("net.firewall.ok", NCD_CAT_NET_UNREACHABLE, NCD_SEV_OK,
             "nftables: no rule drops TCP %d-%d (%d input chain(s))", lo, hi,
             fw.input_chains);
+    }
+    ncd_ctx_clear_error(ctx);
+    /* iptables-legacy tables live beside nftables and are not analysed:
+     * say so when the kernel has some loaded. */
+    char tables[256];
+    if (ncd_fs_read_str(ctx, "/proc/net/ip_tables_names", tables,
+                        sizeof tables) == 0 && *tables) {
+        for (char *c = tables; *c; c++)
+            if (*c == '\n')
+                *c = ' ';
+        ADD("net.firewall.iptables-legacy", NCD_CAT_NET_UNREACHABLE,
+            NCD_SEV_INFO,
+            "iptables-legacy tables are loaded (%s); their rules are not "
+            "analysed",
+            tables);
+        ncd_finding_fix(f, "Check that `iptables-legacy -S INPUT` does not "
+                           "drop TCP %d-%d from the other nodes.",
+                        lo, hi);
     }
     ncd_ctx_clear_error(ctx);
     /* Bind test on the recommended interface's address. */

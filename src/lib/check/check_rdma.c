@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/nccl.h"
 #include "ncd/pci.h"
@@ -41,20 +42,51 @@ static json_t *rdma_json(const struct ncd_rdma *r,
         for (size_t k = 0; ports && k < d->n_ports; k++) {
             const struct ncd_ib_port *p = &d->ports[k];
             json_t *pj = json_pack(
-                "{s:i,s:s,s:s,s:s,s:s,s:i}", "port", p->port, "state",
-                p->state_text, "phys_state", p->phys_text, "link_layer",
-                p->link_layer, "rate", p->rate, "gids", (int)p->n_gids);
+                "{s:i,s:o,s:o,s:o,s:o,s:i}", "port", p->port, "state",
+                ncd__jstr(p->state_text), "phys_state", ncd__jstr(p->phys_text),
+                "link_layer", ncd__jstr(p->link_layer), "rate",
+                ncd__jstr(p->rate), "gids", (int)p->n_gids);
             if (pj && p->is_ethernet)
                 json_object_set_new(pj, "nccl_auto_gid_index",
                                     json_integer(ncd_ib_gid_auto(p, prefs)));
             json_array_append_new(ports, pj);
         }
         json_array_append_new(
-            arr, json_pack("{s:s,s:s,s:s,s:s,s:o}", "name", d->name, "pci",
-                           d->bdf, "netdev", d->netdev, "fw", d->fw, "ports",
-                           ports ? ports : json_null()));
+            arr, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name", ncd__jstr(d->name),
+                           "pci", ncd__jstr(d->bdf), "netdev",
+                           ncd__jstr(d->netdev), "fw", ncd__jstr(d->fw),
+                           "ports", ports ? ports : json_null()));
     }
     return arr;
+}
+
+/* Looks for lib<prov>-rdmav<N>.so in rdma-core's provider directories.
+ * Returns how many of those directories exist (0: cannot tell); `out`
+ * receives the first match. */
+static int provider_lib(struct ncd_ctx *ctx, const char *prov, char *out,
+                        size_t outsz)
+{
+    static const char *dirs[] = {"/usr/lib/x86_64-linux-gnu/libibverbs",
+                                 "/usr/lib/aarch64-linux-gnu/libibverbs",
+                                 "/usr/lib/powerpc64le-linux-gnu/libibverbs",
+                                 "/usr/lib64/libibverbs", "/usr/lib/libibverbs"};
+    char pre[48];
+    snprintf(pre, sizeof pre, "lib%s-rdmav", prov);
+    int seen = 0;
+    out[0] = '\0';
+    for (size_t d = 0; d < sizeof dirs / sizeof *dirs && !*out; d++) {
+        char **names;
+        int n = ncd_fs_list(ctx, dirs[d], &names);
+        if (n < 0)
+            continue;
+        seen++;
+        for (int i = 0; i < n && !*out; i++)
+            if (strncmp(names[i], pre, strlen(pre)) == 0)
+                snprintf(out, outsz, "%s/%s", dirs[d], names[i]);
+        ncd_fs_list_free(names, n);
+    }
+    ncd_ctx_clear_error(ctx);
+    return seen;
 }
 
 int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
@@ -158,6 +190,20 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                 continue;
             char p[96];
             snprintf(p, sizeof p, "/etc/libibverbs.d/%s.driver", prov);
+            char plib[160] = "";
+            int dirs = provider_lib(ctx, prov, plib, sizeof plib);
+            if (ncd_fs_exists(ctx, p) && dirs > 0 && !*plib) {
+                ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
+                    "The verbs provider library for %s (%s) is missing: NCCL "
+                    "will not open it",
+                    r.v[i].name, prov);
+                ncd_finding_evidence(f, "%s exists, but no lib%s-rdmav*.so in "
+                                        "the libibverbs provider directories",
+                                     p, prov);
+                ncd_finding_fix(f, "Install the provider package "
+                                   "(ibverbs-providers / rdma-core).");
+                break;
+            }
             if (!ncd_fs_exists(ctx, p)) {
                 ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
                     "No verbs provider for %s (driver %s): NCCL will not "
@@ -226,6 +272,35 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_fix(f, "Use the names above, e.g. NCCL_IB_HCA='=%s:1'.",
                         r.v[0].name);
     }
+    /* Tokens of an include list that select nothing: typos (mlx5_O), a
+     * device of another node, or a port the device does not have. */
+    for (int t = 0; hl.set && !hl.exclude && t < hl.n; t++) {
+        int any = 0;
+        for (size_t i = 0; i < r.n && !any; i++) {
+            size_t tl = strlen(hl.tok[t].name);
+            int nm = hl.exact ? strcmp(r.v[i].name, hl.tok[t].name) == 0
+                              : strncmp(r.v[i].name, hl.tok[t].name, tl) == 0;
+            for (size_t k = 0; nm && k < r.v[i].n_ports; k++)
+                any |= hl.tok[t].port < 0 ||
+                       r.v[i].ports[k].port == hl.tok[t].port;
+        }
+        if (any)
+            continue;
+        char tok[80];
+        if (hl.tok[t].port >= 0)
+            snprintf(tok, sizeof tok, "%s:%d", hl.tok[t].name, hl.tok[t].port);
+        else
+            snprintf(tok, sizeof tok, "%s", hl.tok[t].name);
+        ADD("net.ib.hca-token-unmatched", NCD_CAT_NET_IB, NCD_SEV_WARNING,
+            "NCCL_IB_HCA token '%s' matches no RDMA device or port here", tok);
+        ncd_finding_evidence(f, "NCCL_IB_HCA=%s", hca);
+        for (size_t i = 0; i < r.n; i++)
+            ncd_finding_evidence(f, "%s: %zu port(s)", r.v[i].name,
+                                 r.v[i].n_ports);
+        ncd_finding_cause(f, "NCCL skips it without a message; the job uses "
+                             "fewer NICs than intended (or none).");
+        ncd_finding_fix(f, "Use the device names and ports listed above.");
+    }
     if (hl.set && !hl.exact) {
         /* mlx5_1 also matches mlx5_10..19 */
         for (int t = 0; t < hl.n; t++) {
@@ -245,9 +320,8 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                     "NCCL_IB_HCA token '%s' is a prefix: it also selects %s",
                     hl.tok[t].name, extra);
                 ncd_finding_evidence(f, "NCCL_IB_HCA=%s", hca);
-                ncd_finding_fix(f, "Start the list with '=' for exact names: "
-                                   "NCCL_IB_HCA='=%s'",
-                                hca + (hca[0] == '^'));
+                ncd_finding_fix(f, "Use '=' for exact names: NCCL_IB_HCA='%s%s'",
+                                hl.exclude ? "^=" : "=", hca + hl.exclude);
                 break;
             }
         }
@@ -401,6 +475,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         char ver[200] = "";
         ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", ver, sizeof ver);
         ncd_ctx_clear_error(ctx);
+        ver[strcspn(ver, "\n")] = '\0'; /* the NVRM line only */
         int open_drv = strstr(ver, "Open Kernel Module") != NULL;
         ADD("net.ib.no-gdr", NCD_CAT_PERF_CONFIG,
             open_drv ? NCD_SEV_INFO : NCD_SEV_WARNING,

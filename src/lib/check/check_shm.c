@@ -6,6 +6,7 @@
 #include "ncd/check.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/recommend.h"
@@ -66,10 +67,11 @@ static int local_gpus(struct ncd_ctx *ctx, int *on_pci)
         ncd_fs_list_free(names, n);
     ncd_ctx_clear_error(ctx);
     *on_pci = g;
-    const char *cvd = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");
-    if (cvd && *cvd) {
+    g = ncd_container_gpu_count(ctx, g);
+    const char *v = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");
+    if (v && *v) {
         int cnt = 1;
-        for (const char *p = cvd; *p; p++)
+        for (const char *p = v; *p; p++)
             cnt += *p == ',';
         if (cnt < g)
             g = cnt;
@@ -143,8 +145,9 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     const char *dis = ncd_getenv(ctx, "NCCL_SHM_DISABLE");
     int shm_disabled = dis && strtol(dis, NULL, 0) == 1;
     char a[32], b[32], n[32];
-    json_t *j = json_pack("{s:b,s:s,s:s,s:I,s:I,s:s,s:i,s:I}", "mounted",
-                          s.mounted, "type", s.m.type, "options", s.m.opts,
+    json_t *j = json_pack("{s:b,s:o,s:o,s:I,s:I,s:s,s:i,s:I}", "mounted",
+                          s.mounted, "type", ncd__jstr(s.m.type), "options",
+                          ncd__jstr(s.m.opts),
                           "size_bytes", (json_int_t)s.size, "free_bytes",
                           (json_int_t)s.free, "size_source", s.size_source,
                           "local_gpus", ng, "need_bytes", (json_int_t)need);
@@ -182,7 +185,17 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             human(s.size, a, sizeof a), s.size_source, ng);
         goto ipc;
     }
-    if (s.size >= 0 && s.size < need && !shm_disabled) {
+    if (shm_disabled) {
+        ADD("sys.shm.disabled", NCD_CAT_PERF_CONFIG, NCD_SEV_INFO,
+            "NCCL_SHM_DISABLE=1: NCCL's shared-memory transport is off "
+            "(/dev/shm %s)",
+            human(s.size, a, sizeof a));
+        ncd_finding_cause(f, "Pairs of local GPUs that cannot use P2P then "
+                             "go through the network transport, which is "
+                             "slower; NCCL still needs some /dev/shm for "
+                             "its proxy.");
+        ncd_finding_env(f, "NCCL_SHM_DISABLE", NULL);
+    } else if (s.size >= 0 && s.size < need) {
         ADD("sys.shm.too-small", NCD_CAT_SYS_SHM, NCD_SEV_ERROR,
             "/dev/shm is %s; NCCL may need %s for %d local GPUs",
             human(s.size, a, sizeof a), human(need, n, sizeof n), ng);
@@ -204,7 +217,7 @@ int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                              "device) once its segments outgrow the tmpfs; "
                              "Docker's default is 64 MB.");
         ncd_finding_fix(f, "%s", ncd_container_shm_fix(&c));
-    } else if (s.free >= 0 && s.free < need && !shm_disabled) {
+    } else if (s.free >= 0 && s.free < need) {
         ADD("sys.shm.low-free", NCD_CAT_SYS_SHM, NCD_SEV_WARNING,
             "/dev/shm has only %s free of %s; NCCL may need %s",
             human(s.free, a, sizeof a), human(s.size, b, sizeof b),
@@ -234,8 +247,8 @@ ipc:;
         int user = uid >= 1000;
         ADD("sys.shm.removeipc", NCD_CAT_SYS_SHM,
             user ? NCD_SEV_WARNING : NCD_SEV_INFO,
-            "systemd-logind RemoveIPC is %s (%s)%s",
-            rip == 1 ? "yes" : "on (the default)", *src ? src : "default",
+            "systemd-logind RemoveIPC=yes (%s)%s",
+            *src ? src : "the default: not set in logind.conf",
             user ? "" : "; it spares system users such as this one");
         if (uid >= 0)
             ncd_finding_evidence(f, "running as uid %ld", uid);
@@ -261,11 +274,11 @@ int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     ncd_container_probe(ctx, &c);
     json_t *ev = json_array();
     for (int i = 0; ev && i < c.n_evidence; i++)
-        json_array_append_new(ev, json_string(c.evidence[i]));
-    json_t *j = json_pack("{s:s,s:b,s:b,s:s,s:b,s:o}", "runtime",
+        json_array_append_new(ev, ncd__jstr(c.evidence[i]));
+    json_t *j = json_pack("{s:s,s:b,s:b,s:o,s:b,s:o}", "runtime",
                           ncd_runtime_name(c.runtime), "kubernetes",
                           c.kubernetes, "slurm", c.slurm, "slurm_job",
-                          c.slurm_job, "wsl", c.wsl,
+                          ncd__jstr(c.slurm_job), "wsl", c.wsl,
                           "evidence", ev ? ev : json_null());
     if (j)
         json_object_set_new(facts, "container", j);
@@ -401,6 +414,12 @@ int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                        : "");
     ncd_finding_evidence(f, "/proc/self/limits: Max locked memory %lld %lld",
                          ml.soft, ml.hard);
+    if (cap_known)
+        ncd_finding_evidence(f, "/proc/self/status: CapEff %016llx (%s "
+                                "CAP_IPC_LOCK)",
+                             cap, exempt ? "has" : "no");
+    if (rdma_active)
+        ncd_finding_evidence(f, "%d active RDMA port(s)", rdma_active);
     limits_conf_evidence(ctx, f);
     ncd_finding_cause(f, "RDMA pins NCCL's buffers with ibv_reg_mr, which "
                          "counts against this limit: 'Call to ibv_reg_mr "

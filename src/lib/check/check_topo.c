@@ -4,7 +4,9 @@
  * §6 (ACS/IOMMU, GPU Direct RDMA). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "ncd/container.h"
 #include "ncd/error.h"
+#include "node/node_internal.h"
 #include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/topo.h"
@@ -36,11 +38,14 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
     int rc = 0;
     if (!v || !t->n_gpu)
         return 0;
+    /* CUDA numbers the GPUs this container was given, not the host's. */
+    size_t ngpu = (size_t)ncd_container_gpu_count(ctx, (int)t->n_gpu);
     if (!*v || strcmp(v, "-1") == 0 || strcasecmp(v, "none") == 0 ||
         strcasecmp(v, "NoDevFiles") == 0) {
         ADD("gpu.cuda.no-visible-device", NCD_CAT_GPU_CUDA, NCD_SEV_ERROR,
             "CUDA_VISIBLE_DEVICES='%s' hides every GPU from CUDA", v);
-        ncd_finding_evidence(f, "%zu NVIDIA GPU(s) on the PCI bus", t->n_gpu);
+        ncd_finding_evidence(f, "%zu NVIDIA GPU(s) given to this process",
+                             ngpu);
         ncd_finding_cause(f, "CUDA enumerates no device, so NCCL cannot "
                              "create a communicator on this node.");
         ncd_finding_fix(f, "Unset CUDA_VISIBLE_DEVICES or list the GPUs this "
@@ -59,7 +64,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
             continue; /* UUIDs: only NVML can resolve them */
         char *end;
         long idx = strtol(tok, &end, 10);
-        if (end == tok || *end || idx < 0 || idx >= (long)t->n_gpu) {
+        if (end == tok || *end || idx < 0 || idx >= (long)ngpu) {
             /* CUDA stops at the first invalid entry. */
             bad = 1;
             snprintf(badtok, sizeof badtok, "%.60s", tok);
@@ -72,7 +77,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
         ADD("gpu.cuda.visible-devices-invalid", NCD_CAT_GPU_CUDA,
             n == 0 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
             "CUDA_VISIBLE_DEVICES entry '%s' is not one of the %zu GPUs", badtok,
-            t->n_gpu);
+            ngpu);
         ncd_finding_evidence(f, "CUDA_VISIBLE_DEVICES=%s", v);
         ncd_finding_cause(f,
                           "CUDA ignores the list from the first invalid entry "
@@ -82,7 +87,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
                                  : "only the entries before it are visible");
         ncd_finding_fix(f, "Use indices 0..%zu (or GPU UUIDs from "
                            "`nvidia-smi -L`).",
-                        t->n_gpu - 1);
+                        ngpu ? ngpu - 1 : 0);
     } else if (dup) {
         ADD("gpu.cuda.visible-devices-duplicate", NCD_CAT_USAGE_DUPLICATE_GPU,
             NCD_SEV_ERROR, "CUDA_VISIBLE_DEVICES lists a GPU twice");
@@ -122,10 +127,20 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     (void)opts;
     struct ncd_topo t;
     struct ncd_finding *f;
-    /* NVML init costs 0.1-2 s on a GPU node; check keeps it because the
-     * NVLink counts change the findings. */
-    int rc = ncd_topo_probe(ctx, 1, &t);
+    /* NVML init costs 0.1-2 s on a GPU node: it is loaded only when NVLink
+     * can change a finding, i.e. when some GPU pair is not under one PCIe
+     * switch (a recorded capture just reads .ncd/nvml). */
+    int rc = ncd_topo_probe(ctx, 0, &t);
     if (rc < 0) {
+        ncd_topo_release(&t);
+        return rc;
+    }
+    int need_nvml = !ncd_ctx_is_live(ctx);
+    for (size_t a = 0; a < t.n_gpu && !need_nvml; a++)
+        for (size_t b = a + 1; b < t.n_gpu; b++)
+            if (ncd_topo_link(&t, a, b, NULL) >= NCD_LINK_PHB)
+                need_nvml = 1;
+    if (need_nvml && (rc = ncd_topo_nvml(ctx, &t)) < 0) {
         ncd_topo_release(&t);
         return rc;
     }
@@ -138,6 +153,19 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_cause(f, "Without it GPUs, NICs and their topology "
                              "cannot be checked; NCCL sees the same gap and "
                              "builds a poor topology.");
+        goto done;
+    }
+    size_t unknown_display = 0;
+    for (size_t i = 0; i < t.pci.n; i++)
+        unknown_display += (t.pci.v[i].class_code >> 16) == 0x03 &&
+                           t.pci.v[i].vendor == 0;
+    if (!t.n_gpu && unknown_display) {
+        ADD("gpu.vendor-not-visible", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
+            "%zu display controller(s) whose PCI vendor is not visible: "
+            "cannot tell whether they are NVIDIA GPUs",
+            unknown_display);
+        ncd_finding_cause(f, "The capture lacks their `vendor` files (NCCL "
+                             "reads them too); GPU checks are skipped.");
         goto done;
     }
     if (!t.n_gpu) {
@@ -237,10 +265,13 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                          t.dev[bi].name, ncd_link_name(best));
             bad++;
         }
+        struct ncd_virt vm;
+        ncd_virt_probe(ctx, &vm);
         if (bad) {
             ADD("perf.config.nic-far-from-gpu", NCD_CAT_PERF_CONFIG,
-                NCD_SEV_WARNING,
-                "%d GPU(s) have no RDMA NIC under the same PCIe switch", bad);
+                vm.vm ? NCD_SEV_INFO : NCD_SEV_WARNING,
+                "%d GPU(s) have no RDMA NIC under the same PCIe switch%s", bad,
+                vm.vm ? " (as far as this VM's virtual PCI tree shows)" : "");
             for (int i = 0; i < bad && i < 16; i++)
                 ncd_finding_evidence(f, "%s", lines[i]);
             ncd_finding_cause(
@@ -249,7 +280,13 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    "NCCL_NET_GDR_C2C=1 on C2C systems).  Farther (PHB, NODE, "
                    "SYS) the data is staged through host memory, costing "
                    "bandwidth and CPU.");
-            ncd_finding_fix(
+            if (vm.vm)
+                ncd_finding_fix(f, "In a VM the real placement is hidden: use "
+                                   "the cloud provider's NCCL topology file "
+                                   "(NCCL_TOPO_FILE) so NCCL knows which NIC "
+                                   "is near which GPU.");
+            else
+                ncd_finding_fix(
                 f, "Physically, put one NIC per GPU pair under the same PCIe "
                    "switch (the DGX layout).  Otherwise keep the default: "
                    "NCCL_NET_GDR_LEVEL=SYS forces GDR across the CPU and is "
@@ -362,12 +399,13 @@ int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     free(flag);
-    json_t *pj = json_pack("{s:i,s:i,s:i,s:i,s:s,s:b,s:s,s:i}", "iommu_groups",
+    json_t *pj = json_pack("{s:i,s:i,s:i,s:i,s:o,s:b,s:o,s:i}", "iommu_groups",
                            io.groups, "iommu_translated_groups", io.translated,
                            "iommu_identity_groups", io.identity,
                            "acs_redirecting_bridges", n_acs,
-                           "iommu_cmdline", io.cmdline_opts, "vm", vm.vm,
-                           "hypervisor", vm.hypervisor, "acs_paths", pairs);
+                           "iommu_cmdline", ncd__jstr(io.cmdline_opts), "vm",
+                           vm.vm, "hypervisor", ncd__jstr(vm.hypervisor),
+                           "acs_paths", pairs);
     if (pj)
         json_object_set_new(facts, "pci", pj);
     if (n_acs) {

@@ -280,3 +280,13 @@ int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg)
     ctx->on_free_arg = arg;
     return 0;
 }
+
+int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label)
+{
+    char *l = strdup(label);
+    if (!l)
+        return NCD_ENOMEM;
+    free(ctx->sysroot);
+    ctx->sysroot = l;
+    return 0;
+}

@@ -450,5 +450,11 @@ int ncd_ctx_new_sysroot(const char *sysroot, char *const *envp,
         return rc;
     }
     ncd_ctx_on_free(*out, remove_cb, keep);
+    /* Reports name the capture the user gave, not the temporary tree. */
+    if (ncd_ctx_set_sysroot_label(*out, sysroot) < 0) {
+        ncd_ctx_free(*out);
+        *out = NULL;
+        return NCD_ENOMEM;
+    }
     return 0;
 }

@@ -196,3 +196,28 @@ const char *ncd_container_memlock_fix(const struct ncd_container *c)
            "infinity in the systemd unit that starts the job; check with "
            "`ulimit -l`.";
 }
+
+int ncd_container_gpu_count(struct ncd_ctx *ctx, int pci_gpus)
+{
+    int g = pci_gpus;
+    char **names;
+    int n = ncd_fs_list(ctx, "/dev", &names), nodes = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(names[i], "nvidia", 6) == 0 && names[i][6] &&
+            strspn(names[i] + 6, "0123456789") == strlen(names[i] + 6))
+            nodes++;
+    if (n >= 0)
+        ncd_fs_list_free(names, n);
+    ncd_ctx_clear_error(ctx);
+    if (nodes > 0 && nodes < g)
+        g = nodes;
+    const char *v = ncd_getenv(ctx, "NVIDIA_VISIBLE_DEVICES");
+    if (v && *v && strcmp(v, "all") && strcmp(v, "none") && strcmp(v, "void")) {
+        int cnt = 1;
+        for (const char *p = v; *p; p++)
+            cnt += *p == ',';
+        if (cnt < g)
+            g = cnt;
+    }
+    return g;
+}

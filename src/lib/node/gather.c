@@ -173,6 +173,42 @@ static void make_relative(const char *from, const char *to, char *out,
     strncat(out, *rest ? rest : ".", outsz - strlen(out) - 1);
 }
 
+/* /proc/net/tcp{,6}: the probes need only listening sockets; established
+ * connections would reveal peers' addresses in a shared capture.  Keeps
+ * the header and the lines in state 0A (LISTEN), in place. */
+static size_t keep_listeners(char *buf, size_t len)
+{
+    size_t o = 0, i = 0;
+    int first = 1;
+    while (i < len) {
+        size_t s = i;
+        while (i < len && buf[i] != '\n')
+            i++;
+        size_t e = i < len ? i + 1 : i;
+        i = e;
+        char st[4] = "";
+        const char *l = buf + s;
+        /* "  N: local remote st ..." -> fourth field */
+        int field = 0;
+        for (size_t k = 0; k < e - s && field < 4;) {
+            while (k < e - s && (l[k] == ' ' || l[k] == '\t'))
+                k++;
+            size_t b = k;
+            while (k < e - s && l[k] != ' ' && l[k] != '\t' && l[k] != '\n')
+                k++;
+            if (++field == 4 && k - b == 2)
+                memcpy(st, l + b, 2);
+        }
+        if (first || strcmp(st, "0A") == 0) {
+            memmove(buf + o, l, e - s);
+            o += e - s;
+        }
+        first = 0;
+    }
+    buf[o] = '\0';
+    return o;
+}
+
 /* Records `path`: every symlink met on the way, then the file / dir /
  * link itself.  Unreadable things are skipped (counted). */
 static int add_path(struct gather *g, const char *path, enum gkind kind)
@@ -251,9 +287,11 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
     struct stat st;
     if (fstatat(ncd_ctx_rootfd(g->ctx), rel(res), &st, 0) < 0)
         return 0;
-    if (S_ISDIR(st.st_mode) || kind == G_DIR)
+    if (S_ISDIR(st.st_mode))
         return g_add(g, res, G_DIR, NULL, 0);
-    if (!S_ISREG(st.st_mode)) /* device nodes (/dev/infiniband/uverbs0) */
+    /* Device nodes (/dev/nvidia0, /dev/infiniband/uverbs0) and DIR patterns
+     * that hit a file: only their existence matters, as an empty file. */
+    if (!S_ISREG(st.st_mode) || kind == G_DIR)
         return g_add(g, res, G_FILE, NULL, 0);
     char *buf;
     size_t len;
@@ -265,6 +303,8 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
         ncd_ctx_clear_error(g->ctx);
         return 0;
     }
+    if (strstr(path, "/proc/net/tcp") == path)
+        len = keep_listeners(buf, len);
     return g_add(g, res, G_FILE, buf, len);
 }
 
@@ -555,6 +595,17 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
     int rc = 0;
     for (size_t i = 0; i < sizeof gather_paths / sizeof *gather_paths && rc >= 0; i++)
         rc = expand(&g, "", gather_paths[i].pattern, gather_paths[i].kind);
+    /* NCCL's config files named by the environment (NCCL
+     * src/misc/param.cc: NCCL_CONF_FILE, else ~/.nccl.conf). */
+    const char *cf = ncd_getenv(ctx, "NCCL_CONF_FILE");
+    const char *home = ncd_getenv(ctx, "HOME");
+    if (rc >= 0 && cf && *cf == '/')
+        rc = add_path(&g, cf, G_FILE);
+    if (rc >= 0 && home && *home == '/') {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/.nccl.conf", home);
+        rc = add_path(&g, p, G_FILE);
+    }
     if (rc >= 0)
         rc = ncd_ctx_is_live(ctx) ? record_live(&g) : record_copy(&g);
     if (rc >= 0) {

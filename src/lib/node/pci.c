@@ -7,6 +7,8 @@
 #include "node_internal.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +162,52 @@ static int cmp_depth(const void *a, const void *b)
     return r ? r : strcmp(x->bdf, y->bdf);
 }
 
+/* Reads the parts of a configuration space the parsers look at: the
+ * first 256 bytes, then only the extended capability headers along the
+ * list and the ACS registers.  Each dword of sysfs `config` is a real PCI
+ * config cycle; reading all 4096 bytes of hundreds of bridges would cost
+ * a large part of check's time budget on a big node.  Bytes not read stay
+ * zero; *len is 4096 when the extended space is readable (root), else what
+ * the standard read returned. */
+static int read_config(struct ncd_ctx *ctx, const char *path,
+                       unsigned char *cfg, size_t *len)
+{
+    memset(cfg, 0, 4096);
+    int fd = ncd_fs_open(ctx, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    ssize_t n = pread(fd, cfg, 256, 0);
+    if (n <= 0) {
+        close(fd);
+        return NCD_EIO;
+    }
+    *len = (size_t)n;
+    unsigned off = 0x100;
+    if (n == 256 && pread(fd, cfg + off, 4, off) == 4) {
+        *len = 4096;
+        for (int guard = 0; guard < 64; guard++) {
+            unsigned hdr = (unsigned)cfg[off] | (unsigned)cfg[off + 1] << 8 |
+                           (unsigned)cfg[off + 2] << 16 |
+                           (unsigned)cfg[off + 3] << 24;
+            if (hdr == 0 || hdr == 0xffffffffu)
+                break;
+            if ((hdr & 0xffff) == 0x000d) {
+                if (pread(fd, cfg + off + 4, 4, off + 4) != 4)
+                    memset(cfg + off, 0, 4); /* unreadable: "no ACS" */
+                break;
+            }
+            unsigned next = (hdr >> 20) & 0xffc;
+            if (next < 0x100 || next + 8 > 4096 || next == off)
+                break;
+            off = next;
+            if (pread(fd, cfg + off, 4, off) != 4)
+                break;
+        }
+    }
+    close(fd);
+    return 0;
+}
+
 static void probe_details(struct ncd_ctx *ctx, struct ncd_pci_dev *d)
 {
     char dir[64], p[400], link[400];
@@ -186,14 +234,13 @@ static void probe_details(struct ncd_ctx *ctx, struct ncd_pci_dev *d)
     if (d->role != NCD_PCI_BRIDGE)
         return;
     snprintf(p, sizeof p, "%s/config", dir);
-    char *cfg;
-    size_t len;
-    if (ncd_fs_read(ctx, p, 8192, &cfg, &len) < 0)
+    unsigned char cfg[4096];
+    size_t len = 0;
+    if (read_config(ctx, p, cfg, &len) < 0)
         return;
-    d->pcie_type =
-        (enum ncd_pcie_type)ncd_pci_cfg_pcie_type((unsigned char *)cfg, len);
+    d->pcie_type = (enum ncd_pcie_type)ncd_pci_cfg_pcie_type(cfg, len);
     unsigned cap = 0, ctrl = 0;
-    int r = ncd_pci_cfg_acs((unsigned char *)cfg, len, &cap, &ctrl);
+    int r = ncd_pci_cfg_acs(cfg, len, &cap, &ctrl);
     if (r == 1) {
         d->acs = 1;
         d->acs_cap = cap;
@@ -201,7 +248,6 @@ static void probe_details(struct ncd_ctx *ctx, struct ncd_pci_dev *d)
     } else if (r == 0) {
         d->acs = 0;
     }
-    free(cfg);
 }
 
 int ncd_pci_scan(struct ncd_ctx *ctx, struct ncd_pci_list *out)

@@ -5,6 +5,7 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "node_internal.h"
+#include "topo_internal.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -364,16 +365,6 @@ int ncd_topo_parse_nvml(struct ncd_ctx *ctx, struct ncd_topo *t,
 
 /* ---- NVML (live) ---------------------------------------------------------- */
 
-typedef int (*nvml_void_fn)(void);
-typedef int (*nvml_count_fn)(unsigned *);
-typedef int (*nvml_handle_fn)(unsigned, void **);
-typedef int (*nvml_name_fn)(void *, char *, unsigned);
-typedef int (*nvml_pci_fn)(void *, void *);
-typedef int (*nvml_state_fn)(void *, unsigned, int *);
-typedef int (*nvml_rpci_fn)(void *, unsigned, void *);
-typedef int (*nvml_sysstr_fn)(char *, unsigned);
-typedef int (*nvml_int_fn)(int *);
-
 /* nvmlPciInfo_t (NVML API v3+): char busIdLegacy[16]; unsigned domain, bus,
  * device, pciDeviceId, pciSubSystemId; char busId[32].  A larger buffer is
  * passed so a grown struct cannot overrun. */
@@ -384,78 +375,58 @@ struct nvml_pci {
     char spare[256];
 };
 
-static void nvml_live(struct ncd_topo *t)
+int ncd__topo_nvml_fill(struct ncd_topo *t, const struct ncd__nvml_api *api)
 {
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "libnvidia-ml.so.1 not loadable: %.90s", e ? e : "?");
-        return;
-    }
-    nvml_void_fn init = (nvml_void_fn)(uintptr_t)dlsym(h, "nvmlInit_v2");
-    nvml_void_fn fini = (nvml_void_fn)(uintptr_t)dlsym(h, "nvmlShutdown");
-    nvml_count_fn count =
-        (nvml_count_fn)(uintptr_t)dlsym(h, "nvmlDeviceGetCount_v2");
-    nvml_handle_fn byidx =
-        (nvml_handle_fn)(uintptr_t)dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
-    nvml_name_fn name = (nvml_name_fn)(uintptr_t)dlsym(h, "nvmlDeviceGetName");
-    nvml_pci_fn pci = (nvml_pci_fn)(uintptr_t)dlsym(h, "nvmlDeviceGetPciInfo_v3");
-    nvml_state_fn lstate =
-        (nvml_state_fn)(uintptr_t)dlsym(h, "nvmlDeviceGetNvLinkState");
-    nvml_rpci_fn rpci = (nvml_rpci_fn)(uintptr_t)dlsym(
-        h, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-    nvml_sysstr_fn drv =
-        (nvml_sysstr_fn)(uintptr_t)dlsym(h, "nvmlSystemGetDriverVersion");
-    nvml_int_fn cudav =
-        (nvml_int_fn)(uintptr_t)dlsym(h, "nvmlSystemGetCudaDriverVersion_v2");
-    if (!init || !fini || !count || !byidx || !pci) {
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "libnvidia-ml.so.1 lacks the NVML v2/v3 entry points");
-        dlclose(h);
-        return;
-    }
-    int r = init();
+    int r = api->init();
     if (r != 0) {
         snprintf(t->nvlink_source, sizeof t->nvlink_source,
                  "nvmlInit_v2 failed (NVML error %d)", r);
-        dlclose(h);
-        return;
+        return 0;
     }
-    if (drv)
-        drv(t->driver_version, sizeof t->driver_version);
-    if (cudav)
-        cudav(&t->cuda_driver_version);
+    if (api->driver_version)
+        api->driver_version(t->driver_version, sizeof t->driver_version);
+    if (api->cuda_version)
+        api->cuda_version(&t->cuda_driver_version);
     unsigned n = 0;
+    int rc = 0;
     int *sw = calloc(t->n_gpu + 1, sizeof *sw);
-    if (count(&n) == 0 && sw && ensure_nvlinks(t) == 0) {
+    if (!sw || ensure_nvlinks(t) < 0) {
+        rc = NCD_ENOMEM;
+    } else if ((r = api->count(&n)) != 0) {
+        snprintf(t->nvlink_source, sizeof t->nvlink_source,
+                 "nvmlDeviceGetCount_v2 failed (NVML error %d)", r);
+    } else {
         for (unsigned i = 0; i < n; i++) {
             void *dev;
             struct nvml_pci pi;
             char bdf[16];
-            if (byidx(i, &dev) != 0 || pci(dev, &pi) != 0)
+            memset(&pi, 0, sizeof pi);
+            if (api->handle(i, &dev) != 0 || api->pci(dev, &pi) != 0)
                 continue;
             pi.bus_id[sizeof pi.bus_id - 1] = '\0';
             norm_bdf(pi.bus_id, bdf);
             int g = gpu_index(t, bdf);
             if (g < 0)
-                continue;
-            if (name) {
-                char nm[96];
-                if (name(dev, nm, sizeof nm) == 0)
-                    ncd__scpy(t->dev[g].name, sizeof t->dev[g].name, nm);
+                continue; /* a GPU NVML sees but sysfs does not (or MIG) */
+            char nm[96];
+            if (api->name && api->name(dev, nm, sizeof nm) == 0) {
+                nm[sizeof nm - 1] = '\0';
+                ncd__scpy(t->dev[g].name, sizeof t->dev[g].name, nm);
             }
-            if (!lstate || !rpci)
+            if (!api->link_state || !api->link_remote)
                 continue;
+            /* NVML_NVLINK_MAX_LINKS is 18 today; stop at the first link
+             * NVML refuses (NOT_SUPPORTED / INVALID_ARGUMENT). */
             for (unsigned l = 0; l < 64; l++) {
                 int active = 0;
-                if (lstate(dev, l, &active) != 0)
+                if (api->link_state(dev, l, &active) != 0)
                     break;
                 if (!active)
                     continue;
                 struct nvml_pci rp;
                 char rb[16];
-                if (rpci(dev, l, &rp) != 0)
+                memset(&rp, 0, sizeof rp);
+                if (api->link_remote(dev, l, &rp) != 0)
                     continue;
                 rp.bus_id[sizeof rp.bus_id - 1] = '\0';
                 norm_bdf(rp.bus_id, rb);
@@ -471,8 +442,71 @@ static void nvml_live(struct ncd_topo *t)
         snprintf(t->nvlink_source, sizeof t->nvlink_source, "NVML");
     }
     free(sw);
-    fini();
+    api->shutdown();
+    return rc;
+}
+
+static int nvml_live(struct ncd_topo *t)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(t->nvlink_source, sizeof t->nvlink_source,
+                 "libnvidia-ml.so.1 not loadable: %.90s", e ? e : "?");
+        return 0;
+    }
+#define SYM(field, name)                                                      \
+    api.field = (__typeof__(api.field))(uintptr_t)dlsym(h, name)
+    struct ncd__nvml_api api;
+    memset(&api, 0, sizeof api);
+    SYM(init, "nvmlInit_v2");
+    SYM(shutdown, "nvmlShutdown");
+    SYM(count, "nvmlDeviceGetCount_v2");
+    SYM(handle, "nvmlDeviceGetHandleByIndex_v2");
+    SYM(name, "nvmlDeviceGetName");
+    SYM(pci, "nvmlDeviceGetPciInfo_v3");
+    SYM(link_state, "nvmlDeviceGetNvLinkState");
+    SYM(link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
+    SYM(driver_version, "nvmlSystemGetDriverVersion");
+    SYM(cuda_version, "nvmlSystemGetCudaDriverVersion_v2");
+#undef SYM
+    int rc = 0;
+    if (!api.init || !api.shutdown || !api.count || !api.handle || !api.pci)
+        snprintf(t->nvlink_source, sizeof t->nvlink_source,
+                 "libnvidia-ml.so.1 lacks the NVML v2/v3 entry points");
+    else
+        rc = ncd__topo_nvml_fill(t, &api);
     dlclose(h);
+    return rc;
+}
+
+/* "Model:  NVIDIA A100-SXM4-80GB" from the driver's per-GPU file: the GPU
+ * name without loading NVML (also present in captures). */
+static void gpu_names_from_proc(struct ncd_ctx *ctx, struct ncd_topo *t)
+{
+    for (size_t i = 0; i < t->n_gpu; i++) {
+        char p[128], *buf;
+        size_t len;
+        snprintf(p, sizeof p, "/proc/driver/nvidia/gpus/%s/information",
+                 t->dev[i].bdf);
+        if (ncd_fs_read(ctx, p, 1 << 16, &buf, &len) < 0)
+            continue;
+        const char *m = strstr(buf, "Model:");
+        if (m) {
+            m += 6;
+            while (*m == ' ' || *m == '\t')
+                m++;
+            size_t l = strcspn(m, "\n");
+            while (l && (m[l - 1] == ' ' || m[l - 1] == '\t'))
+                l--;
+            if (l && l < sizeof t->dev[i].name) {
+                memcpy(t->dev[i].name, m, l);
+                t->dev[i].name[l] = '\0';
+            }
+        }
+        free(buf);
+    }
+    ncd_ctx_clear_error(ctx);
 }
 
 int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
@@ -513,18 +547,25 @@ int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
         snprintf(out->nvlink_source, sizeof out->nvlink_source, "no GPU");
         return 0;
     }
-    if (ncd_ctx_is_live(ctx)) {
-        if (use_nvml)
-            nvml_live(out);
-        else
-            snprintf(out->nvlink_source, sizeof out->nvlink_source,
-                     "NVML not queried");
+    gpu_names_from_proc(ctx, out);
+    if (!use_nvml) {
+        snprintf(out->nvlink_source, sizeof out->nvlink_source,
+                 "NVML not queried");
         return 0;
     }
+    return ncd_topo_nvml(ctx, out);
+}
+
+int ncd_topo_nvml(struct ncd_ctx *ctx, struct ncd_topo *out)
+{
+    if (!out->n_gpu || out->nvlink_known)
+        return 0;
+    if (ncd_ctx_is_live(ctx))
+        return nvml_live(out);
     char *buf;
     size_t len;
     if (ncd_fs_read(ctx, "/.ncd/nvml", 1 << 20, &buf, &len) == 0) {
-        rc = ncd_topo_parse_nvml(ctx, out, buf, len);
+        int rc = ncd_topo_parse_nvml(ctx, out, buf, len);
         free(buf);
         if (rc == NCD_ENOMEM)
             return rc;
@@ -904,22 +945,23 @@ json_t *ncd_topo_to_json(const struct ncd_topo *t)
         json_decref(mat);
         return NULL;
     }
-    json_object_set_new(o, "source", json_string(t->source));
+    json_object_set_new(o, "source", ncd__jstr(t->source));
     for (size_t i = 0; i < t->n_dev; i++) {
         const struct ncd_topo_dev *d = &t->dev[i];
-        json_t *e = json_pack("{s:s,s:s,s:s,s:o,s:o}", "label", d->label,
-                              "name", d->name, "bdf", d->bdf, "numa_node",
+        json_t *e = json_pack("{s:s,s:o,s:o,s:o,s:o}", "label", d->label,
+                              "name", ncd__jstr(d->name), "bdf",
+                              ncd__jstr(d->bdf), "numa_node",
                               d->numa_node >= 0 ? json_integer(d->numa_node)
                                                 : json_null(),
                               "cpu_affinity",
-                              *d->cpulist ? json_string(d->cpulist)
+                              *d->cpulist ? ncd__jstr(d->cpulist)
                                           : json_null());
         if (!e)
             continue;
         if (d->kind == NCD_TOPO_NIC) {
             json_object_set_new(e, "rdma", json_boolean(d->rdma));
             json_object_set_new(e, "netdev", *d->netdev
-                                                 ? json_string(d->netdev)
+                                                 ? ncd__jstr(d->netdev)
                                                  : json_null());
         }
         json_array_append_new(d->kind == NCD_TOPO_GPU ? gpus : nics, e);
@@ -939,9 +981,9 @@ json_t *ncd_topo_to_json(const struct ncd_topo *t)
     json_object_set_new(o, "gpus", gpus);
     json_object_set_new(o, "nics", nics);
     json_object_set_new(o, "matrix", mat);
-    json_object_set_new(o, "nvlink_source", json_string(t->nvlink_source));
+    json_object_set_new(o, "nvlink_source", ncd__jstr(t->nvlink_source));
     json_object_set_new(o, "driver_version", *t->driver_version
-                                                 ? json_string(t->driver_version)
+                                                 ? ncd__jstr(t->driver_version)
                                                  : json_null());
     return o;
 }
