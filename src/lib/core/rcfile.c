@@ -100,7 +100,7 @@ static int read_all(struct ncd_ctx *ctx, const char *path, char **buf,
     *buf = NULL;
     *len = 0;
     *exists = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             return 0;
