@@ -465,8 +465,8 @@ static void classify(struct ncd_ctx *ctx, struct ncd_netif *ni,
              iflink);
     if (starts(ni->name, "veth"))
         KIND(NCD_IFK_VETH, "virtual device named veth*");
-    KIND(NCD_IFK_VIRTUAL, "software device (no bus: %s)",
-         devtype[0] ? devtype : "dummy/ifb/other");
+    KIND(NCD_IFK_VIRTUAL, "no bus device: %s",
+         devtype[0] ? devtype : "dummy, ifb or similar");
 #undef HAS
 #undef KIND
 }
