@@ -1113,7 +1113,10 @@ static int emit(struct ncd_explain *ex, const struct hit *h,
             continue;
         char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
         char *nm = expand(r->env_names[i], h, rec); /* "{name}": ~ works */
-        if (nm && nm[0] && !strchr(nm, '{'))
+        /* a value the logs could not determine ("<the interface ...>")
+         * stays in the fix text: never suggest exporting a placeholder */
+        int placeholder = v && v[0] == '<';
+        if (nm && nm[0] && !strchr(nm, '{') && !placeholder)
             ncd_finding_env(f, nm, v);
         free(nm);
         free(v);
