@@ -475,6 +475,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             } else if (memmem(m, ml, "No device found", 15)) {
                 pr->ib_nodev = 1;
                 pr->ib_line = ex->lineno;
+                pr->ib_seq = ex->seq;
             }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
@@ -486,8 +487,9 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
             if (u && !pr->nsock) {
-                pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 4);
+                pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 8);
                 pr->sock_line = ex->lineno;
+                pr->sock_seq = ex->seq;
             }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
@@ -530,6 +532,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             if (u && !pr->nboot) {
                 pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
                 pr->boot_line = ex->lineno;
+                pr->boot_seq = ex->seq;
             }
             return;
         }
@@ -561,6 +564,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
              STARTS(m, ml, "Could not open"))) {
             pr->ibverbs_missing = 1;
             pr->ib_line = ex->lineno;
+            pr->ib_seq = ex->seq;
             return;
         }
         if (STARTS(m, ml, "Channel ")) {

@@ -344,7 +344,8 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                     hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, conn->ev[k].src),
                            (unsigned long long)conn->ev[k].line, conn->ev[k].text);
             } else {
-                h->seq = 0; /* interface choice precedes any failure */
+                /* the interface choice is as old as the line that shows it */
+                h->seq = strcmp(what, "NET/Socket") == 0 ? p->sock_seq : p->boot_seq;
             }
             return 1;
         }
@@ -461,7 +462,11 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             for (int k = 0; k < p->nsock; k++)
                 if (strncmp(p->sock[k].name, "ib", 2) == 0)
                     ipoib = p->sock[k].name;
-            int hint = ipoib || any_ib || env_get(ex, "NCCL_IB_HCA", NULL);
+            /* RDMA is expected when: an IPoIB interface exists, other
+             * processes use IB, NCCL_IB_HCA is set, or an RDMA net plugin
+             * loaded and still fell back to Socket */
+            int hint = ipoib || any_ib || env_get(ex, "NCCL_IB_HCA", NULL) ||
+                       p->plugin == 2;
             if (!socket || !hint)
                 continue;
             struct hit *h = hit_new(hs, ex, ri);
@@ -485,8 +490,11 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                 hit_ev(h, "%s:%llu: %s: Using network Socket%s",
                        ncd__src_name(ex, p->src),
                        (unsigned long long)(p->net_line ? p->net_line : p->sock_line),
-                       where, any_ib ? " while other processes use IB" : "");
-            h->seq = p->last_seq;
+                       where,
+                       any_ib ? " while other processes use IB"
+                       : p->plugin == 2 ? " although an RDMA net plugin was loaded"
+                                        : "");
+            h->seq = p->ib_seq;
             return 1;
         }
         return 0;

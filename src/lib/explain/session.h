@@ -70,7 +70,7 @@ struct ncd__proc {
     double init_total;
     struct ncd__iface boot[4];
     uint8_t nboot;
-    struct ncd__iface sock[4];
+    struct ncd__iface sock[8];
     uint8_t nsock;
     char ib[4][24];
     uint8_t nib, ib_roce, ib_ib;
@@ -90,6 +90,7 @@ struct ncd__proc {
     char trees[80];
     /* line numbers (in source `src`) of the facts, for evidence */
     uint64_t ver_line, boot_line, sock_line, ib_line, net_line, plugin_line;
+    uint64_t boot_seq, sock_seq, ib_seq; /* input order of those lines */
     uint64_t phase_line;   /* line that started the current init phase */
     char phase_text[160];  /* its message */
 };
