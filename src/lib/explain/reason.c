@@ -590,6 +590,16 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             struct hit *h = hit_new(hs, ex, ri);
             if (!h)
                 return NCD_ENOMEM;
+            /* from 2.18 "[n]" is the NVML index, unique per machine; before,
+             * it was the CUDA index, which per-process CUDA_VISIBLE_DEVICES
+             * can repeat: then this is only likely */
+            int nvml = 0;
+            for (size_t k = 0; k < ex->nprocs; k++)
+                if (strcmp(ex->procs[k].host, p->name) == 0 &&
+                    ex->procs[k].vcode >= 21800)
+                    nvml = 1;
+            if (!nvml)
+                h->sev = NCD_SEV_WARNING;
             char a[16], b[16], d[16];
             snprintf(a, sizeof a, "%d", p->conflict_r1);
             snprintf(b, sizeof b, "%d", p->conflict_r2);
