@@ -116,6 +116,9 @@ void ncd_pci_list_release(struct ncd_pci_list *l);
 /** Index of the function with that BDF (case-insensitive), or -1. */
 int ncd_pci_find(const struct ncd_pci_list *l, const char *bdf);
 
+/** 1 when the n bytes at s are a PCI address "dddd:bb:dd.f" (hex). */
+int ncd_pci_is_bdf(const char *s, size_t n);
+
 /**
  * Parses a sysfs device path ("/sys/devices/pci0000:00/0000:00:01.0/
  * 0000:17:00.0") into its host bridge component and the BDF chain.

@@ -4,6 +4,7 @@
  * syntax, GID selection, GPU Direct RDMA) and §6 (memlock, RoCE). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
 #include "ncd/fs.h"
@@ -19,13 +20,6 @@
 int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 static int port_active(const struct ncd_ib_port *p)
 {

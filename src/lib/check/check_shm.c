@@ -4,6 +4,7 @@
  * formula and its source are in include/ncd/shm.h. */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
@@ -24,13 +25,6 @@ int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
 int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                       struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 static const char *human(long long b, char *buf, size_t n)
 {

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int is_bdf(const char *s, size_t n)
+int ncd_pci_is_bdf(const char *s, size_t n)
 {
     /* dddd:bb:dd.f */
     if (n != 12)
@@ -46,7 +46,7 @@ int ncd_pci_path_split(const char *path, char *root, char (*chain)[16],
         size_t len = e ? (size_t)(e - p) : strlen(p);
         if (len == 0)
             break;
-        if (is_bdf(p, len)) {
+        if (ncd_pci_is_bdf(p, len)) {
             if (n < max) {
                 for (size_t i = 0; i < len; i++)
                     chain[n][i] = (char)tolower((unsigned char)p[i]);
