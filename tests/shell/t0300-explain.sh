@@ -50,6 +50,15 @@ test_expect_success 'directory of per-rank logs: earliest WARN first, consequenc
     b=\$(grep -n 'Connection closed' out | head -1 | cut -d: -f1) &&
     test \"\$a\" -lt \"\$b\" && grep -q 'ranks/rank2.log:1:' out
 "
+test_expect_success 'nested directories, .gz members, natural rank order' "
+    command -v gzip >/dev/null || exit 0
+    mkdir -p job/node1 job/node2 &&
+    printf '%s\n' 'node2:20:21 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer node1<5>' >job/node2/rank10.log &&
+    printf '%s\n' 'node1:10:11 [0] x.cc:1 NCCL WARN Cuda failure '\''out of memory'\'' ' | gzip -c >job/node1/rank2.log.gz &&
+    st=0; $X --json job >j || st=\$?; test \$st -eq 2 &&
+    jq -e '.findings[0].id == \"cuda.out-of-memory\" and .input.inputs == 2' j &&
+    jq -e '.findings[0].evidence[0] | startswith(\"job/node1/rank2.log.gz:1:\")' j
+"
 test_expect_success 'healthy log: exit 0; --facts summary' "
     $X ok.log >out && $X --facts ok.log >facts &&
     grep -q 2.21.5 facts && grep -q eth0 facts && grep -q 'P2P 1' facts

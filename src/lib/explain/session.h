@@ -12,7 +12,7 @@
 #define NCD__MAX_HOSTS 4096
 #define NCD__HOST_HASH 8192
 #define NCD__MAX_GPUS 1024
-#define NCD__MAX_SOURCES 4096
+#define NCD__MAX_SOURCES 65536
 #define NCD__MAX_CAPS 6
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
 
