@@ -452,6 +452,24 @@ static void test_watchdog_reasoning(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_env_differs(void **state)
+{
+    (void)state;
+    struct src s[] = {{"e", "n1:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+                            "n1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens5\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    struct ncd_finding *f = ncd_findings_find(&fl, "env.differs-across-ranks");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "NCCL_IB_DISABLE"));
+    assert_null(strstr(f->title, "SOCKET_IFNAME")); /* per-host names may differ */
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_gid_advice_only_on_roce(void **state)
 {
     (void)state;
@@ -487,6 +505,7 @@ int main(void)
         cmocka_unit_test(test_nothing_and_overlong),
         cmocka_unit_test(test_container_bridge_and_trail),
         cmocka_unit_test(test_gid_advice_only_on_roce),
+        cmocka_unit_test(test_env_differs),
         cmocka_unit_test(test_watchdog_reasoning),
         cmocka_unit_test(test_tests_header_mismatch),
     };

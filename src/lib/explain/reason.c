@@ -28,7 +28,7 @@ const char *const ncd__when_names[] = {
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
     "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", "socket-multinode", "env-slow-settings",
-    "env-ib-range", "watchdog-desync", "watchdog-missing", NULL};
+    "env-ib-range", "watchdog-desync", "watchdog-missing", "env-differs", NULL};
 
 #define MAX_VARS 10
 
@@ -894,6 +894,42 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                a->seq, nmiss > 1 ? "s" : "", missing, nmiss > 1 ? "" : "es");
         h->seq = 0;
         return 1;
+    }
+    if (strcmp(w, "env-differs") == 0) {
+        /* the same NCCL_* variable echoed with different values by
+         * different processes; per-host names may legitimately differ */
+        static const char *const per_host[] = {
+            "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_OOB_NET_IFNAME",
+            "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE",
+            "NCCL_HOSTID", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
+            "NCCL_GRAPH_DUMP_FILE", "NCCL_COMM_ID", "NCCL_IB_GID_INDEX",
+            "NCCL_CONF_FILE", NULL};
+        for (size_t i = 0; i < ex->nenv; i++)
+            for (size_t j = i + 1; j < ex->nenv; j++) {
+                const struct ncd__env *a = &ex->env[i], *b = &ex->env[j];
+                if (strcmp(a->name, b->name) != 0 || strcmp(a->value, b->value) == 0)
+                    continue;
+                int skip = 0;
+                for (size_t k = 0; per_host[k] && !skip; k++)
+                    skip = strcmp(per_host[k], a->name) == 0;
+                if (skip)
+                    continue;
+                struct hit *h = hit_new(hs, ex, ri);
+                if (!h)
+                    return NCD_ENOMEM;
+                hit_var(h, "name", a->name);
+                snprintf(buf, sizeof buf, "%s on %s, %s on %s", a->value,
+                         a->host[0] ? a->host : "one process", b->value,
+                         b->host[0] ? b->host : "another");
+                hit_var(h, "values", buf);
+                hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, a->src),
+                       (unsigned long long)a->line, a->name, a->value);
+                hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, b->src),
+                       (unsigned long long)b->line, b->name, b->value);
+                h->seq = b->seq;
+                return 1;
+            }
+        return 0;
     }
     if (strcmp(w, "env-ib-range") == 0) {
         /* NCCL passes both straight to ibv_modify_qp (nccl-facts.md §5):
