@@ -289,6 +289,17 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out);
 enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i);
 
 /**
+ * When finding `i` (as for ncd_explain_role()) was first seen.
+ * @param ts    receives the earliest time stamp of its evidence in seconds
+ *              since 1970 (UTC assumed), or -1 when its lines had none.
+ * @param rank  receives the rank of its first evidence line (launcher
+ *              prefix or the rank NCCL reported for that process), or -1.
+ * @return 0, or NCD_EINVAL when i is out of range or finish was not run.
+ */
+int ncd_explain_first_seen(const struct ncd_explain *ex, size_t i, double *ts,
+                           int *rank);
+
+/**
  * The facts as a JSON object:
  *  - "hosts": host names seen in NCCL headers; "nccl_versions": "2.19.3"...;
  *  - "env": NCCL_* variables as NCCL echoed them ("X set by environment

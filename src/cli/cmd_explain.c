@@ -589,6 +589,21 @@ int ncd_cmd_explain(int argc, char **argv)
             json_t *jf = ncd_finding_to_json(&fl.v[i]);
             enum ncd_rule_role role = ncd_explain_role(r.ex, i);
             json_object_set_new(jf, "role", json_string(ncd_rule_role_name(role)));
+            double ts;
+            int rk;
+            if (ncd_explain_first_seen(r.ex, i, &ts, &rk) == 0) {
+                char iso[32] = "";
+                if (ts >= 0) {
+                    time_t t = (time_t)ts;
+                    struct tm tm;
+                    gmtime_r(&t, &tm);
+                    strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+                }
+                json_object_set_new(jf, "first_seen",
+                                    json_pack("{s:o, s:o}", "time",
+                                              iso[0] ? json_string(iso) : json_null(),
+                                              "rank", rk >= 0 ? json_integer(rk) : json_null()));
+            }
             json_array_append_new(arr, jf);
             /* recommended env: the root causes' suggestions (the first
              * finding always counts) */

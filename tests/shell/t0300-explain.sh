@@ -48,7 +48,8 @@ test_expect_success 'directory of per-rank logs: earliest WARN first, consequenc
     st=0; $X ranks >out || st=\$?; test \$st -eq 2 &&
     a=\$(grep -n ibv_modify_qp out | head -1 | cut -d: -f1) &&
     b=\$(grep -n 'Connection closed' out | head -1 | cut -d: -f1) &&
-    test \"\$a\" -lt \"\$b\" && grep -q 'ranks/rank2.log:1:' out
+    test \"\$a\" -lt \"\$b\" && grep -q 'ranks/rank2.log:1:' out &&
+    $X --json ranks | jq -e '.findings[0].first_seen.time == \"2026-01-01T10:00:05\"'
 "
 test_expect_success 'nested directories, .gz members, natural rank order' "
     command -v gzip >/dev/null || exit 0
@@ -68,7 +69,7 @@ test_expect_success '--json: envelope, findings with roles, recommended_env, fac
     jq -e '.tool == \"nccl-doctor\" and .schema_version == 1 and (.host|type) == \"string\"' j &&
     jq -e '.findings[0].category == \"sys.shm\" and .findings[0].role == \"root\"' j &&
     jq -e '(.recommended_env|type) == \"object\" and .facts.nccl_versions == [\"2.19.3\"]' j &&
-    jq -e 'all(.findings[]; has(\"id\") and has(\"evidence\") and has(\"cause\") and has(\"fix\") and has(\"env\"))' j
+    jq -e 'all(.findings[]; has(\"id\") and has(\"evidence\") and has(\"cause\") and has(\"fix\") and has(\"env\") and has(\"first_seen\"))' j
 "
 test_expect_success 'docker0 bootstrap + connect time-out: wrong interface, NCCL_SOCKET_IFNAME' "
     printf '%s\n' 'node1:1:1 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>' \

@@ -68,6 +68,8 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->gpus);
     free(ex->wd);
     free(ex->roles);
+    free(ex->first_ts);
+    free(ex->first_rank);
     free(ex);
 }
 

@@ -1275,8 +1275,12 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
     if (hs.n > 1)
         qsort(hs.v, hs.n, sizeof *hs.v, cmp_hits);
     free(ex->roles);
+    free(ex->first_ts);
+    free(ex->first_rank);
     ex->roles = calloc(hs.n ? hs.n : 1, sizeof *ex->roles);
-    if (!ex->roles) {
+    ex->first_ts = calloc(hs.n ? hs.n : 1, sizeof *ex->first_ts);
+    ex->first_rank = calloc(hs.n ? hs.n : 1, sizeof *ex->first_rank);
+    if (!ex->roles || !ex->first_ts || !ex->first_rank) {
         rc = NCD_ENOMEM;
         goto out;
     }
@@ -1285,6 +1289,8 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
         if ((rc = emit(ex, &hs.v[i], out)) < 0)
             goto out;
         ex->roles[i] = hs.v[i].role;
+        ex->first_ts[i] = hs.v[i].ts;
+        ex->first_rank[i] = hs.v[i].rec && hs.v[i].rec->nev ? hs.v[i].rec->ev[0].rank : -1;
     }
     ex->nroles = hs.n;
     rc = (int)(out->n - base);
@@ -1297,4 +1303,16 @@ out:
 enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i)
 {
     return ex->roles && i < ex->nroles ? ex->roles[i] : NCD_ROLE_CONTEXT;
+}
+
+int ncd_explain_first_seen(const struct ncd_explain *ex, size_t i, double *ts,
+                           int *rank)
+{
+    if (!ex->roles || i >= ex->nroles)
+        return NCD_EINVAL;
+    if (ts)
+        *ts = ex->first_ts[i];
+    if (rank)
+        *rank = ex->first_rank[i];
+    return 0;
 }

@@ -182,6 +182,8 @@ struct ncd_explain {
     size_t nwd;
     /* results */
     enum ncd_rule_role *roles;
+    double *first_ts; /* per finding: earliest time stamp, < 0 none */
+    int *first_rank;  /* per finding: rank of the first evidence, -1 */
     size_t nroles;
     int finished;
 };
