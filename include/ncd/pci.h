@@ -117,6 +117,15 @@ void ncd_pci_list_release(struct ncd_pci_list *l);
 int ncd_pci_find(const struct ncd_pci_list *l, const char *bdf);
 
 /**
+ * Counts NVIDIA GPUs on the PCI bus: /sys/bus/pci/devices/<bdf> with vendor
+ * 0x10de and a display class (0x03xxxx).  0 when the bus is not visible.
+ */
+int ncd_pci_count_nvidia_gpus(struct ncd_ctx *ctx);
+
+/** 1 when the n bytes at s are a PCI address "dddd:bb:dd.f" (hex). */
+int ncd_pci_is_bdf(const char *s, size_t n);
+
+/**
  * Parses a sysfs device path ("/sys/devices/pci0000:00/0000:00:01.0/
  * 0000:17:00.0") into its host bridge component and the BDF chain.
  * @param root    receives "pci0000:00" ("" when none), >= 32 bytes.

@@ -147,6 +147,7 @@ int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
 int ncd_cmd_perf(int argc, char **argv);
+int ncd_cmd_explain(int argc, char **argv);
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
 

@@ -43,6 +43,10 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
 {
     switch (opt) {
     case CLI_OPT_SYSROOT:
+        if (!*arg) {
+            cli_err("--sysroot needs a directory or a capture tarball");
+            return -1;
+        }
         c->sysroot = arg;
         return 1;
     case CLI_OPT_JSON:
@@ -144,6 +148,14 @@ struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
     }
     /* A capture carries the environment it was taken with. */
     if (!ncd_ctx_is_live(ctx)) {
+        if (!ncd_fs_exists(ctx, "/sys") && !ncd_fs_exists(ctx, "/proc") &&
+            !ncd_fs_exists(ctx, "/.ncd")) {
+            cli_err("'%s' is not a capture: it has no sys/, proc/ or .ncd/ "
+                    "(make one with `nccl-doctor gather`)",
+                    c->sysroot);
+            ncd_ctx_free(ctx);
+            return NULL;
+        }
         char *buf;
         size_t len;
         rc = ncd_fs_read(ctx, "/.ncd/env", 1 << 20, &buf, &len);
@@ -240,8 +252,11 @@ int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
     o->nccl_version = 0;
     o->nccl_version_source = NULL;
     if (opt) {
-        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0) {
-            cli_err("--nccl-version takes X.Y.Z (e.g. 2.21.5), not '%s'", opt);
+        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0 ||
+            o->nccl_version < 20000 || o->nccl_version >= 30000) {
+            cli_err("--nccl-version takes an NCCL 2.x version such as 2.21.5, "
+                    "not '%s'",
+                    opt);
             return -1;
         }
         snprintf(src, srclen, "--nccl-version");

@@ -102,6 +102,31 @@ static const struct cli_cmd commands[] = {
      "below 0.9 X GB/s.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
      "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
      "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n"},
+    {"explain", ncd_cmd_explain,
+     "name the root cause of a failed or slow job from its logs",
+     "usage: nccl-doctor explain [OPTIONS] [FILE|DIR|-]...\n"
+     "\n"
+     "Reads NCCL_DEBUG=INFO output, PyTorch/Paddle tracebacks and nccl-tests\n"
+     "output (plain or .gz files, directories of per-rank logs, or stdin;\n"
+     "launcher prefixes, time stamps, colours and CRLF are handled) and\n"
+     "prints the root cause first, with the evidence lines (file:line),\n"
+     "the cause, the fix and the environment settings to apply; then the\n"
+     "consequences seen on other ranks and the context.\n"
+     "\n"
+     "  --json              machine-readable report (findings with roles,\n"
+     "                      recommended_env, facts)\n"
+     "  --facts             compact summary of what the logs say: versions,\n"
+     "                      hosts, ranks, interfaces, network, transports, env\n"
+     "  --rules DIR         also load DIR/*.yaml rules (format: rules/README.md)\n"
+     "  --check-rules       check every rule against its own examples\n"
+     "  --list-rules        list the rules\n"
+     "  --dump-patterns     print all patterns as POSIX ERE (for grep -E -f)\n"
+     "  --stats             print throughput to stderr\n"
+     "  --verbose, -v       show every kept evidence line\n"
+     "  --color[=WHEN]      always, never or auto\n"
+     "\n"
+     "Exit status: 0 nothing wrong found, 2 a problem found (warning or\n"
+     "error), 3 the tool failed or bad usage.\n"},
     {"topo", ncd_cmd_topo,
      "GPU/NIC topology matrix (like nvidia-smi topo -m)",
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"

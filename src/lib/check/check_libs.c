@@ -5,6 +5,7 @@
  * wheel layout: shared/reference/ecosystem.md. */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
 #include "ncd/fs.h"
@@ -20,13 +21,6 @@
 int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 /* CUDA driver API version (cuDriverGetVersion style, 12040) and where it
  * came from; 0 when unknown. */

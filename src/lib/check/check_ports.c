@@ -4,6 +4,7 @@
  * variable; ip_local_port_range). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "ncd/ncclvars.h"
@@ -19,13 +20,6 @@
 int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                     struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 static int listeners(struct ncd_ctx *ctx, int port)
 {

@@ -4,6 +4,7 @@
  * syntax, GID selection, GPU Direct RDMA) and §6 (memlock, RoCE). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
 #include "ncd/fs.h"
@@ -19,13 +20,6 @@
 int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 static int port_active(const struct ncd_ib_port *p)
 {
@@ -453,24 +447,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             }
         }
     /* GPUDirect RDMA. */
-    int gpus = 0;
-    {
-        char **names;
-        int n = ncd_fs_list(ctx, "/sys/bus/pci/devices", &names);
-        for (int i = 0; i < n; i++) {
-            char p[128];
-            long long v, c;
-            snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/vendor", names[i]);
-            if (ncd_fs_read_ll(ctx, p, &v) < 0 || v != 0x10de)
-                continue;
-            snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/class", names[i]);
-            if (ncd_fs_read_ll(ctx, p, &c) == 0 && (c >> 16) == 0x03)
-                gpus++;
-        }
-        if (n >= 0)
-            ncd_fs_list_free(names, n);
-        ncd_ctx_clear_error(ctx);
-    }
+    int gpus = ncd_pci_count_nvidia_gpus(ctx);
     if (gpus && usable && selected_active && !r.peermem) {
         char ver[200] = "";
         ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", ver, sizeof ver);

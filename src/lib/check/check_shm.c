@@ -4,6 +4,7 @@
  * formula and its source are in include/ncd/shm.h. */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
@@ -24,13 +25,6 @@ int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
 int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                       struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 static const char *human(long long b, char *buf, size_t n)
 {
@@ -51,21 +45,7 @@ static const char *human(long long b, char *buf, size_t n)
  * CUDA_VISIBLE_DEVICES when it is a plain list. */
 static int local_gpus(struct ncd_ctx *ctx, int *on_pci)
 {
-    char **names;
-    int n = ncd_fs_list(ctx, "/sys/bus/pci/devices", &names), g = 0;
-    for (int i = 0; i < n; i++) {
-        char p[128];
-        long long v, c;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/vendor", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &v) < 0 || v != 0x10de)
-            continue;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/class", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &c) == 0 && (c >> 16) == 0x03)
-            g++;
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
+    int g = ncd_pci_count_nvidia_gpus(ctx);
     *on_pci = g;
     g = ncd_container_gpu_count(ctx, g);
     const char *v = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");

@@ -4,6 +4,7 @@
  * §6 (ACS/IOMMU, GPU Direct RDMA). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
+#include "check/check_internal.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
 #include "node/node_internal.h"
@@ -21,13 +22,6 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
 int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                   struct ncd_findings *out, json_t *facts);
 
-#define ADD(id, cat, sev, ...)                                                \
-    do {                                                                      \
-        if (!(f = ncd_findings_add(out, id, cat, sev, __VA_ARGS__))) {        \
-            rc = NCD_ENOMEM;                                                  \
-            goto done;                                                        \
-        }                                                                     \
-    } while (0)
 
 /* CUDA_VISIBLE_DEVICES against the GPUs present. */
 static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,

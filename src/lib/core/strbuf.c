@@ -141,7 +141,10 @@ void ncd_utf8_sanitize(char *s)
                    (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
                    (cp >= 0xd800 && cp <= 0xdfff)))
             ok = 0;
-        if (!ok) {
+        /* Terminal control characters (ESC sequences in a replayed
+         * capture) are neutralised too; tab and newline are kept. */
+        if (!ok || (n == 0 && ((c < 0x20 && c != '\n' && c != '\t') ||
+                               c == 0x7f))) {
             *p++ = '?';
             continue;
         }

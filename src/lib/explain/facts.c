@@ -1,0 +1,1005 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Facts from NCCL INFO lines (formats of reference B8 and nccl-facts.md,
+ * NCCL 2.4 .. 2.30.7), kept per process (host, pid).
+ */
+#define _GNU_SOURCE
+#include "explain/session.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STARTS(m, ml, lit)                                                    \
+    ((ml) >= sizeof(lit) - 1 && memcmp((m), (lit), sizeof(lit) - 1) == 0)
+
+static void copyn(char *dst, size_t dsz, const char *s, size_t n)
+{
+    if (n > dsz - 1)
+        n = dsz - 1;
+    memcpy(dst, s, n);
+    dst[n] = '\0';
+    ncd__sanitize(dst, n); /* facts go to JSON: valid UTF-8 only */
+}
+
+static uint32_t hash_proc(const char *h, size_t hl, long pid)
+{
+    uint32_t x = 2166136261u;
+    for (size_t i = 0; i < hl; i++)
+        x = (x ^ (unsigned char)h[i]) * 16777619u;
+    x ^= (uint32_t)pid * 0x9E3779B1u;
+    return x;
+}
+
+struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
+                                const struct ncd_log_line *ll)
+{
+    /* Lines without host:pid belong to a per-file pseudo process. */
+    const char *h = ll->host ? ll->host : "";
+    size_t hl = ll->host ? ll->host_len : 0;
+    if (hl > 47)
+        hl = 47;
+    long pid = ll->pid >= 0 ? ll->pid : -1 - (long)(ex->nsrc - 1);
+    if (ex->lastproc >= 0) {
+        struct ncd__proc *p = &ex->procs[ex->lastproc];
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0)
+            return p;
+    }
+    uint32_t k = hash_proc(h, hl, pid) & (NCD__PROC_HASH - 1);
+    for (;;) {
+        int32_t idx = ex->phash[k];
+        if (idx < 0)
+            break;
+        struct ncd__proc *p = &ex->procs[idx];
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0) {
+            ex->lastproc = idx;
+            return p;
+        }
+        k = (k + 1) & (NCD__PROC_HASH - 1);
+    }
+    if (ex->nprocs >= NCD__MAX_PROCS) {
+        ex->procs_dropped = 1;
+        return NULL;
+    }
+    if (ex->nprocs == ex->capprocs) {
+        /* grows; callers never keep a proc pointer across lines */
+        size_t nc = ex->capprocs ? ex->capprocs * 2 : 64;
+        struct ncd__proc *nv = realloc(ex->procs, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ex->procs = nv;
+        ex->capprocs = nc;
+    }
+    struct ncd__proc *p = &ex->procs[ex->nprocs];
+    memset(p, 0, sizeof *p);
+    copyn(p->host, sizeof p->host, h, hl);
+    p->hostlen = hl;
+    p->pid = pid;
+    p->src = ex->nsrc - 1;
+    p->rank = p->nranks = p->nnodes = p->local_ranks = p->cuda_dev = -1;
+    p->nvls = -1;
+    ex->phash[k] = (int32_t)ex->nprocs;
+    ex->lastproc = (long)ex->nprocs;
+    ex->nprocs++;
+    return p;
+}
+
+/* Integer after the word `key ` inside m; -1 when absent. */
+static long num_after(const char *m, size_t ml, const char *key)
+{
+    size_t kl = strlen(key);
+    const char *p = m, *end = m + ml;
+    while (p < end) {
+        const char *h = memmem(p, (size_t)(end - p), key, kl);
+        if (!h)
+            return -1;
+        const char *q = h + kl;
+        if ((h == m || h[-1] == ' ') && q < end && *q == ' ') {
+            while (q < end && *q == ' ')
+                q++;
+            long v = 0;
+            int any = 0;
+            while (q < end && *q >= '0' && *q <= '9' && v < 100000000) {
+                v = v * 10 + (*q++ - '0');
+                any = 1;
+            }
+            if (any)
+                return v;
+        }
+        p = h + kl;
+    }
+    return -1;
+}
+
+/* The word after `key ` (up to a blank). */
+static int word_after(const char *m, size_t ml, const char *key, char *out,
+                      size_t osz)
+{
+    size_t kl = strlen(key);
+    const char *h = memmem(m, ml, key, kl);
+    if (!h)
+        return -1;
+    const char *q = h + kl, *end = m + ml;
+    while (q < end && *q == ' ')
+        q++;
+    const char *s = q;
+    while (q < end && *q != ' ')
+        q++;
+    copyn(out, osz, s, (size_t)(q - s));
+    return 0;
+}
+
+/*
+ * "[0]eth0:10.0.0.1<0> [1]ib0:..." or "eth0:10.0.0.1<0>" -> ifaces.
+ * Addresses may be IPv6 ("fe80::1%eth0<0>"), so the name ends at the first
+ * ':' and the address at '<' or a blank.
+ */
+static uint8_t parse_ifaces(const char *s, const char *end,
+                            struct ncd__iface *out, uint8_t max)
+{
+    uint8_t n = 0;
+    const char *p = s;
+    while (p < end && n < max) {
+        while (p < end && *p == ' ')
+            p++;
+        if (p >= end || *p == ';')
+            break;
+        if (*p == '[') {
+            const char *rb = memchr(p, ']', (size_t)(end - p));
+            if (!rb)
+                break;
+            p = rb + 1;
+        }
+        const char *ns = p;
+        while (p < end && *p != ':' && *p != ' ' && *p != '<' && *p != ';')
+            p++;
+        size_t nl = (size_t)(p - ns);
+        while (nl > 0 && ns[nl - 1] == '.')
+            nl--;
+        if (!nl)
+            break;
+        copyn(out[n].name, sizeof out[n].name, ns, nl);
+        out[n].addr[0] = '\0';
+        if (p < end && *p == ':') {
+            const char *as = ++p;
+            while (p < end && *p != '<' && *p != ' ' && *p != ';')
+                p++;
+            copyn(out[n].addr, sizeof out[n].addr, as, (size_t)(p - as));
+            if (p < end && *p == '<') {
+                const char *gt = memchr(p, '>', (size_t)(end - p));
+                p = gt ? gt + 1 : end;
+            }
+        }
+        n++;
+        while (p < end && *p != ' ' && *p != ';')
+            p++;
+    }
+    return n;
+}
+
+static void add_env(struct ncd_explain *ex, const struct ncd_log_line *ll,
+                    const char *name, size_t nl, const char *val, size_t vl)
+{
+    char n[48], v[128];
+    copyn(n, sizeof n, name, nl);
+    copyn(v, sizeof v, val, vl);
+    for (size_t i = 0; i < ex->nenv; i++)
+        if (strcmp(ex->env[i].name, n) == 0 && strcmp(ex->env[i].value, v) == 0)
+            return;
+    if (ex->nenv >= NCD__MAX_ENV)
+        return;
+    struct ncd__env *e = &ex->env[ex->nenv++];
+    memcpy(e->name, n, sizeof n);
+    memcpy(e->value, v, sizeof v);
+    copyn(e->host, sizeof e->host, ll->host ? ll->host : "",
+          ll->host ? ll->host_len : 0);
+    e->src = ex->nsrc - 1;
+    e->line = ex->lineno;
+    e->seq = ex->seq;
+}
+
+/* Per-host table of dev index -> rank for P2P/SHM peers. */
+static struct ncd__host *host_get(struct ncd_explain *ex, const char *name)
+{
+    uint32_t k = hash_proc(name, strlen(name), 0) & (NCD__HOST_HASH - 1);
+    for (;;) {
+        int32_t idx = ex->hhash[k];
+        if (idx < 0)
+            break;
+        if (strcmp(ex->hosts[idx].name, name) == 0)
+            return &ex->hosts[idx];
+        k = (k + 1) & (NCD__HOST_HASH - 1);
+    }
+    if (ex->nhosts >= NCD__MAX_HOSTS)
+        return NULL;
+    if (ex->nhosts == ex->caphosts) {
+        size_t nc = ex->caphosts ? ex->caphosts * 2 : 16;
+        struct ncd__host *nv = realloc(ex->hosts, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ex->hosts = nv;
+        ex->caphosts = nc;
+    }
+    struct ncd__host *h = &ex->hosts[ex->nhosts];
+    memset(h, 0, sizeof *h);
+    copyn(h->name, sizeof h->name, name, strlen(name));
+    for (int i = 0; i < 64; i++)
+        h->devrank[i] = -1;
+    ex->hhash[k] = (int32_t)ex->nhosts++;
+    return h;
+}
+
+/* "a[b] -> c[d] via P2P/IPC" : both ranks are local to this process's host. */
+static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
+                       const char *m, size_t ml)
+{
+    struct ncd__host *hs = host_get(ex, pr->host);
+    if (!hs)
+        return;
+    const char *arrow = memmem(m, ml, " -> ", 4);
+    if (!arrow)
+        return;
+    int r[2], d[2];
+    const char *ends[2] = {arrow, m + ml};
+    const char *starts[2] = {m, arrow + 4};
+    for (int k = 0; k < 2; k++) {
+        /* find "<int>[<int>]" : last such before arrow / first after */
+        const char *p = k == 0 ? arrow : starts[1];
+        if (k == 0) {
+            while (p > m && p[-1] != ' ')
+                p--;
+        }
+        const char *q = p;
+        long rv = 0, dv = 0;
+        int any = 0;
+        while (q < ends[k] && *q >= '0' && *q <= '9') {
+            rv = rv * 10 + (*q++ - '0');
+            any = 1;
+        }
+        if (!any || q >= ends[k] || *q != '[')
+            return;
+        q++;
+        any = 0;
+        while (q < ends[k] && *q >= '0' && *q <= '9' && dv < 100000) {
+            dv = dv * 10 + (*q++ - '0');
+            any = 1;
+        }
+        if (!any || q >= ends[k] || *q != ']')
+            return; /* hex busId (old format): not a dev index */
+        r[k] = (int)rv;
+        d[k] = (int)dv;
+    }
+    for (int k = 0; k < 2; k++) {
+        if (d[k] < 0 || d[k] >= 64 || r[k] > 32000)
+            continue;
+        if (hs->devrank[d[k]] < 0) {
+            hs->devrank[d[k]] = (int16_t)r[k];
+            hs->ndevs_seen++;
+        } else if (hs->devrank[d[k]] != r[k] && !hs->dev_conflict) {
+            hs->dev_conflict = 1;
+            hs->conflict_dev = d[k];
+            hs->conflict_r1 = hs->devrank[d[k]];
+            hs->conflict_r2 = r[k];
+            hs->conflict_src = ex->nsrc - 1;
+            hs->conflict_line = ex->lineno;
+        }
+    }
+}
+
+/* Moves the process to a later init phase, remembering the line that
+ * started it (shown when init stops there). */
+static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
+                        const char *m, size_t ml)
+{
+    if (pr->phase >= ph)
+        return;
+    pr->phase = (uint8_t)ph;
+    pr->phase_line = ex->lineno;
+    copyn(pr->phase_text, sizeof pr->phase_text, m, ml);
+}
+
+static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
+                      const char *m, size_t ml)
+{
+    const char *via = memmem(m, ml, " via ", 5);
+    if (!via)
+        return;
+    const char *t = via + 5;
+    size_t tl = (size_t)(m + ml - t);
+    raise_phase(ex, pr, PH_CONNECT, m, ml);
+    if (STARTS(t, tl, "P2P")) {
+        pr->t_p2p++;
+        local_edge(ex, pr, m, (size_t)(via - m));
+    } else if (STARTS(t, tl, "SHM") || STARTS(t, tl, "direct shared memory")) {
+        pr->t_shm++;
+        local_edge(ex, pr, m, (size_t)(via - m));
+    } else if (STARTS(t, tl, "NET")) {
+        pr->t_net++;
+        if (memmem(t, tl, "GDRDMA", 6))
+            pr->t_netgdr++;
+    } else if (STARTS(t, tl, "COLLNET") || STARTS(t, tl, "CollNet")) {
+        pr->t_collnet++;
+    }
+}
+
+static void set_version(struct ncd__proc *pr, const char *v, size_t vl)
+{
+    /* "2.19.3+cuda12.3" */
+    const char *plus = memchr(v, '+', vl);
+    size_t nl = plus ? (size_t)(plus - v) : vl;
+    const char *sp = memchr(v, ' ', nl);
+    if (sp)
+        nl = (size_t)(sp - v);
+    copyn(pr->version, sizeof pr->version, v, nl);
+    pr->vcode = ncd__version_code(pr->version);
+    if (plus && (size_t)(v + vl - plus) > 5 && memcmp(plus, "+cuda", 5) == 0) {
+        const char *c = plus + 5, *e = c;
+        while (e < v + vl && *e != ' ')
+            e++;
+        copyn(pr->cuda, sizeof pr->cuda, c, (size_t)(e - c));
+    }
+}
+
+/* nccl-tests lines: "# nccl-tests version ... nccl-library=21903" and
+ * "#  Rank  0 Group  0 Pid 1234 on node1 device  0 [0000:1b:00] NAME". */
+static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text, *end = m + ll->text_len;
+    size_t ml = ll->text_len;
+    const char *lib = memmem(m, ml, "nccl-library=", 13);
+    if (lib && STARTS(m, ml, "# nccl-tests version")) {
+        long code = atol(lib + 13);
+        const char *hdr = memmem(m, ml, "nccl-headers=", 13);
+        ex->tests_lib_code = code;
+        ex->tests_hdr_code = hdr ? atol(hdr + 13) : 0;
+        ex->tests_line = ex->lineno;
+        ex->tests_src = ex->nsrc - 1;
+        if (code >= 10000)
+            snprintf(ex->tests_version, sizeof ex->tests_version, "%ld.%ld.%ld",
+                     code / 10000, code / 100 % 100, code % 100);
+        else if (code > 0)
+            snprintf(ex->tests_version, sizeof ex->tests_version, "%ld.%ld.%ld",
+                     code / 1000, code / 100 % 10, code % 100);
+        return;
+    }
+    const char *oob = memmem(m, ml, "Out of bounds values : ", 23);
+    if (oob && memmem(m, ml, "FAILED", 6)) {
+        ex->oob_failed += (uint64_t)atol(oob + 23);
+        return;
+    }
+    if (oob && memmem(m, ml, " OK", 3)) {
+        ex->tests_ok++;
+        return;
+    }
+    if (!STARTS(m, ml, "#  Rank") && !STARTS(m, ml, "# Rank"))
+        return;
+    long rank = num_after(m, ml, "Rank");
+    long pid = num_after(m, ml, "Pid");
+    long dev = num_after(m, ml, "device");
+    char host[48];
+    if (rank < 0 || word_after(m, ml, " on ", host, sizeof host) < 0)
+        return;
+    const char *rb = memmem(m, ml, "] ", 2);
+    if (!rb || ex->ngpus >= NCD__MAX_GPUS)
+        return;
+    if (!ex->gpus && !(ex->gpus = calloc(NCD__MAX_GPUS, sizeof *ex->gpus)))
+        return;
+    struct ncd__gpu *g = &ex->gpus[ex->ngpus++];
+    memcpy(g->host, host, sizeof host);
+    g->rank = (int)rank;
+    g->dev = (int)dev;
+    g->pid = pid;
+    copyn(g->name, sizeof g->name, rb + 2, (size_t)(end - rb - 2));
+    g->src = ex->nsrc - 1;
+    g->line = ex->lineno;
+}
+
+void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
+                     struct ncd__proc *pr)
+{
+    if (ll->level == NCD_LOG_NONE) {
+        tests_line(ex, ll);
+        return;
+    }
+    if (!pr)
+        return;
+    const char *m = ll->msg;
+    size_t ml = ll->msg_len;
+    pr->last_src = ex->nsrc - 1;
+    pr->last_line = ex->lineno;
+    pr->last_seq = ex->seq;
+    if (ll->level == NCD_LOG_WARN) {
+        pr->nwarn++;
+        return;
+    }
+    if (ml < 4)
+        return;
+    switch (m[0]) {
+    case 'N':
+        if (STARTS(m, ml, "NCCL version ")) {
+            set_version(pr, m + 13, ml - 13);
+            pr->ver_line = ex->lineno;
+            return;
+        }
+        if (STARTS(m, ml, "NCCL_") || STARTS(m, ml, "NCCL ")) {
+            const char *se = memmem(m, ml, " set by environment to ", 23);
+            if (se) {
+                const char *v = se + 23;
+                size_t vl = (size_t)(m + ml - v);
+                /* integer params end with '.' */
+                if (vl > 1 && v[vl - 1] == '.' && v[vl - 2] >= '0' &&
+                    v[vl - 2] <= '9')
+                    vl--;
+                add_env(ex, ll, m, (size_t)(se - m), v, vl);
+            }
+            return;
+        }
+        if (STARTS(m, ml, "NET/IB")) {
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
+            const char *u = memmem(m, ml, ": Using ", 8);
+            if (u) {
+                const char *p = u + 8, *end = m + ml;
+                const char *semi = memchr(p, ';', (size_t)(end - p));
+                const char *le = semi ? semi : end;
+                while (p < le && pr->nib < 4) {
+                    while (p < le && *p == ' ')
+                        p++;
+                    if (p >= le || *p != '[')
+                        break;
+                    const char *rb = memchr(p, ']', (size_t)(le - p));
+                    if (!rb)
+                        break;
+                    const char *s = rb + 1, *e = s;
+                    while (e < le && *e != ' ')
+                        e++;
+                    if (e == s) { /* "[RO]" flag */
+                        p = e;
+                        continue;
+                    }
+                    copyn(pr->ib[pr->nib++], sizeof pr->ib[0], s,
+                          (size_t)(e - s));
+                    if (memmem(s, (size_t)(e - s), "/RoCE", 5))
+                        pr->ib_roce++;
+                    else if (memmem(s, (size_t)(e - s), "/IB", 3))
+                        pr->ib_ib++;
+                    p = e;
+                }
+                const char *oob = semi ? memmem(semi, (size_t)(end - semi),
+                                                "OOB ", 4)
+                                       : NULL;
+                if (oob) {
+                    struct ncd__iface i;
+                    if (parse_ifaces(oob + 4, end, &i, 1))
+                        copyn(pr->oob, sizeof pr->oob, i.name, strlen(i.name));
+                }
+            } else if (memmem(m, ml, "No device found", 15)) {
+                pr->ib_nodev = 1;
+                pr->ib_line = ex->lineno;
+                pr->ib_seq = ex->seq;
+            }
+            if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
+                pr->gdr_on++;
+            else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
+                pr->gdr_off++;
+            return;
+        }
+        if (STARTS(m, ml, "NET/Socket")) {
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
+            const char *u = memmem(m, ml, ": Using ", 8);
+            if (u && !pr->nsock) {
+                pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 8);
+                pr->sock_line = ex->lineno;
+                pr->sock_seq = ex->seq;
+            }
+            if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
+                pr->gdr_on++;
+            else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
+                pr->gdr_off++;
+            return;
+        }
+        if (STARTS(m, ml, "NET/Plugin") || STARTS(m, ml, "NET/")) {
+            if (memmem(m, ml, "No plugin found", 15) ||
+                memmem(m, ml, "Could not find", 14) ||
+                memmem(m, ml, "using internal", 14) ||
+                memmem(m, ml, "Using internal", 14)) {
+                if (pr->plugin == 0) {
+                    pr->plugin = 1;
+                    pr->plugin_line = ex->lineno;
+                }
+            } else if (memmem(m, ml, "Loaded", 6)) {
+                pr->plugin = 2;
+                pr->plugin_line = ex->lineno;
+                const char *l = memmem(m, ml, "plugin ", 7);
+                if (l)
+                    copyn(pr->plugin_name, sizeof pr->plugin_name, l + 7,
+                          (size_t)(m + ml - l - 7));
+            }
+            return;
+        }
+        if (STARTS(m, ml, "NVLS")) {
+            raise_phase(ex, pr, PH_NVLS, m, ml);
+            if (memmem(m, ml, "support is not available", 24))
+                pr->nvls = 0;
+            else if (memmem(m, ml, "support is available", 20))
+                pr->nvls = 1;
+            return;
+        }
+        break;
+    case 'B':
+        if (STARTS(m, ml, "Bootstrap")) {
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
+            const char *u = memmem(m, ml, ": Using ", 8);
+            if (u && !pr->nboot) {
+                pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
+                pr->boot_line = ex->lineno;
+                pr->boot_seq = ex->seq;
+            }
+            return;
+        }
+        break;
+    case 'U':
+        if (STARTS(m, ml, "Using network ")) {
+            copyn(pr->net, sizeof pr->net, m + 14, ml - 14);
+            pr->net_line = ex->lineno;
+            if (strcmp(pr->net, "IB") && strcmp(pr->net, "Socket")) {
+                pr->plugin = 2;
+                if (!pr->plugin_name[0])
+                    memcpy(pr->plugin_name, pr->net, sizeof pr->net);
+            }
+            return;
+        }
+        break;
+    case 'P':
+        if (STARTS(m, ml, "Plugin Path : ")) {
+            pr->plugin = 2;
+            pr->plugin_line = ex->lineno;
+            copyn(pr->plugin_name, sizeof pr->plugin_name, m + 14, ml - 14);
+            return;
+        }
+        break;
+    case 'F':
+    case 'C':
+        if (memmem(m, ml, "libibverbs", 10) &&
+            (STARTS(m, ml, "Failed to open") || STARTS(m, ml, "Count not open") ||
+             STARTS(m, ml, "Could not open"))) {
+            pr->ibverbs_missing = 1;
+            pr->ib_line = ex->lineno;
+            pr->ib_seq = ex->seq;
+            return;
+        }
+        if (STARTS(m, ml, "Channel ")) {
+            if (memmem(m, ml, " via ", 5))
+                transport(ex, pr, m, ml);
+            else if (!pr->ring[0] && memchr(m, '/', ml)) {
+                const char *c = memmem(m, ml, " : ", 3);
+                if (c)
+                    copyn(pr->ring, sizeof pr->ring, c + 3,
+                          (size_t)(m + ml - c - 3));
+                raise_phase(ex, pr, PH_TOPO, m, ml);
+            }
+            return;
+        }
+        if (STARTS(m, ml, "Connected all")) {
+            raise_phase(ex, pr, PH_CONNECT, m, ml);
+            return;
+        }
+        break;
+    case 'R':
+        if (STARTS(m, ml, "Ring ")) {
+            if (memmem(m, ml, " via ", 5))
+                transport(ex, pr, m, ml);
+            return;
+        }
+        break;
+    case 'T':
+        if (STARTS(m, ml, "Trees ")) {
+            if (!pr->trees[0])
+                copyn(pr->trees, sizeof pr->trees, m + 6, ml - 6);
+            raise_phase(ex, pr, PH_TOPO, m, ml);
+            return;
+        }
+        break;
+    case 'G':
+        if (STARTS(m, ml, "GPU Direct RDMA Enabled"))
+            pr->gdr_on++;
+        else if (STARTS(m, ml, "GPU Direct RDMA Disabled"))
+            pr->gdr_off++;
+        break;
+    case 'I':
+        if (STARTS(m, ml, "Init timings")) {
+            const char *t = memmem(m, ml, " total ", 7);
+            if (t)
+                pr->init_total = atof(t + 7);
+            return;
+        }
+        break;
+    case 'c':
+        if (STARTS(m, ml, "cudaDriverVersion ")) {
+            pr->driver = atoi(m + 18);
+            return;
+        }
+        if (STARTS(m, ml, "comm 0x") && memmem(m, ml, "nNodes", 6)) {
+            long v;
+            if ((v = num_after(m, ml, "rank")) >= 0)
+                pr->rank = (int)v;
+            if ((v = num_after(m, ml, "nRanks")) >= 0)
+                pr->nranks = (int)v;
+            if ((v = num_after(m, ml, "nNodes")) >= 0)
+                pr->nnodes = (int)v;
+            if ((v = num_after(m, ml, "localRanks")) >= 0)
+                pr->local_ranks = (int)v;
+            return;
+        }
+        break;
+    default:
+        break;
+    }
+    /* error trail: "<file>:<line> [(func)] -> <code>[ [Async thread]]" */
+    if (!ex->trail_file[0] && ml > 6) {
+        /* cheap test first: the first word ends in a digit and "->" or
+         * "(func) ->" follows (this runs on every unclassified line) */
+        const char *end = m + ml, *arrow = NULL;
+        const char *sp = memchr(m, ' ', ml < 96 ? ml : 96);
+        if (sp && sp > m && sp[-1] >= '0' && sp[-1] <= '9') {
+            const char *q = sp + 1;
+            if (q < end && *q == '(') {
+                const char *rp = memchr(q, ')', (size_t)(end - q));
+                q = rp ? rp + 2 : end;
+            }
+            if (q + 3 < end && q[0] == '-' && q[1] == '>' && q[2] == ' ')
+                arrow = q - 1;
+        }
+        const char *colon = arrow ? memchr(m, ':', (size_t)(sp - m)) : NULL;
+        if (arrow && colon && arrow[4] >= '0' && arrow[4] <= '9' &&
+            memchr(m, ' ', (size_t)(colon - m)) == NULL && colon[1] >= '0' &&
+            colon[1] <= '9') {
+            copyn(ex->trail_file, sizeof ex->trail_file, m, (size_t)(colon - m));
+            ex->trail_code = atoi(arrow + 4);
+            ex->trail_src = ex->nsrc - 1;
+            ex->trail_line = ex->lineno;
+            ex->trail_seq = ex->seq;
+            copyn(ex->trail_text, sizeof ex->trail_text, ll->text, ll->text_len);
+            return;
+        }
+    }
+    /* "... Init COMPLETE", "... Abort COMPLETE", "... Destroy COMPLETE" */
+    if (ml > 9 && memcmp(m + ml - 8, "COMPLETE", 8) == 0) {
+        if (memmem(m, ml, "Init COMPLETE", 13)) {
+            long v;
+            pr->ncomplete++;
+            pr->phase = PH_COMPLETE;
+            if ((v = num_after(m, ml, "rank")) >= 0 && pr->rank < 0)
+                pr->rank = (int)v;
+            if ((v = num_after(m, ml, "nranks")) >= 0 && pr->nranks < 0)
+                pr->nranks = (int)v;
+            if ((v = num_after(m, ml, "cudaDev")) >= 0 && pr->cuda_dev < 0)
+                pr->cuda_dev = (int)v;
+            if (!pr->busid[0])
+                word_after(m, ml, "busId", pr->busid, sizeof pr->busid);
+        } else if (memmem(m, ml, "Abort COMPLETE", 14)) {
+            pr->nabort++;
+            pr->phase = PH_DESTROYED;
+        } else {
+            pr->phase = PH_DESTROYED;
+        }
+        return;
+    }
+    if (ll->level == NCD_LOG_INFO && pr->phase == PH_COMPLETE &&
+        memmem(m, ml, "opCount", 7))
+        pr->phase = PH_RUNNING;
+}
+
+/* "[Rank 3] Watchdog caught collective operation timeout:
+ * WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...)" (PyTorch ProcessGroupNCCL) */
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    const char *w = memmem(m, ml, "Watchdog caught", 15);
+    const char *sq = memmem(m, ml, "SeqNum=", 7);
+    const char *op = memmem(m, ml, "OpType=", 7);
+    if (!w || !sq || ex->nwd >= NCD__MAX_WD)
+        return;
+    /* the rank: "[Rank N]" / "[PG 1 Rank N]" just before, else the
+     * launcher's */
+    long rank = -1;
+    for (const char *r = w; r > m + 5; r--)
+        if (memcmp(r - 5, "Rank ", 5) == 0) {
+            rank = atol(r);
+            break;
+        }
+    if (rank < 0)
+        rank = ll->rank;
+    if (rank < 0)
+        return;
+    for (size_t i = 0; i < ex->nwd; i++)
+        if (ex->wd[i].rank == rank && ex->wd[i].seq == atol(sq + 7))
+            return; /* repeated report */
+    if (!ex->wd && !(ex->wd = calloc(NCD__MAX_WD, sizeof *ex->wd)))
+        return;
+    struct ncd__wd *d = &ex->wd[ex->nwd++];
+    d->rank = (int)rank;
+    d->seq = atol(sq + 7);
+    d->op[0] = '\0';
+    if (op) {
+        const char *e = op + 7;
+        while (e < m + ml && *e != ',' && *e != ')' && *e != ' ')
+            e++;
+        copyn(d->op, sizeof d->op, op + 7, (size_t)(e - op - 7));
+    }
+    d->src = ex->nsrc - 1;
+    d->line = ex->lineno;
+}
+
+/* ------------------------------------------------------------ reporting */
+
+static json_t *ifaces_json(const struct ncd__iface *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; i < n; i++)
+        json_array_append_new(a, json_pack("{s:s, s:s}", "name", v[i].name,
+                                           "address", v[i].addr));
+    return a;
+}
+
+static const char *phase_name(int ph)
+{
+    static const char *const n[] = {"none",    "bootstrap", "topology",
+                                    "connect", "nvls",      "complete",
+                                    "running", "destroyed"};
+    return ph >= 0 && ph <= PH_DESTROYED ? n[ph] : "?";
+}
+
+static json_t *maybe_int(long v) { return v >= 0 ? json_integer(v) : json_null(); }
+static json_t *maybe_str(const char *s) { return s[0] ? json_string(s) : json_null(); }
+
+json_t *ncd_explain_facts_json(const struct ncd_explain *ex)
+{
+    json_t *o = json_object();
+    json_t *procs = json_array();
+    json_t *hosts = json_array();
+    json_t *vers = json_array();
+    json_t *env = json_object();
+    json_t *gpus = json_array();
+    json_t *tr = json_object();
+    if (!o || !procs || !hosts || !vers || !env || !gpus || !tr)
+        goto fail;
+    unsigned long long p2p = 0, shm = 0, net = 0, netgdr = 0, coll = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        json_t *ib = json_array();
+        for (int k = 0; k < p->nib; k++)
+            json_array_append_new(ib, json_string(p->ib[k]));
+        json_t *jp = json_object();
+        json_object_set_new(jp, "host", maybe_str(p->host));
+        json_object_set_new(jp, "pid", maybe_int(p->pid));
+        json_object_set_new(jp, "source", json_string(ncd__src_name(ex, p->src)));
+        json_object_set_new(jp, "rank", maybe_int(p->rank));
+        json_object_set_new(jp, "nranks", maybe_int(p->nranks));
+        json_object_set_new(jp, "nnodes", maybe_int(p->nnodes));
+        json_object_set_new(jp, "cuda_dev", maybe_int(p->cuda_dev));
+        json_object_set_new(jp, "bus_id", maybe_str(p->busid));
+        json_object_set_new(jp, "nccl_version", maybe_str(p->version));
+        json_object_set_new(jp, "cuda_version", maybe_str(p->cuda));
+        json_object_set_new(jp, "cuda_driver", p->driver ? json_integer(p->driver) : json_null());
+        json_object_set_new(jp, "bootstrap", ifaces_json(p->boot, p->nboot));
+        json_object_set_new(jp, "socket_ifaces", ifaces_json(p->sock, p->nsock));
+        json_object_set_new(jp, "ib_devices", ib);
+        json_object_set_new(jp, "ib_oob", maybe_str(p->oob));
+        json_object_set_new(jp, "network", maybe_str(p->net));
+        json_object_set_new(jp, "net_plugin",
+                            p->plugin == 2 ? json_string(p->plugin_name[0] ? p->plugin_name : "loaded")
+                            : p->plugin == 1 ? json_string("none") : json_null());
+        json_object_set_new(jp, "libibverbs_missing", json_boolean(p->ibverbs_missing));
+        json_object_set_new(jp, "gdr", p->gdr_on ? json_true() : p->gdr_off ? json_false() : json_null());
+        json_object_set_new(jp, "transports",
+                            json_pack("{s:i, s:i, s:i, s:i, s:i}", "p2p", (json_int_t)p->t_p2p,
+                                      "shm", (json_int_t)p->t_shm, "net", (json_int_t)p->t_net,
+                                      "net_gdr", (json_int_t)p->t_netgdr, "collnet",
+                                      (json_int_t)p->t_collnet));
+        json_object_set_new(jp, "ring", maybe_str(p->ring));
+        json_object_set_new(jp, "trees", maybe_str(p->trees));
+        json_object_set_new(jp, "init_complete", json_integer(p->ncomplete));
+        json_object_set_new(jp, "init_seconds", p->init_total > 0 ? json_real(p->init_total) : json_null());
+        json_object_set_new(jp, "last_phase", json_string(phase_name(p->phase)));
+        json_object_set_new(jp, "warnings", json_integer(p->nwarn));
+        json_array_append_new(procs, jp);
+        p2p += p->t_p2p;
+        shm += p->t_shm;
+        net += p->t_net;
+        netgdr += p->t_netgdr;
+        coll += p->t_collnet;
+        int seen = 0;
+        for (size_t k = 0; k < json_array_size(hosts) && p->host[0]; k++)
+            seen |= strcmp(json_string_value(json_array_get(hosts, k)), p->host) == 0;
+        if (!seen && p->host[0])
+            json_array_append_new(hosts, json_string(p->host));
+        seen = 0;
+        for (size_t k = 0; k < json_array_size(vers) && p->version[0]; k++)
+            seen |= strcmp(json_string_value(json_array_get(vers, k)), p->version) == 0;
+        if (!seen && p->version[0])
+            json_array_append_new(vers, json_string(p->version));
+    }
+    if (ex->tests_version[0]) {
+        int seen = 0;
+        for (size_t k = 0; k < json_array_size(vers); k++)
+            seen |= strcmp(json_string_value(json_array_get(vers, k)), ex->tests_version) == 0;
+        if (!seen)
+            json_array_append_new(vers, json_string(ex->tests_version));
+    }
+    for (size_t i = 0; i < ex->nenv; i++)
+        if (!json_object_get(env, ex->env[i].name))
+            json_object_set_new(env, ex->env[i].name, json_string(ex->env[i].value));
+    for (size_t i = 0; i < ex->ngpus; i++)
+        json_array_append_new(gpus, json_pack("{s:s, s:i, s:i, s:s}", "host", ex->gpus[i].host,
+                                              "rank", ex->gpus[i].rank, "device", ex->gpus[i].dev,
+                                              "name", ex->gpus[i].name));
+    json_object_set_new(tr, "p2p", json_integer((json_int_t)p2p));
+    json_object_set_new(tr, "shm", json_integer((json_int_t)shm));
+    json_object_set_new(tr, "net", json_integer((json_int_t)net));
+    json_object_set_new(tr, "net_gdr", json_integer((json_int_t)netgdr));
+    json_object_set_new(tr, "collnet", json_integer((json_int_t)coll));
+    json_object_set_new(o, "hosts", hosts);
+    json_object_set_new(o, "nccl_versions", vers);
+    json_object_set_new(o, "env", env);
+    json_object_set_new(o, "transports", tr);
+    json_object_set_new(o, "gpus", gpus);
+    json_object_set_new(o, "processes", procs);
+    json_object_set_new(o, "processes_truncated", json_boolean(ex->procs_dropped));
+    json_object_set_new(o, "lines", json_integer((json_int_t)ex->lines));
+    json_object_set_new(o, "nccl_lines", json_integer((json_int_t)ex->nccl_lines));
+    return o;
+fail:
+    json_decref(o);
+    json_decref(procs);
+    json_decref(hosts);
+    json_decref(vers);
+    json_decref(env);
+    json_decref(gpus);
+    json_decref(tr);
+    return NULL;
+}
+
+/* Per-host aggregate for the text summary. */
+struct hostsum {
+    const struct ncd__proc *first;
+    size_t nprocs, ncomplete;
+    int rmin, rmax, nranks;
+    unsigned long long p2p, shm, net, netgdr;
+    unsigned gdr_on, gdr_off;
+    double slowest;
+    char phase; /* last phase of a process that did not complete */
+};
+
+/* One block per host (processes aggregated) so 512 ranks print as a few
+ * lines. */
+void ncd_explain_facts_text(const struct ncd_explain *ex,
+                            struct ncd_strbuf *out)
+{
+    ncd_sb_printf(out, "Facts from %llu lines (%llu NCCL lines, %zu processes%s):\n",
+                  ex->lines, ex->nccl_lines, ex->nprocs,
+                  ex->procs_dropped ? ", more not tracked" : "");
+    /* versions */
+    struct ncd_strbuf vers = {0};
+    size_t nv = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        int seen = 0;
+        for (size_t k = 0; k < i && !seen; k++)
+            seen = ex->procs[k].vcode == p->vcode;
+        if (!seen && p->version[0] && nv < 8) {
+            ncd_sb_printf(&vers, "%s%s%s%s", nv ? ", " : "", p->version,
+                          p->cuda[0] ? "+cuda" : "", p->cuda);
+            nv++;
+        }
+    }
+    if (ex->tests_version[0])
+        ncd_sb_printf(&vers, "%s%s (nccl-tests)", nv++ ? ", " : "", ex->tests_version);
+    ncd_sb_printf(out, "  NCCL:    %s\n", nv ? ncd_sb_str(&vers) : "version not in the log");
+    ncd_sb_release(&vers);
+
+    /* hosts: small open-addressing table of aggregates */
+    size_t cap = 64;
+    while (cap < ex->nprocs * 2)
+        cap *= 2;
+    struct hostsum *hs = calloc(cap, sizeof *hs);
+    size_t *order = malloc(cap * sizeof *order);
+    size_t nh = 0;
+    if (!hs || !order) {
+        free(hs);
+        free(order);
+        return;
+    }
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        size_t k = hash_proc(p->host, p->hostlen, 0) & (cap - 1);
+        while (hs[k].first && strcmp(hs[k].first->host, p->host) != 0)
+            k = (k + 1) & (cap - 1);
+        struct hostsum *h = &hs[k];
+        if (!h->first) {
+            h->first = p;
+            h->rmin = h->rmax = -1;
+            order[nh++] = k;
+        }
+        h->nprocs++;
+        h->ncomplete += p->ncomplete > 0;
+        if (p->rank >= 0) {
+            if (h->rmin < 0 || p->rank < h->rmin)
+                h->rmin = p->rank;
+            if (p->rank > h->rmax)
+                h->rmax = p->rank;
+        }
+        if (p->nranks > h->nranks)
+            h->nranks = p->nranks;
+        h->p2p += p->t_p2p;
+        h->shm += p->t_shm;
+        h->net += p->t_net;
+        h->netgdr += p->t_netgdr;
+        h->gdr_on += p->gdr_on;
+        h->gdr_off += p->gdr_off;
+        if (p->init_total > h->slowest)
+            h->slowest = p->init_total;
+        if (!p->ncomplete && p->phase > h->phase)
+            h->phase = (char)p->phase;
+    }
+    ncd_sb_printf(out, "  hosts:   %zu\n", nh);
+    for (size_t o = 0; o < nh && o < 16; o++) {
+        const struct hostsum *h = &hs[order[o]];
+        const struct ncd__proc *p = h->first;
+        ncd_sb_printf(out, "  %s: %zu process%s", p->host[0] ? p->host : "(no host name)",
+                      h->nprocs, h->nprocs == 1 ? "" : "es");
+        if (h->rmin >= 0)
+            ncd_sb_printf(out, ", rank%s %d%s%.0d of %d", h->rmin == h->rmax ? "" : "s",
+                          h->rmin, h->rmin == h->rmax ? "" : "-",
+                          h->rmin == h->rmax ? 0 : h->rmax, h->nranks);
+        if (p->version[0])
+            ncd_sb_printf(out, ", NCCL %s", p->version);
+        if (p->driver)
+            ncd_sb_printf(out, ", CUDA driver %d.%d", p->driver / 1000, p->driver % 1000 / 10);
+        ncd_sb_putc(out, '\n');
+        if (p->nboot) {
+            ncd_sb_puts(out, "      bootstrap:  ");
+            for (int k = 0; k < p->nboot; k++)
+                ncd_sb_printf(out, "%s%s %s", k ? ", " : "", p->boot[k].name, p->boot[k].addr);
+            ncd_sb_putc(out, '\n');
+        }
+        if (p->net[0] || p->nsock || p->nib) {
+            ncd_sb_printf(out, "      network:    %s", p->net[0] ? p->net : "?");
+            for (int k = 0; k < p->nib; k++)
+                ncd_sb_printf(out, " %s", p->ib[k]);
+            for (int k = 0; k < p->nsock; k++)
+                ncd_sb_printf(out, " %s(%s)", p->sock[k].name, p->sock[k].addr);
+            if (p->plugin == 2)
+                ncd_sb_printf(out, ", plugin %s", p->plugin_name);
+            if (h->gdr_on || h->gdr_off)
+                ncd_sb_printf(out, ", GPUDirect RDMA %s", h->gdr_on ? "on" : "off");
+            ncd_sb_putc(out, '\n');
+        }
+        if (h->p2p || h->shm || h->net)
+            ncd_sb_printf(out, "      transports: P2P %llu, SHM %llu, NET %llu (GDR %llu) connections\n",
+                          h->p2p, h->shm, h->net, h->netgdr);
+        if (h->ncomplete || h->phase) {
+            ncd_sb_printf(out, "      init:       %zu/%zu complete", h->ncomplete, h->nprocs);
+            if (h->slowest > 0)
+                ncd_sb_printf(out, ", slowest %.2f s", h->slowest);
+            if (h->ncomplete < h->nprocs && h->phase)
+                ncd_sb_printf(out, "; the others stopped in phase %s", phase_name(h->phase));
+            ncd_sb_putc(out, '\n');
+        }
+        if (p->ring[0])
+            ncd_sb_printf(out, "      ring:       %s\n", p->ring);
+    }
+    if (nh > 16)
+        ncd_sb_printf(out, "  ... %zu more hosts (see --json)\n", nh - 16);
+    free(hs);
+    free(order);
+    for (size_t i = 0; i < ex->ngpus && i < 16; i++)
+        ncd_sb_printf(out, "  GPU: rank %d on %s device %d: %s\n", ex->gpus[i].rank,
+                      ex->gpus[i].host, ex->gpus[i].dev, ex->gpus[i].name);
+    if (ex->nenv) {
+        ncd_sb_puts(out, "  env (echoed by NCCL):\n");
+        for (size_t i = 0; i < ex->nenv && i < 32; i++)
+            ncd_sb_printf(out, "      %s=%s%s%s\n", ex->env[i].name, ex->env[i].value,
+                          ex->env[i].host[0] ? "  on " : "", ex->env[i].host);
+    }
+}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: MIT */
+/* Internals shared by the explain modules (line, rules, facts, reason). */
+#ifndef NCD_EXPLAIN_INTERNAL_H
+#define NCD_EXPLAIN_INTERNAL_H
+
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+#include <stdint.h>
+
+#include "ncd/explain.h"
+
+/* ---- line.c ---- */
+size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
+/* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
+ * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
+void ncd__sanitize(char *s, size_t n);
+
+/* ---- rules.c ---- */
+#define NCD__PF_BITS 16 /* prefilter bitmap: 2^16 bits = 8 KiB, fits L1 */
+
+struct ncd__pattern {
+    char *src;
+    pcre2_code *re;
+    size_t rule; /* owning rule index */
+};
+
+struct ncd__lit {
+    char *s;
+    size_t len;
+    uint32_t gram; /* the 4 bytes used by the prefilter */
+    size_t off;    /* offset of gram inside s */
+    size_t pat;    /* pattern index */
+};
+
+struct ncd__gram {
+    uint32_t gram;
+    uint32_t lit;
+    uint32_t off; /* offset of this window in the literal */
+};
+
+struct ncd__rule {
+    char *id, *title, *cause, *fix, *when, *file, *versions, *source;
+    int line;
+    enum ncd_category cat;
+    enum ncd_severity sev;
+    enum ncd_rule_role role;
+    int priority;
+    size_t pat0, npats; /* range in rules->pats */
+    char **env_names, **env_vals;
+    size_t nenv;
+    char **ex_match, **ex_nomatch;
+    size_t n_ex_match, n_ex_nomatch;
+    char **absorbs;
+    size_t nabsorbs;
+    int vmin, vmax; /* version codes M*10000+m*100+p; vmax exclusive; 0 open */
+};
+
+struct ncd_rules {
+    struct ncd__rule *v;
+    size_t n, cap;
+    struct ncd__pattern *pats;
+    size_t npats, capp;
+    struct ncd__lit *lits;
+    size_t nlits, capl;
+    /* prefilter */
+    uint64_t bitmap[(1u << NCD__PF_BITS) / 64];
+    uint32_t *bstart; /* 2^BITS+1 offsets into bitems */
+    uint32_t *bitems; /* indexes into grams */
+    size_t *pat_order; /* pattern indexes sorted by rule priority desc */
+    size_t *pat_rank;  /* inverse of pat_order */
+    uint32_t max_match_captures;
+    unsigned stride; /* scan every stride-th byte; each literal has stride
+                        consecutive windows in the bitmap */
+    struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
+    size_t ngrams;
+};
+
+static inline uint32_t ncd__gram_hash(uint32_t g)
+{
+    return (g * 0x9E3779B1u) >> (32 - NCD__PF_BITS);
+}
+
+/* Match scratch for ncd__rules_match(). */
+struct ncd__matcher {
+    pcre2_match_data *md;
+    uint32_t *cand;      /* candidate pattern ranks */
+    size_t ncand;
+    unsigned char *seen; /* per pattern rank */
+};
+
+int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);
+void ncd__matcher_release(struct ncd__matcher *m);
+
+/*
+ * Best pattern rule for a normalised line: returns the rule index or -1.
+ * `version` (0 unknown) filters rules by their NCCL version range.
+ * On a match m->md holds the match of pattern *pat.
+ */
+long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
+                      const char *text, size_t len, int version,
+                      size_t *pat);
+
+/* "2.19.3" -> 21903; 0 when not a version. */
+int ncd__version_code(const char *s);
+int ncd__rule_applies(const struct ncd__rule *rule, int version);
+long ncd__rules_find(const struct ncd_rules *r, const char *id);
+
+#endif

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: MIT */
+/* The state of one explain scan: facts, matches, evidence (all bounded). */
+#ifndef NCD_EXPLAIN_SESSION_H
+#define NCD_EXPLAIN_SESSION_H
+
+#include "explain/internal.h"
+
+#define NCD__MAX_EVID 6      /* evidence lines kept per finding */
+#define NCD__MAX_PROCS 16384 /* processes tracked (host, pid) */
+#define NCD__PROC_HASH 32768
+#define NCD__MAX_ENV 256
+#define NCD__MAX_HOSTS 4096
+#define NCD__HOST_HASH 8192
+#define NCD__MAX_GPUS 1024
+#define NCD__MAX_SOURCES 65536
+#define NCD__MAX_CAPS 6
+#define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
+
+struct ncd__evid {
+    uint32_t src;
+    uint64_t line;
+    uint64_t seq;
+    double ts;
+    int rank;
+    char host[48];
+    char *text;
+};
+
+struct ncd__rec {
+    uint64_t count;
+    size_t nev;
+    struct ncd__evid ev[NCD__MAX_EVID];
+    uint64_t first_seq;
+    double first_ts; /* earliest time stamp seen, < 0 none */
+    char *cap_name[NCD__MAX_CAPS];
+    char *cap_val[NCD__MAX_CAPS];
+    size_t ncaps;
+    char hosts[4][48];
+    size_t nhosts, caphosts; /* distinct hosts, saturates at 5 (= "more") */
+};
+
+struct ncd__iface {
+    char name[24];
+    char addr[48];
+};
+
+enum ncd__phase {
+    PH_NONE = 0,
+    PH_BOOTSTRAP,
+    PH_TOPO,
+    PH_CONNECT, /* P2P / SHM / NET connections */
+    PH_NVLS,
+    PH_COMPLETE,
+    PH_RUNNING,
+    PH_DESTROYED,
+};
+
+struct ncd__proc {
+    char host[48];
+    size_t hostlen;
+    long pid;
+    uint32_t src;
+    char version[24];
+    int vcode;
+    char cuda[12];
+    int driver;
+    int rank, nranks, nnodes, local_ranks, cuda_dev;
+    char busid[20];
+    int ncomplete, nabort;
+    double init_total;
+    struct ncd__iface boot[4];
+    uint8_t nboot;
+    struct ncd__iface sock[8];
+    uint8_t nsock;
+    char ib[4][24];
+    uint8_t nib, ib_roce, ib_ib;
+    char oob[24];
+    char net[32];
+    int8_t plugin; /* 0 unknown, 1 none found, 2 loaded */
+    char plugin_name[64];
+    uint8_t ibverbs_missing, ib_nodev;
+    uint16_t gdr_on, gdr_off;
+    uint32_t t_p2p, t_shm, t_net, t_netgdr, t_collnet;
+    int8_t nvls; /* -1 unknown, 0 unavailable, 1 available */
+    uint8_t phase;
+    uint32_t last_src;
+    uint64_t last_line, last_seq;
+    uint32_t nwarn;
+    char ring[80];
+    char trees[80];
+    /* line numbers (in source `src`) of the facts, for evidence */
+    uint64_t ver_line, boot_line, sock_line, ib_line, net_line, plugin_line;
+    uint64_t boot_seq, sock_seq, ib_seq; /* input order of those lines */
+    uint64_t phase_line;   /* line that started the current init phase */
+    char phase_text[160];  /* its message */
+};
+
+/* Per host: local (P2P/SHM) peers, dev index -> rank, to spot hosts that
+ * NCCL merged into one. */
+struct ncd__host {
+    char name[48];
+    int16_t devrank[64];
+    int dev_conflict; /* 1: two ranks with one dev index are "local" */
+    int conflict_dev, conflict_r1, conflict_r2;
+    uint32_t conflict_src;
+    uint64_t conflict_line;
+    uint8_t ndevs_seen;
+};
+
+struct ncd__env {
+    char name[48];
+    char value[128];
+    char host[48];
+    uint32_t src;
+    uint64_t line, seq;
+};
+
+struct ncd__gpu {
+    char host[48];
+    int rank, dev;
+    long pid;
+    char name[64];
+    uint32_t src;
+    uint64_t line;
+};
+
+/* One PyTorch watchdog time-out: which rank, which collective. */
+struct ncd__wd {
+    int rank;
+    long seq;
+    char op[32];
+    uint32_t src;
+    uint64_t line;
+};
+#define NCD__MAX_WD 1024
+
+struct ncd_explain {
+    struct ncd_ctx *ctx;
+    const struct ncd_rules *rules;
+    struct ncd__matcher m;
+    /* input */
+    char **srcnames;
+    uint32_t nsrc;
+    int open;
+    char *part; /* partial line across chunks */
+    size_t partlen;
+    int skipping; /* inside an over-long line */
+    uint64_t lineno, seq;
+    unsigned long long bytes, lines, nccl_lines, info_lines;
+    char *scratch;
+    /* matches */
+    struct ncd__rec *recs;    /* per rule */
+    struct ncd__rec unmatched[NCD_CAT__COUNT];
+    /* facts */
+    struct ncd__proc *procs;
+    size_t nprocs, capprocs;
+    int32_t *phash;
+    long lastproc;
+    int procs_dropped;
+    struct ncd__host *hosts;
+    size_t nhosts, caphosts;
+    int32_t hhash[NCD__HOST_HASH];
+    struct ncd__env env[NCD__MAX_ENV];
+    size_t nenv;
+    struct ncd__gpu *gpus;
+    size_t ngpus;
+    char tests_version[24];
+    uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
+    uint64_t tests_ok;   /* nccl-tests "Out of bounds values : 0 OK" */
+    long tests_lib_code, tests_hdr_code; /* nccl-library= / nccl-headers= */
+    uint32_t tests_src;
+    uint64_t tests_line;
+    /* first NCCL error trail line "<file>:<line> -> <code>" (B7 end) */
+    char trail_file[64];
+    int trail_code;
+    uint32_t trail_src;
+    uint64_t trail_line, trail_seq;
+    char trail_text[200];
+    /* PyTorch watchdog time-outs (from pytorch.watchdog-timeout lines) */
+    long wd_rule;
+    struct ncd__wd *wd;
+    size_t nwd;
+    /* results */
+    enum ncd_rule_role *roles;
+    double *first_ts; /* per finding: earliest time stamp, < 0 none */
+    int *first_rank;  /* per finding: rank of the first evidence, -1 */
+    size_t nroles;
+    int finished;
+};
+
+/* facts.c */
+struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
+                                const struct ncd_log_line *ll);
+void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
+                     struct ncd__proc *pr);
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
+
+/* explain.c */
+enum ncd_category ncd__category_for_src(const char *src, size_t len);
+void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
+                  const struct ncd_log_line *ll, uint32_t src,
+                  uint64_t line);
+void ncd__rec_release(struct ncd__rec *rec);
+const char *ncd__src_name(const struct ncd_explain *ex, uint32_t src);
+
+#endif

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * explain: reasoning across lines (facts + matches), root-cause ranking by
+ * time stamp, consequences, streaming, facts extraction.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/ctx.h"
+#include "ncd/error.h"
+#include "ncd/explain.h"
+
+static struct ncd_ctx *ctx;
+static struct ncd_rules *rules;
+
+static int setup(void **state)
+{
+    (void)state;
+    if (ncd_ctx_new("/", NULL, &ctx) < 0 || ncd_rules_new(&rules) < 0)
+        return -1;
+    return ncd_rules_load_builtin(ctx, rules) > 0 ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    ncd_rules_free(rules);
+    ncd_ctx_free(ctx);
+    return 0;
+}
+
+struct src {
+    const char *name, *text;
+};
+
+/* Runs a scan over the sources; chunk 0 = whole buffers at once. */
+static struct ncd_explain *scan(const struct src *s, size_t n, size_t chunk,
+                                struct ncd_findings *fl)
+{
+    struct ncd_explain *ex;
+    assert_int_equal(ncd_explain_new(ctx, rules, &ex), 0);
+    for (size_t i = 0; i < n; i++) {
+        assert_int_equal(ncd_explain_begin(ex, s[i].name), 0);
+        size_t len = strlen(s[i].text);
+        if (!chunk)
+            chunk = len ? len : 1;
+        for (size_t o = 0; o < len; o += chunk)
+            ncd_explain_feed(ex, s[i].text + o, o + chunk > len ? len - o : chunk);
+        ncd_explain_end(ex);
+    }
+    assert_true(ncd_explain_finish(ex, fl) >= 0);
+    return ex;
+}
+
+static void dump(const struct ncd_findings *fl)
+{
+    for (size_t i = 0; i < fl->n; i++)
+        print_message("  %zu: %s [%s] %s\n", i, fl->v[i].id,
+                      ncd_category_name(fl->v[i].category), fl->v[i].title);
+}
+
+static const char *env_of(const struct ncd_finding *f, const char *name)
+{
+    for (size_t i = 0; i < f->n_env; i++)
+        if (strcmp(f->env[i].name, name) == 0)
+            return f->env[i].value ? f->env[i].value : "(unset)";
+    return NULL;
+}
+
+static void test_docker_plus_connect(void **state)
+{
+    (void)state;
+    struct src s[] = {
+        {"node1.log",
+         "node1:10:10 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+         "node1:10:10 [0] NCCL INFO Bootstrap : Using docker0:172.17.0.1<0>\n"
+         "node1:10:11 [0] NCCL INFO ncclOsSocketConnect: connect to 10.0.0.2<5000> "
+         "returned Connection timed out, retrying (1/34) after sleep for 100 msec\n"
+         "\n"
+         "node1:10:11 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+         "10.0.0.2<5000> failed : Connection timed out\n"},
+        {"node2.log",
+         "node2:20:20 [0] NCCL INFO NCCL version 2.21.5+cuda12.4\n"
+         "node2:20:20 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_true(fl.n >= 2);
+    assert_string_equal(fl.v[0].id, "net.iface-wrong-connect");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IFACE_CHOICE);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_int_equal(ncd_explain_role(ex, 0), NCD_ROLE_ROOT);
+    /* the connect failure is shown, as a consequence */
+    size_t k;
+    for (k = 0; k < fl.n && strcmp(fl.v[k].id, "socket.connect-failed"); k++)
+        ;
+    assert_true(k < fl.n);
+    assert_int_equal(ncd_explain_role(ex, k), NCD_ROLE_CONSEQUENCE);
+    assert_non_null(strstr(fl.v[k].evidence[0], "node1.log:5:"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_linklocal_peer_and_unrelated_virtual(void **state)
+{
+    (void)state;
+    /* connections to a link-local peer address: the interface is wrong */
+    struct src a[] = {{"a", "\nn1:5:6 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+                            "fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.iface-linklocal");
+    assert_non_null(strstr(fl.v[0].title, "ib1"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* a link-local VF in the socket list does not explain a failure to
+     * connect to a normal address: the connect failure stays the root */
+    struct src b[] = {{"b", "h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.51.1.14<0>\n"
+                            "h:1:3 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> "
+                            "[1]enP2s1:fe80::7e1e:52ff:fe3e:6d31%enP2s1<0>\n"
+                            "h:1:3 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                            "10.51.1.15<45763> failed : Software caused connection abort\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "socket.connect-failed");
+    assert_int_equal(ncd_explain_role(ex, 0), NCD_ROLE_ROOT);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_non_null(ncd_findings_find(&fl, "net.iface-virtual"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_ifname_absent(void **state)
+{
+    (void)state;
+    struct src s[] = {{"r0.log",
+                       "node7:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to enp6s0\n"
+                       "\n"
+                       "node7:1:1 [0] bootstrap.cc:100 NCCL WARN Bootstrap : no socket interface found\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.ifname-no-match");
+    assert_non_null(strstr(fl.v[0].title, "enp6s0"));
+    assert_non_null(strstr(fl.v[0].title, "node7"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_two_versions(void **state)
+{
+    (void)state;
+    struct src s[] = {
+        {"a", "node1:1:1 [0] NCCL INFO NCCL version 2.18.3+cuda12.2\n"},
+        {"b", "node2:2:2 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+              "node2:2:3 [0] NCCL INFO socketProgress: Connection closed by remote peer x\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "version.nccl-mismatch");
+    assert_non_null(strstr(fl.v[0].title, "2.18.3"));
+    assert_non_null(strstr(fl.v[0].title, "2.19.3"));
+    json_t *j = ncd_explain_facts_json(ex);
+    assert_int_equal(json_array_size(json_object_get(j, "nccl_versions")), 2);
+    assert_int_equal(json_array_size(json_object_get(j, "hosts")), 2);
+    json_decref(j);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_ib_silent_fallback(void **state)
+{
+    (void)state;
+    struct src s[] = {
+        {"a", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+              "node1:1:1 [0] NCCL INFO Using network IB\n"},
+        {"b", "node2:2:2 [0] NCCL INFO NET/IB : No device found.\n"
+              "node2:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n"
+              "node2:2:2 [0] NCCL INFO Using network Socket\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.ib-fallback");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IB);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* the same INFO line on a host without IB anywhere is only context */
+    struct src t[] = {{"c", "node2:2:2 [0] NCCL INFO NET/IB : No device found.\n"
+                            "node2:2:2 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.2<0>\n"
+                            "node2:2:2 [0] NCCL INFO Using network Socket\n"
+                            "node2:2:2 [0] NCCL INFO comm 0x1 rank 0 nranks 2 cudaDev 0 busId 1000 - Init COMPLETE\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_true(ncd_findings_worst(&fl) <= NCD_SEV_INFO);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_earliest_timestamp_wins(void **state)
+{
+    (void)state;
+    /* b's error is older although b is read second */
+    struct src s[] = {
+        {"rank0.log", "[2026-01-01 10:00:50] node1:1:1 [0] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n"},
+        {"rank1.log", "[2026-01-01 10:00:10] node2:2:2 [0] misc/ibvwrap.cc:2 NCCL WARN Call to "
+                      "ibv_modify_qp failed with error Connection timed out\n"
+                      "[2026-01-01 10:00:20] node2:2:2 [0] misc/socket.cc:3 NCCL WARN socketProgress: "
+                      "Connection closed by remote peer node1<5>\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp");
+    assert_string_equal(fl.v[1].id, "cuda.out-of-memory");
+    assert_string_equal(fl.v[fl.n - 1].id, "socket.connection-closed");
+    assert_int_equal(ncd_explain_role(ex, fl.n - 1), NCD_ROLE_CONSEQUENCE);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_rank_order_without_timestamps(void **state)
+{
+    (void)state;
+    /* per-rank logs read rank 1 first; no time stamps: rank 0's error leads */
+    struct src s[] = {
+        {"r1.log", "[1,1]<stdout>:node2:2:2 [1] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n"},
+        {"r0.log", "[1,0]<stdout>:node1:1:1 [0] misc/ibvwrap.cc:2 NCCL WARN Call to "
+                   "ibv_modify_qp failed with error Connection timed out\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_only_consequences(void **state)
+{
+    (void)state;
+    struct src s[] = {{"r3.log",
+                       "node2:2:3 [0] misc/socket.cc:3 NCCL WARN socketProgress: Connection closed by remote peer node1<5>\n"
+                       "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, remote process "
+                       "exited or there was a network error, NCCL version 2.20.5\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_int_equal(ncd_explain_role(ex, 0), NCD_ROLE_CONSEQUENCE);
+    assert_int_equal(fl.v[0].severity, NCD_SEV_ERROR);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_timeout_and_blog_advice(void **state)
+{
+    (void)state;
+    struct src s[] = {{"job.log",
+                       "+ export NCCL_TIMEOUT=7200\n"
+                       "+ export NCCL_PORT_RANGE=50000-51000\n"
+                       "[rank1]:[E ProcessGroupNCCL.cpp:563] [Rank 1] Watchdog caught collective operation timeout: "
+                       "WorkNCCL(SeqNum=9, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-timeout");
+    assert_int_equal(fl.v[0].category, NCD_CAT_TIMEOUT);
+    assert_non_null(strstr(fl.v[0].fix, "timeout=timedelta"));
+    assert_non_null(ncd_findings_find(&fl, "env.nccl-timeout"));
+    assert_non_null(ncd_findings_find(&fl, "env.port-range"));
+    assert_non_null(strstr(ncd_findings_find(&fl, "env.port-range")->fix, "ip_local_port_range"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static const char big_log[] =
+    "node1:1:1 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+    "node1:1:1 [0] NCCL INFO cudaDriverVersion 12060\n"
+    "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
+    "node1:1:2 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+    "node1:1:2 [0] NCCL INFO Using network IB\n"
+    "node1:1:2 [0] NCCL INFO comm 0x55 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
+    "node1:1:2 [0] NCCL INFO Channel 00/02 : 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15\n"
+    "node1:1:2 [0] NCCL INFO Trees [0] 1/8/-1->0->-1 [1] 1/-1/-1->0->8\n"
+    "node1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read\n"
+    "node1:1:2 [0] NCCL INFO Channel 00/0 : 15[7] -> 0[0] [receive] via NET/IB/0/GDRDMA\n"
+    "node1:1:2 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1\n"
+    "node1:1:2 [0] NCCL INFO NCCL_P2P_LEVEL set by environment to pix\n"
+    "node1:1:2 [0] NCCL INFO ncclCommInitRank comm 0x55 rank 0 nranks 16 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x77 - Init COMPLETE\n"
+    "node1:1:2 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 16 total 1.25 (kernels 0.1)\n";
+
+static void test_facts_and_streaming(void **state)
+{
+    (void)state;
+    struct src s[] = {{"r0.log", big_log}};
+    struct ncd_findings a = {0}, b = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &a);
+    struct ncd_explain *ey = scan(s, 1, 1, &b); /* byte by byte */
+    assert_int_equal(a.n, b.n);
+    for (size_t i = 0; i < a.n; i++) {
+        assert_string_equal(a.v[i].id, b.v[i].id);
+        assert_int_equal(a.v[i].n_evidence, b.v[i].n_evidence);
+    }
+    /* env.level-value from the echoed NCCL_P2P_LEVEL=pix */
+    assert_non_null(ncd_findings_find(&a, "env.level-value"));
+    json_t *j = ncd_explain_facts_json(ex);
+    json_t *p = json_array_get(json_object_get(j, "processes"), 0);
+    assert_non_null(p);
+    assert_string_equal(json_string_value(json_object_get(p, "nccl_version")), "2.23.4");
+    assert_string_equal(json_string_value(json_object_get(p, "cuda_version")), "12.6");
+    assert_int_equal(json_integer_value(json_object_get(p, "cuda_driver")), 12060);
+    assert_int_equal(json_integer_value(json_object_get(p, "rank")), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "nranks")), 16);
+    assert_int_equal(json_integer_value(json_object_get(p, "nnodes")), 2);
+    assert_string_equal(json_string_value(json_object_get(p, "bus_id")), "1b000");
+    assert_string_equal(json_string_value(json_object_get(p, "network")), "IB");
+    assert_int_equal(json_array_size(json_object_get(p, "ib_devices")), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(p, "bootstrap"), 0), "name")), "eth0");
+    json_t *tr = json_object_get(p, "transports");
+    assert_int_equal(json_integer_value(json_object_get(tr, "p2p")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tr, "net")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tr, "net_gdr")), 1);
+    assert_string_equal(json_string_value(json_object_get(p, "last_phase")), "complete");
+    assert_true(json_real_value(json_object_get(p, "init_seconds")) > 1.2);
+    assert_string_equal(json_string_value(json_object_get(json_object_get(j, "env"), "NCCL_IB_HCA")), "mlx5_0,mlx5_1");
+    json_decref(j);
+    struct ncd_strbuf sb = {0};
+    ncd_explain_facts_text(ex, &sb);
+    assert_non_null(strstr(ncd_sb_str(&sb), "2.23.4"));
+    assert_non_null(strstr(ncd_sb_str(&sb), "mlx5_0:1/RoCE"));
+    ncd_sb_release(&sb);
+    ncd_findings_release(&a);
+    ncd_findings_release(&b);
+    ncd_explain_free(ex);
+    ncd_explain_free(ey);
+}
+
+static void test_nothing_and_overlong(void **state)
+{
+    (void)state;
+    struct src e[] = {{"empty", ""}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(e, 1, 0, &fl);
+    assert_int_equal(fl.n, 1);
+    assert_string_equal(fl.v[0].id, "explain.nothing-found");
+    assert_int_equal(fl.v[0].severity, NCD_SEV_INFO);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* a 100 kB line, then a WARN: the WARN is still found on line 2 */
+    size_t n = 100000;
+    char *buf = malloc(n + 200);
+    memset(buf, 'x', n);
+    strcpy(buf + n, "\nnode1:1:1 [0] NCCL WARN Cuda failure 'out of memory'\n");
+    struct src o[] = {{"long", buf}};
+    ex = scan(o, 1, 4096, &fl);
+    assert_string_equal(fl.v[0].id, "cuda.out-of-memory");
+    assert_non_null(strstr(fl.v[0].evidence[0], "long:2:"));
+    unsigned long long lines;
+    ncd_explain_stats(ex, NULL, &lines, NULL);
+    assert_int_equal(lines, 2);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    free(buf);
+}
+
+static void test_container_bridge_and_trail(void **state)
+{
+    (void)state;
+    struct src s[] = {{"a", "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+                            "node2:2:2 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.container-bridge");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_UNREACHABLE);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* only an error trail: the deepest frame's file names the subsystem */
+    struct src t[] = {{"b", "node1:1:1 [0] NCCL INFO transport/shm.cc:120 -> 2\n"
+                            "node1:1:1 [0] NCCL INFO transport.cc:30 -> 2 [Async thread]\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "nccl.error-trail");
+    assert_int_equal(fl.v[0].category, NCD_CAT_SYS_SHM);
+    assert_non_null(strstr(fl.v[0].title, "ncclSystemError"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_tests_header_mismatch(void **state)
+{
+    (void)state;
+    struct src s[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21805\n"
+                            "# nThread 1 nGpus 1 minBytes 8 maxBytes 128\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "lib.tests-header-mismatch");
+    assert_non_null(strstr(fl.v[0].title, "2.19.3"));
+    assert_non_null(strstr(fl.v[0].title, "2.18.5"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src t[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21905\n"}};
+    ex = scan(t, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "lib.tests-header-mismatch"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_watchdog_reasoning(void **state)
+{
+    (void)state;
+    char buf[4096] = "";
+    for (int r = 0; r < 8; r++) {
+        if (r == 5)
+            continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, sizeof buf - l,
+                 "[rank%d]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank %d] Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+                 "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n", r, r);
+    }
+    struct src s[] = {{"w", buf}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-missing-rank");
+    assert_non_null(strstr(fl.v[0].title, "Rank 5 "));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* different collectives: out of step */
+    struct src t[] = {{"w",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=807, OpType=BROADCAST, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-desync");
+    assert_int_equal(fl.v[0].category, NCD_CAT_USAGE_MISMATCH);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_env_differs(void **state)
+{
+    (void)state;
+    struct src s[] = {{"e", "n1:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+                            "n1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens5\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    struct ncd_finding *f = ncd_findings_find(&fl, "env.differs-across-ranks");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "NCCL_IB_DISABLE"));
+    assert_null(strstr(f->title, "SOCKET_IFNAME")); /* per-host names may differ */
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_gid_advice_only_on_roce(void **state)
+{
+    (void)state;
+    struct src ib[] = {{"ib", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+                              "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(ib, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "ib.completion.retry-exceeded");
+    assert_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src roce[] = {{"roce", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+                                  "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    ex = scan(roce, 1, 0, &fl);
+    assert_non_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_docker_plus_connect),
+        cmocka_unit_test(test_ifname_absent),
+        cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
+        cmocka_unit_test(test_two_versions),
+        cmocka_unit_test(test_ib_silent_fallback),
+        cmocka_unit_test(test_earliest_timestamp_wins),
+        cmocka_unit_test(test_rank_order_without_timestamps),
+        cmocka_unit_test(test_only_consequences),
+        cmocka_unit_test(test_timeout_and_blog_advice),
+        cmocka_unit_test(test_facts_and_streaming),
+        cmocka_unit_test(test_nothing_and_overlong),
+        cmocka_unit_test(test_container_bridge_and_trail),
+        cmocka_unit_test(test_gid_advice_only_on_roce),
+        cmocka_unit_test(test_env_differs),
+        cmocka_unit_test(test_watchdog_reasoning),
+        cmocka_unit_test(test_tests_header_mismatch),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
