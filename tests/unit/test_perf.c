@@ -22,6 +22,7 @@
 #include "ncd/error.h"
 #include "ncd/perf.h"
 #include "ncd/strbuf.h"
+#include "perf/perf_int.h"
 
 /* ---- counts ------------------------------------------------------------ */
 
@@ -534,13 +535,12 @@ static void test_kernels(void **state)
                             memcpy(&f, &u, 4);
                             got = f;
                         } else {
-                            _Float16 hf;
-                            memcpy(&hf, a + i * es, 2);
-                            x = hf;
-                            memcpy(&hf, b + i * es, 2);
-                            y = hf;
-                            memcpy(&hf, d + i * es, 2);
-                            got = hf;
+                            memcpy(&h, a + i * es, 2);
+                            x = ncd__half_to_f32(h);
+                            memcpy(&h, b + i * es, 2);
+                            y = ncd__half_to_f32(h);
+                            memcpy(&h, d + i * es, 2);
+                            got = ncd__half_to_f32(h);
                         }
                     }
                     double e;
@@ -624,6 +624,39 @@ static void test_kernels(void **state)
     free(a);
     free(b);
     free(d);
+}
+
+static void test_half(void **state)
+{
+    (void)state;
+    /* every finite or infinite half survives a round trip */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* NaN payloads are not preserved */
+        uint16_t back = ncd__f32_to_half(ncd__half_to_f32((uint16_t)h));
+        if (back != h)
+            fail_msg("half %#x -> %g -> %#x", h,
+                     ncd__half_to_f32((uint16_t)h), back);
+    }
+    /* rounding: nearest, ties to even; overflow; subnormals */
+    assert_int_equal(ncd__f32_to_half(1.0f + 0x1p-11f), 0x3c00);
+    assert_int_equal(ncd__f32_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
+    assert_int_equal(ncd__f32_to_half(65504.0f), 0x7bff);
+    assert_int_equal(ncd__f32_to_half(65519.0f), 0x7bff);
+    assert_int_equal(ncd__f32_to_half(65520.0f), 0x7c00);
+    assert_int_equal(ncd__f32_to_half(-1e9f), 0xfc00);
+    assert_int_equal(ncd__f32_to_half(0x1p-24f), 0x0001);
+    assert_int_equal(ncd__f32_to_half(0x1p-25f), 0x0000);
+    assert_int_equal(ncd__f32_to_half(3 * 0x1p-25f), 0x0002);
+    assert_int_equal(ncd__f32_to_half(0x1p-14f), 0x0400);
+    assert_true(ncd__half_to_f32(0x0001) == 0x1p-24f);
+    assert_true(ncd__half_to_f32(0xc000) == -2.0f);
+    assert_int_equal(ncd__f32_to_half(NAN) & 0x7e00, 0x7e00);
+    /* bfloat16 */
+    assert_int_equal(ncd__f32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+    assert_true(ncd__bf16_to_f32(0xc040) == -3.0f);
 }
 
 /* ---- interface matcher and launchers ------------------------------------ */
@@ -743,6 +776,7 @@ int main(void)
         cmocka_unit_test(test_checker_detects),
         cmocka_unit_test(test_avg_ulp),
         cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_half),
         cmocka_unit_test(test_launchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
