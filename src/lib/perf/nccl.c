@@ -735,13 +735,9 @@ static int nccl_sync(struct ncd__rank *rk)
             return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
         }
         if (timeout > 0 && ncd__now() - start > timeout) {
-            char h[256] = "";
-            gethostname(h, sizeof h - 1);
-            ncd__rt_fail(rt, NCD_PT_TIMEOUT, "%s: Test timeout (%ds) "
-                                             "waiting for the stream of "
-                                             "rank %d",
-                         h, timeout, rk->rank);
-            (void)h;
+            ncd__rt_fail(rt, NCD_PT_TIMEOUT,
+                         "(%ds) waiting for the stream of rank %d (device %d)",
+                         timeout, rk->rank, n->dev);
             P->nc.CommAbort(n->comm);
             n->comm = NULL;
             return -1;
