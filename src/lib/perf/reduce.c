@@ -9,7 +9,9 @@
  * Signed integers are added and multiplied as unsigned (wrapping, no UB);
  * half and bfloat16 go through float with explicit conversions.
  */
-#pragma GCC optimize("O3")
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("O3") /* clang vectorises at -O2 already */
+#endif
 #define _GNU_SOURCE
 #include <string.h>
 #include <time.h>
