@@ -43,11 +43,25 @@ int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out);
 /** Frees a context and everything it owns.  NULL is allowed. */
 void ncd_ctx_free(struct ncd_ctx *ctx);
 
+/**
+ * Registers `fn(arg)` to run when the context is freed, after its sysroot
+ * fd is closed (used to remove a sysroot unpacked from a tarball).  One
+ * slot: @return 0, or NCD_EEXISTS when one is registered already.
+ */
+int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg);
+
 /** 1 when the sysroot is "/" (this machine), 0 for a recorded tree. */
 int ncd_ctx_is_live(const struct ncd_ctx *ctx);
 
 /** The sysroot path as given ("/" for live).  Owned by ctx. */
 const char *ncd_ctx_sysroot(const struct ncd_ctx *ctx);
+
+/**
+ * Sets what ncd_ctx_sysroot() returns from now on, e.g. the tarball a
+ * temporary tree was unpacked from; file access (the root fd) is not
+ * affected.  @return 0 or NCD_ENOMEM.
+ */
+int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label);
 
 /** Directory fd of the sysroot, for *at() calls.  Owned by ctx. */
 int ncd_ctx_rootfd(const struct ncd_ctx *ctx);

@@ -96,11 +96,12 @@ struct ncd_log_line {
 /**
  * Normalises and parses one line (without its '\n').
  *
- * Removes, in a loop: a trailing CR, ANSI escape sequences, Open MPI
- * --tag-output prefixes ("[1,0]<stdout>:"), torchrun prefixes ("[rank3]:",
- * "[default0]:"), "rankN: ", srun --label ("3: "), "[name|n]:" tags, leading
- * time stamps (ISO 8601, "[YYYY-MM-DD HH:MM:SS]", glog "I0102 03:04:05.67")
- * and "host: " prefixes in front of an NCCL header.  Then finds the NCCL
+ * Removes CRs, NUL bytes and ANSI escape sequences, then, in a loop, the
+ * launcher prefixes: Open MPI --tag-output ("[1,0]<stdout>:"), torchrun
+ * ("[rank3]:", "[default0]:"), Paddle ("[trainer3]:", "[trainer0|0]:"),
+ * "rankN: ", "[N] ", srun --label ("3: "), leading time stamps (ISO 8601,
+ * "[YYYY-MM-DD HH:MM:SS(.frac)]") and a "host: " label in front of another
+ * prefix.  Prefixes carrying a rank set `rank`.  Then finds the NCCL
  * header anywhere in the line (format of B8, with or without "(func)",
  * time stamp, "file:line"; very old "host:pid:tid [d] INFO msg" too).
  *
@@ -135,7 +136,11 @@ enum ncd_rule_role {
 /** "root", "consequence", "wrapper", "context"; static. */
 const char *ncd_rule_role_name(enum ncd_rule_role role);
 
-/** Empty rule set.  Caller frees with ncd_rules_free().  0 or NCD_ENOMEM. */
+/**
+ * Empty rule set.  Caller frees with ncd_rules_free().  0 or NCD_ENOMEM.
+ * Loading modifies the set; once loaded it is read-only and may be shared by
+ * scans in several threads.
+ */
 int ncd_rules_new(struct ncd_rules **out);
 
 /** Frees a rule set.  NULL is allowed. */
@@ -264,10 +269,16 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
 
 /**
  * Runs the reasoner and appends the findings to `out`, ranked: root causes
- * (earliest first by time stamp, else by input order) before consequences,
- * framework wrappers and context.  Finding ids are rule ids.  Call once,
- * after the last ncd_explain_end().
- * @return the number of findings added, or NCD_ENOMEM.
+ * of severity >= warning (worst first, then earliest: time stamps when both
+ * have one, else the lower rank across different inputs, else input order),
+ * then framework wrappers, then consequences (including matches a derived
+ * finding explains), then context and info.  Finding ids are rule ids;
+ * evidence lines read "<input>:<line>: <normalised line>" (at most 6 kept
+ * per finding, plus a count).  With nothing found, one info finding
+ * ("explain.nothing-found") says so and what to collect.  Call once, after
+ * the last ncd_explain_end().
+ * @return the number of findings added, NCD_ENOMEM, or NCD_EINVAL when
+ *         called a second time.
  */
 int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out);
 
@@ -278,10 +289,33 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out);
 enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i);
 
 /**
- * The facts as a JSON object: "processes" (host, pid, ranks, NCCL and CUDA
- * versions, driver, interfaces, network, GDR, transports, init time...),
- * "hosts", "nccl_versions", "env" (as echoed by NCCL), "network",
- * "transports".  New reference; NULL on allocation failure.
+ * When finding `i` (as for ncd_explain_role()) was first seen.
+ * @param ts    receives the earliest time stamp of its evidence in seconds
+ *              since 1970 (UTC assumed), or -1 when its lines had none.
+ * @param rank  receives the rank of its first evidence line (launcher
+ *              prefix or the rank NCCL reported for that process), or -1.
+ * @return 0, or NCD_EINVAL when i is out of range or finish was not run.
+ */
+int ncd_explain_first_seen(const struct ncd_explain *ex, size_t i, double *ts,
+                           int *rank);
+
+/**
+ * The facts as a JSON object:
+ *  - "hosts": host names seen in NCCL headers; "nccl_versions": "2.19.3"...;
+ *  - "env": NCCL_* variables as NCCL echoed them ("X set by environment
+ *    to V");
+ *  - "transports": connection counts over all processes (p2p, shm, net,
+ *    net_gdr, collnet), from "Channel/Ring ... via ..." lines;
+ *  - "gpus": nccl-tests device lines (host, rank, device, name);
+ *  - "processes": per (host, pid): rank, nranks, nnodes, cuda_dev, bus_id,
+ *    nccl_version, cuda_version, cuda_driver (12040 = 12.4), bootstrap and
+ *    socket_ifaces ([{name, address}]), ib_devices ("mlx5_0:1/IB"),
+ *    ib_oob, network ("IB", "Socket", plugin name), net_plugin,
+ *    libibverbs_missing, gdr (true/false/null), transports, ring, trees,
+ *    init_complete (count), init_seconds, last_phase, warnings;
+ *  - "processes_truncated", "lines", "nccl_lines".
+ * Strings are valid UTF-8 (other bytes are shown as '?').  New reference;
+ * NULL on allocation failure.
  */
 json_t *ncd_explain_facts_json(const struct ncd_explain *ex);
 

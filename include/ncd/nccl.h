@@ -105,6 +105,9 @@ struct ncd_nccl_choice {
     int version;             /**< the behaviour predicted (our code) */
     int via_comm_id;         /**< bootstrap chosen by NCCL_COMM_ID subnet */
     int comm_id_invalid;     /**< NCCL_COMM_ID set but unparsable */
+    char comm_id_error[128]; /**< why it is invalid */
+    int comm_id_unresolved;  /**< a host name not found in /etc/hosts */
+    char comm_id_host[128];  /**< the host part of NCCL_COMM_ID */
     char bootstrap[NCD_IFNAME_MAX + 8]; /**< "" when none found */
     char bootstrap_addr[64];
     int n_socket;            /**< Socket transport list (max 16) */
@@ -132,8 +135,9 @@ struct ncd_nccl_choice {
  *  - ::1 skipped, fe80:: kept; first address per name wins; getifaddrs
  *    order;
  *  - a user list that matches nothing gives no interface (no fallback).
- * NCCL_COMM_ID host names are not resolved (no DNS from a check); an
- * IP literal is matched against local subnets.
+ * NCCL_COMM_ID host names are looked up in <sysroot>/etc/hosts only (no
+ * DNS from a check; "localhost" is 127.0.0.1 when not listed); an IP
+ * literal or a name found there is matched against local subnets.
  * @return 0 or NCD_EINVAL (version too old to predict: < 2.0).
  */
 int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,

@@ -134,6 +134,8 @@ struct ncd_conf_result {
     size_t n;
     char files_read[2][256];
     int n_files;
+    char conf_file_error[320]; /**< NCCL_CONF_FILE set but unreadable:
+                                    why; "" otherwise */
 };
 
 /**

@@ -327,11 +327,16 @@ void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
 /**
  * Appends the footer: "Out of bounds values", "Avg bus bandwidth" (with
  * OK/FAILED when o->min_bw >= 0: FAILED below 0.9 x min_bw), "#",
- * "Collective test concluded", "#", then "# error: <error>" or an empty
- * line.  `oob` counts failing (thread x row side) instances.
+ * "Collective test concluded", with -M (`mem` not NULL) the line
+ * "# GPU memory usage     : Initialization X | User-Allocated Y |
+ * Collective Z | Total  T" (bytes in mem[0..2], printed as nccl-tests'
+ * getMemString: B/KB/MB/GB of 1024, 2 decimals below 10, 1 below 100),
+ * "#", then "# error: <error>" or an empty line.  `oob` counts failing
+ * (thread x row side) instances.
  */
 void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
-                         int oob, double avg_busbw, const char *error);
+                         int oob, double avg_busbw, const uint64_t *mem,
+                         const char *error);
 
 /**
  * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
@@ -403,7 +408,9 @@ int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
 /** A one-process group (no communication). */
 int ncd_pg_single(struct ncd_pg **out);
 
+/** Number of processes in the group. */
 int ncd_pg_nprocs(const struct ncd_pg *pg);
+/** This process's index, 0..nprocs-1 (0 is the TCP root). */
 int ncd_pg_proc(const struct ncd_pg *pg);
 /** The job token agreed at rendezvous. */
 uint64_t ncd_pg_token(const struct ncd_pg *pg);
@@ -453,6 +460,9 @@ struct ncd_rank_info {
 
 /**
  * A rank's full mesh of TCP connections: `nsocks` sockets to every peer.
+ * Typical use (what `perf` does per rank): ncd_peer_listen() on the chosen
+ * address, ncd_pg_allgather() of the struct ncd_rank_info, then
+ * ncd_peerset_connect() with ncd_pg_token() and the gathered infos.
  * Every accepted connection is validated (magic, job token, destination
  * rank, source rank in range, socket index, no duplicate) before it is
  * used; stray connections are closed.
@@ -545,6 +555,10 @@ struct ncd_perf_summary {
     double avg_busbw;    /**< mean busbw over all printed cells, GB/s */
     int ncells;
     int status;          /**< nccl-tests exit status (0, 1..7) */
+    uint64_t mem[3];     /**< rank 0's memory, bytes: initialization (comm
+                              set-up), user-allocated (send + recv
+                              buffers), collective (staging and scratch);
+                              device memory on nccl, host on socket */
     char error[512];     /**< first error text ("" when none) */
 };
 
@@ -597,31 +611,24 @@ struct ncd_launch {
  * PADDLE_MASTER or the first PADDLE_TRAINER_ENDPOINTS entry), Open MPI
  * (OMPI_COMM_WORLD_*), MPICH/Intel MPI (PMI_RANK, PMI_SIZE,
  * MPI_LOCALRANKID, MPI_LOCALNRANKS), MVAPICH2 (MV2_COMM_WORLD_*), Slurm
- * (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID).
- * MASTER_ADDR/MASTER_PORT, when set, complete any launcher.
+ * (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID;
+ * the rendezvous host is the first node of SLURM_STEP_NODELIST or
+ * SLURM_JOB_NODELIST and the port 20000 + (7 x SLURM_JOB_ID +
+ * SLURM_STEP_ID) mod 10000, below Linux's ephemeral port range).
+ * MASTER_ADDR/MASTER_PORT, when set, override the launcher's rendezvous
+ * address.
  * @return 1 found, 0 no launcher (or a 1-process job), NCD_EPARSE when a
  *         variable is garbage (detail in ctx).
  */
 int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out);
 
 /**
- * 1 when interface `name` is selected by an NCCL_SOCKET_IFNAME value `spec`
- * (NCCL src/misc/utils.cc matchIfList, 2.30: optional leading '^' =
- * exclude, then optional '=' = exact, comma list, ":port" suffix ignored,
- * prefix match otherwise, no whitespace trimming).  Values of length <= 1
- * select nothing special: the caller must treat them as unset.
- */
-int ncd_perf_ifname_match(const char *spec, const char *name);
-
-/**
- * Picks the interface and address the socket backend listens on:
- * `iface` (--iface) if given; else NCCL_SOCKET_IFNAME from ctx's
- * environment with NCCL's rules (first RUNNING address in getifaddrs
- * order, IPv4 before IPv6 per interface, ::1 skipped); else the interface
- * holding `local_addr` (the address this process used to reach the
- * rendezvous root) when given; else loopback when `local_only`; else
- * NCCL's auto-selection (ib prefix, then anything but the docker, lo and virbr prefixes, then
- * docker, lo, virbr).
+ * Picks the interface and address the socket backend listens on, in this
+ * order: `iface` (--iface); NCCL_SOCKET_IFNAME from ctx's environment,
+ * resolved exactly as NCCL would (ncd_nccl_select(), include/ncd/nccl.h);
+ * loopback when `local_only` (all ranks on this host); the interface
+ * nccl-doctor recommends (ncd_recommend(), include/ncd/recommend.h); the
+ * address this process used to reach the rendezvous root (`local_addr`).
  * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
  */
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,

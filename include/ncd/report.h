@@ -36,6 +36,14 @@ const char *ncd_version(void);
  */
 json_t *ncd_json_envelope(const char *host);
 
+/**
+ * A JSON string for text of unknown origin (interface names, file
+ * contents, environment values): invalid UTF-8 and control characters are
+ * replaced by '?' instead of making jansson fail.  NULL gives JSON null.
+ * New reference; NULL only when out of memory.
+ */
+json_t *ncd_json_string(const char *s);
+
 /** One finding as a JSON object; new reference, NULL on failure. */
 json_t *ncd_finding_to_json(const struct ncd_finding *f);
 

@@ -48,6 +48,15 @@ char *ncd_sb_detach(struct ncd_strbuf *sb);
 void ncd_sb_release(struct ncd_strbuf *sb);
 
 /**
+ * Replaces, in place, every byte that is not part of a valid UTF-8
+ * sequence (overlong forms and surrogates included), and every control
+ * character but tab and newline, with '?'.  Files read from a capture can
+ * hold anything; JSON needs valid UTF-8 and a terminal must not receive
+ * escape sequences from data.
+ */
+void ncd_utf8_sanitize(char *s);
+
+/**
  * printf into a new string.  Caller frees with free(); NULL on allocation
  * failure.
  */

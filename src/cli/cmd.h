@@ -150,5 +150,7 @@ int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
+int ncd_cmd_topo(int argc, char **argv);
+int ncd_cmd_gather(int argc, char **argv);
 
 #endif

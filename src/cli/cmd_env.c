@@ -231,7 +231,7 @@ int ncd_cmd_env(int argc, char **argv)
         json_t *j = ncd_json_envelope(cli_hostname(ctx));
         if (j) {
             json_object_set(j, "recommended_env", env);
-            json_object_set_new(j, "notes", json_string(ncd_sb_str(&notes)));
+            json_object_set_new(j, "notes", ncd_json_string(ncd_sb_str(&notes)));
         }
         status = cli_print_json(j) < 0 ? NCD_EXIT_TOOL : NCD_EXIT_OK;
         goto out;

@@ -71,8 +71,45 @@ static int cmp_names(const void *x, const void *y)
     return natcmp(*(char *const *)x, *(char *const *)y);
 }
 
+/* Plain regular files: read() straight into the chunk buffer (zlib's
+ * transparent mode would copy every byte once more). */
+static int feed_plain(struct run *r, int fd, const char *name)
+{
+    if (ncd_explain_begin(r->ex, name) < 0) {
+        cli_err("%s: %s", name, ncd_ctx_errdetail(r->ctx));
+        close(fd);
+        r->nfailed++;
+        return -1;
+    }
+    int rc = 0;
+    for (;;) {
+        ssize_t n = read(fd, r->buf, READ_CHUNK);
+        if (n > 0) {
+            ncd_explain_feed(r->ex, r->buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            cli_err("%s: %s (the lines before it were used)", name, strerror(errno));
+            r->nfailed++;
+            rc = -1;
+        }
+        break;
+    }
+    ncd_explain_end(r->ex);
+    close(fd);
+    r->nfiles++;
+    return rc;
+}
+
 static int feed_fd(struct run *r, int fd, const char *name)
 {
+    struct stat st;
+    unsigned char magic[2];
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+        !(pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f && magic[1] == 0x8b))
+        return feed_plain(r, fd, name);
     gzFile gz = gzdopen(fd, "rb");
     if (!gz) {
         close(fd);
@@ -137,6 +174,12 @@ static void feed_path(struct run *r, const char *path, int depth)
         feed_fd(r, fd, "<stdin>");
         return;
     }
+    /* inside directories only regular files and directories: a FIFO or a
+     * device there would block or never end */
+    struct stat pre;
+    if (depth > 0 && stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) &&
+        !S_ISDIR(pre.st_mode))
+        return;
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         cli_err("%s: %s", path, strerror(errno));
@@ -256,13 +299,80 @@ static const char *role_heading(enum ncd_rule_role role)
     case NCD_ROLE_ROOT:
         return "Root cause";
     case NCD_ROLE_WRAPPER:
-        return "Most likely cause (only the framework's summary of the NCCL "
-               "error is in these logs)";
+        return "Most likely cause (these logs hold only the framework's "
+               "summary of the NCCL error)";
     case NCD_ROLE_CONSEQUENCE:
-        return "Most likely cause (only the consequences of a failure "
-               "elsewhere are in these logs)";
+        return "Most likely cause (these logs show only the consequences of a "
+               "failure elsewhere)";
     default:
         return "Result";
+    }
+}
+
+/* Appends `text` word-wrapped at `width` columns, continuation lines
+ * indented by `indent` blanks; the first line starts at column `col`. */
+static void wrap(struct ncd_strbuf *out, const char *text, int col, int indent,
+                 int width)
+{
+    const char *p = text;
+    while (*p) {
+        while (*p == ' ')
+            p++;
+        const char *w = p;
+        while (*p && *p != ' ' && *p != '\n')
+            p++;
+        int wl = (int)(p - w);
+        if (!wl) {
+            if (*p == '\n') {
+                ncd_sb_printf(out, "\n%*s", indent, "");
+                col = indent;
+                p++;
+            }
+            continue;
+        }
+        if (col > indent && col + 1 + wl > width) {
+            ncd_sb_printf(out, "\n%*s", indent, "");
+            col = indent;
+        } else if (col > indent) {
+            ncd_sb_putc(out, ' ');
+            col++;
+        }
+        ncd_sb_add(out, w, (size_t)wl);
+        col += wl;
+    }
+    ncd_sb_putc(out, '\n');
+}
+
+static void render_one(struct ncd_strbuf *out, const struct ncd_finding *f,
+                       const struct ncd_text_style *st, int full)
+{
+    ncd_sb_printf(out, "  %s%s%s %s  [%s]\n", ncd_severity_color(f->severity, st),
+                  ncd_severity_mark(f->severity, st), ncd_color_reset(st),
+                  f->title, ncd_category_name(f->category));
+    size_t max_ev = st->verbose ? f->n_evidence : full ? 6 : 3;
+    for (size_t i = 0; i < f->n_evidence && i < max_ev; i++)
+        ncd_sb_printf(out, "      | %s\n", f->evidence[i]);
+    if (f->n_evidence > max_ev)
+        ncd_sb_printf(out, "      | ... %zu more (use --verbose)\n",
+                      f->n_evidence - max_ev);
+    if (!full)
+        return;
+    if (f->cause) {
+        ncd_sb_puts(out, "      why:  ");
+        wrap(out, f->cause, 12, 12, 100);
+    }
+    if (f->fix) {
+        ncd_sb_puts(out, "      fix:  ");
+        wrap(out, f->fix, 12, 12, 100);
+    }
+    for (size_t i = 0; i < f->n_env; i++) {
+        if (f->env[i].value) {
+            ncd_sb_printf(out, "      env:  export %s=", f->env[i].name);
+            ncd_sb_shell_quote(out, f->env[i].value);
+            ncd_sb_putc(out, '\n');
+        } else {
+            ncd_sb_printf(out, "      env:  unset %s\n", f->env[i].name);
+        }
     }
 }
 
@@ -288,18 +398,36 @@ static void render_text(struct ncd_explain *ex, const struct ncd_findings *fl,
     int problems = 0;
     for (size_t i = 0; i < fl->n; i++)
         problems += fl->v[i].severity >= NCD_SEV_WARNING;
+    /* the diagnosis, then other causes in full, then what follows from
+     * them (consequences, framework summaries) briefly, then context */
+    int section = -1;
     for (size_t i = 0; i < fl->n; i++) {
         const struct ncd_finding *f = &fl->v[i];
         enum ncd_rule_role role = ncd_explain_role(ex, i);
-        if (i == 0) {
-            ncd_sb_printf(out, "%s\n", f->severity >= NCD_SEV_WARNING
-                                           ? role_heading(role)
-                                           : "Result");
-        } else if (i == 1) {
-            ncd_sb_puts(out, "\nAlso found (consequences, framework summaries "
-                             "and context, most important first)\n");
+        int sec;
+        if (i == 0)
+            sec = 0;
+        else if (f->severity >= NCD_SEV_WARNING && role == NCD_ROLE_ROOT)
+            sec = 1;
+        else if (f->severity >= NCD_SEV_WARNING)
+            sec = 2;
+        else
+            sec = 3;
+        if (sec != section) {
+            static const char *const head[] = {
+                NULL, "\nOther problems found\n",
+                "\nConsequences and framework messages (they follow from the "
+                "above)\n",
+                "\nAlso worth knowing\n"};
+            if (sec == 0)
+                ncd_sb_printf(out, "%s\n", f->severity >= NCD_SEV_WARNING
+                                               ? role_heading(role)
+                                               : "Result");
+            else
+                ncd_sb_puts(out, head[sec]);
+            section = sec;
         }
-        ncd_render_finding_text(out, f, st);
+        render_one(out, f, st, sec != 2 || st->verbose);
     }
     if (!fl->n)
         ncd_sb_puts(out, "  (no findings)\n");
@@ -316,10 +444,46 @@ static void render_text(struct ncd_explain *ex, const struct ncd_findings *fl,
                      "sees what logs cannot show.\n");
 }
 
+struct explain_opts {
+    int facts_only, list, dump, check_rules, stats;
+    const char *rule_dirs[16];
+    int nrule_dirs;
+};
+
+static int explain_opt(int opt, const char *arg, void *data)
+{
+    struct explain_opts *o = data;
+    switch (opt) {
+    case OPT_FACTS:
+        o->facts_only = 1;
+        return 0;
+    case OPT_RULES:
+        if (o->nrule_dirs == 16) {
+            cli_err("explain: at most 16 --rules directories");
+            return -1;
+        }
+        o->rule_dirs[o->nrule_dirs++] = arg;
+        return 0;
+    case OPT_LIST_RULES:
+        o->list = 1;
+        return 0;
+    case OPT_DUMP_PATTERNS:
+        o->dump = 1;
+        return 0;
+    case OPT_CHECK_RULES:
+        o->check_rules = 1;
+        return 0;
+    case OPT_STATS:
+        o->stats = 1;
+        return 0;
+    }
+    cli_usage("explain", stderr);
+    return -1;
+}
+
 int ncd_cmd_explain(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        CLI_COMMON_OPTS,
+    static const struct option extra[] = {
         {"facts", no_argument, 0, OPT_FACTS},
         {"rules", required_argument, 0, OPT_RULES},
         {"list-rules", no_argument, 0, OPT_LIST_RULES},
@@ -329,49 +493,13 @@ int ncd_cmd_explain(int argc, char **argv)
         {0, 0, 0, 0},
     };
     struct cli_common c;
-    cli_common_init(&c);
-    int facts_only = 0, list = 0, dump = 0, check_rules = 0, stats = 0;
-    const char *rule_dirs[16];
-    int nrule_dirs = 0;
-    int opt;
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
-        int h = cli_common_opt(&c, opt, optarg);
-        if (h < 0)
-            return NCD_EXIT_TOOL;
-        if (h)
-            continue;
-        switch (opt) {
-        case 'h':
-            cli_usage("explain", stdout);
-            return NCD_EXIT_OK;
-        case OPT_FACTS:
-            facts_only = 1;
-            break;
-        case OPT_RULES:
-            if (nrule_dirs == 16) {
-                cli_err("explain: at most 16 --rules directories");
-                return NCD_EXIT_TOOL;
-            }
-            rule_dirs[nrule_dirs++] = optarg;
-            break;
-        case OPT_LIST_RULES:
-            list = 1;
-            break;
-        case OPT_DUMP_PATTERNS:
-            dump = 1;
-            break;
-        case OPT_CHECK_RULES:
-            check_rules = 1;
-            break;
-        case OPT_STATS:
-            stats = 1;
-            break;
-        default:
-            cli_usage("explain", stderr);
-            return NCD_EXIT_TOOL;
-        }
-    }
+    struct explain_opts o = {0};
+    int first = 0;
+    int pst = cli_parse("explain", argc, argv, &c, extra, explain_opt, &o, &first);
+    if (pst != CLI_CONTINUE)
+        return pst;
+    int facts_only = o.facts_only, list = o.list, dump = o.dump,
+        check_rules = o.check_rules, stats = o.stats;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
@@ -383,8 +511,8 @@ int ncd_cmd_explain(int argc, char **argv)
         cli_err("explain: built-in rules: %s", ncd_ctx_errdetail(ctx));
         goto out;
     }
-    for (int i = 0; i < nrule_dirs; i++)
-        if (load_rules_dir(ctx, rules, rule_dirs[i]) < 0)
+    for (int i = 0; i < o.nrule_dirs; i++)
+        if (load_rules_dir(ctx, rules, o.rule_dirs[i]) < 0)
             goto out;
     if (list || dump || check_rules) {
         struct ncd_strbuf sb = {0};
@@ -419,7 +547,7 @@ int ncd_cmd_explain(int argc, char **argv)
     }
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    if (optind >= argc) {
+    if (first >= argc) {
         if (isatty(STDIN_FILENO)) {
             cli_err("explain: give log files or directories, or pipe a log "
                     "on stdin (see nccl-doctor help explain)");
@@ -427,7 +555,7 @@ int ncd_cmd_explain(int argc, char **argv)
         }
         feed_path(&r, "-", 0);
     }
-    for (int i = optind; i < argc; i++)
+    for (int i = first; i < argc; i++)
         feed_path(&r, argv[i], 0);
     if (!r.nfiles) {
         cli_err("explain: no input could be read");
@@ -454,14 +582,29 @@ int ncd_cmd_explain(int argc, char **argv)
     status = worst >= NCD_SEV_WARNING ? NCD_EXIT_FINDINGS : NCD_EXIT_OK;
 
     if (c.json) {
-        json_t *env = ncd_json_envelope(NULL);
+        json_t *env = ncd_json_envelope(cli_hostname(ctx));
         json_t *arr = json_array();
         json_t *rec = json_object();
         for (size_t i = 0; env && arr && i < fl.n; i++) {
-            json_t *o = ncd_finding_to_json(&fl.v[i]);
+            json_t *jf = ncd_finding_to_json(&fl.v[i]);
             enum ncd_rule_role role = ncd_explain_role(r.ex, i);
-            json_object_set_new(o, "role", json_string(ncd_rule_role_name(role)));
-            json_array_append_new(arr, o);
+            json_object_set_new(jf, "role", json_string(ncd_rule_role_name(role)));
+            double ts;
+            int rk;
+            if (ncd_explain_first_seen(r.ex, i, &ts, &rk) == 0) {
+                char iso[32] = "";
+                if (ts >= 0) {
+                    time_t t = (time_t)ts;
+                    struct tm tm;
+                    gmtime_r(&t, &tm);
+                    strftime(iso, sizeof iso, "%Y-%m-%dT%H:%M:%S", &tm);
+                }
+                json_object_set_new(jf, "first_seen",
+                                    json_pack("{s:o, s:o}", "time",
+                                              iso[0] ? json_string(iso) : json_null(),
+                                              "rank", rk >= 0 ? json_integer(rk) : json_null()));
+            }
+            json_array_append_new(arr, jf);
             /* recommended env: the root causes' suggestions (the first
              * finding always counts) */
             if (fl.v[i].severity >= NCD_SEV_WARNING &&

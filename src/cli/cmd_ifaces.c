@@ -39,7 +39,16 @@ int ncd_cmd_ifaces(int argc, char **argv)
         goto out;
     }
     if (c.json) {
-        json_t *j = ncd_net_report_json(&nl, &rec, &ch, o.nccl_version_source);
+        json_t *j = ncd_json_envelope(cli_hostname(ctx));
+        json_t *body = ncd_net_report_json(&nl, &rec, &ch,
+                                           o.nccl_version_source);
+        if (j && body)
+            json_object_update(j, body);
+        else {
+            json_decref(j);
+            j = NULL;
+        }
+        json_decref(body);
         if (cli_print_json(j) < 0)
             goto out;
     } else {

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -27,6 +28,7 @@
 
 #include "cmd.h"
 #include "ncd/error.h"
+#include "ncd/fs.h"
 #include "ncd/perf.h"
 #include "ncd/strbuf.h"
 
@@ -56,6 +58,7 @@ struct perf_cli {
     int progress_tty;
     int printed_header;
     char **argv;
+    char fallback[1100]; /* why auto did not pick the nccl backend */
 };
 
 static int parse_int(const char *s, const char *name, int *out)
@@ -88,6 +91,8 @@ static void sink_preamble(void *arg, int nccl_version, const char *desc,
     struct ncd_strbuf sb = {0};
     ncd_perf_fmt_preamble(&sb, &P->o, nccl_version, devs, ndevs);
     ncd_sb_printf(&sb, "#  Backend: %s\n", desc);
+    if (P->fallback[0])
+        ncd_sb_printf(&sb, "#  (no usable NCCL/GPU: %s)\n", P->fallback);
     ncd_perf_fmt_header(&sb, &P->o);
     if (P->out) {
         fputs(ncd_sb_str(&sb), P->out);
@@ -525,7 +530,7 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
     sigaction(SIGINT, &sa_new, &sa_int);
     sigaction(SIGTERM, &sa_new, &sa_term);
     int status = 0, left = P->np, forwarded = 0;
-    int first_status = -1;
+    int status0 = 0;
     while (left > 0) {
         int ws;
         pid_t pid = waitpid(-1, &ws, 0);
@@ -561,10 +566,8 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
         } else {
             st = WEXITSTATUS(ws);
         }
-        if (idx == 0 || (first_status < 0 && st))
-            first_status = idx == 0 && st == 0 && first_status > 0
-                               ? first_status
-                               : st;
+        if (idx == 0)
+            status0 = st;
         if (st && !status)
             status = st;
     }
@@ -573,7 +576,8 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
     free(pids);
     if (got_signal)
         return 128 + got_signal;
-    return status;
+    /* rank 0's status (it printed the table) wins, else the first failure */
+    return status0 ? status0 : status;
 }
 
 static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
@@ -634,6 +638,43 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
             cli_err("--algo takes ring, direct or auto, not '%s'", P->algo);
         return 6;
     }
+    /* Which processes share this host: host name + boot id, as nccl-tests
+     * computes the local rank (os/linux.cc getHostHash); the network
+     * namespace too, to know whether loopback reaches every rank. */
+    if (nprocs > 1) {
+        struct {
+            char host[128];
+            char netns[64];
+        } id, *all;
+        char bid[64] = "", hn[64] = "";
+        gethostname(hn, sizeof hn - 1);
+        if (ncd_fs_read_str(ctx, "/proc/sys/kernel/random/boot_id", bid,
+                            sizeof bid) < 0)
+            ncd_ctx_clear_error(ctx);
+        memset(&id, 0, sizeof id);
+        snprintf(id.host, sizeof id.host, "%.63s/%.63s", hn, bid);
+        ssize_t nl = readlink("/proc/self/ns/net", id.netns,
+                              sizeof id.netns - 1);
+        if (nl < 0)
+            snprintf(id.netns, sizeof id.netns, "pid-%d", (int)getpid());
+        all = malloc(sizeof id * (size_t)nprocs);
+        if (!all || ncd_pg_allgather(ctx, pg, &id, sizeof id, all)) {
+            cli_err("rendezvous failed: %s", ncd_ctx_errdetail(ctx));
+            free(all);
+            return 3;
+        }
+        int same = 1, before = 0;
+        for (int p = 0; p < nprocs; p++) {
+            int eq = strcmp(all[p].host, id.host) == 0;
+            same &= eq && strcmp(all[p].netns, id.netns) == 0;
+            if (eq && p < proc)
+                before++;
+        }
+        free(all);
+        job.local_proc = before;
+        if (same)
+            local_only = 1;
+    }
     char ifname[64] = "", addr[64] = "";
     if (job.backend == NCD_PERF_BACKEND_SOCKET) {
         if (o->dtype == NCD_DT_F8E4M3 || o->dtype == NCD_DT_F8E5M2) {
@@ -675,11 +716,8 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
     if (is_root && P->json_path[0] && strcmp(P->json_path, "-") != 0 &&
         P->out)
         fprintf(P->out, "# Writing JSON output to %s\n", P->json_path);
-    if (is_root && P->out && !P->backend &&
-        job.backend == NCD_PERF_BACKEND_SOCKET && why[0])
-        fprintf(P->out, "# nccl-doctor: no usable NCCL/GPU (%s); using the "
-                        "socket backend\n",
-                why);
+    if (!P->backend && job.backend == NCD_PERF_BACKEND_SOCKET && why[0])
+        snprintf(P->fallback, sizeof P->fallback, "%s", why);
     struct ncd_perf_sink sink = {.arg = P,
                                  .preamble = sink_preamble,
                                  .row = sink_row,
@@ -707,7 +745,8 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
     }
     if (is_root && !sum.error[0]) {
         struct ncd_strbuf sb = {0};
-        ncd_perf_fmt_footer(&sb, o, sum.oob, sum.avg_busbw, NULL);
+        ncd_perf_fmt_footer(&sb, o, sum.oob, sum.avg_busbw,
+                            o->memory_report ? sum.mem : NULL, NULL);
         if (P->out) {
             fputs(ncd_sb_str(&sb), P->out);
             fflush(P->out);
@@ -738,7 +777,7 @@ int ncd_cmd_perf(int argc, char **argv)
     memset(&P, 0, sizeof P);
     ncd_perf_opts_default(&P.o);
     cli_common_init(&P.common);
-    P.peer_timeout_s = 60;
+    P.peer_timeout_s = 0; /* 0: -T if given, else 60 s */
     P.argv = argv;
 
     /* "-np N" is not a getopt option: rewrite it as --np */
@@ -794,6 +833,9 @@ int ncd_cmd_perf(int argc, char **argv)
     }
     free(av);
     P.o.coll = (enum ncd_perf_coll)coll;
+    /* nccl-tests' -T also bounds every wait of the socket backend */
+    if (P.peer_timeout_s == 0)
+        P.peer_timeout_s = P.o.timeout_s > 0 ? P.o.timeout_s : 60;
     snprintf(prog, sizeof prog, "%s_perf", ncd_perf_coll_name(P.o.coll));
     P.o.prog = prog;
     if (P.o.minbytes > P.o.maxbytes) {
@@ -807,6 +849,13 @@ int ncd_cmd_perf(int argc, char **argv)
         return 255;
     }
 
+    /* The socket backend keeps (ranks - 1) x sockets-per-peer connections
+     * per rank: lift the soft open-files limit to the hard one. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     struct ncd_ctx *ctx = cli_ctx_new(&P.common);
     if (!ctx)
         return 1;

@@ -12,6 +12,7 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/gather.h"
 #include "ncd/check.h"
 #include "ncd/nccl.h"
 
@@ -42,6 +43,10 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
 {
     switch (opt) {
     case CLI_OPT_SYSROOT:
+        if (!*arg) {
+            cli_err("--sysroot needs a directory or a capture tarball");
+            return -1;
+        }
         c->sysroot = arg;
         return 1;
     case CLI_OPT_JSON:
@@ -134,14 +139,23 @@ void cli_err(const char *fmt, ...)
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
 {
     struct ncd_ctx *ctx;
-    int rc = ncd_ctx_new(c->sysroot, environ, &ctx);
+    char why[512];
+    int rc = ncd_ctx_new_sysroot(c->sysroot, environ, &ctx, why, sizeof why);
     if (rc < 0) {
         cli_err("cannot open sysroot '%s': %s", c->sysroot ? c->sysroot : "/",
-                ncd_strerror(rc));
+                *why ? why : ncd_strerror(rc));
         return NULL;
     }
     /* A capture carries the environment it was taken with. */
     if (!ncd_ctx_is_live(ctx)) {
+        if (!ncd_fs_exists(ctx, "/sys") && !ncd_fs_exists(ctx, "/proc") &&
+            !ncd_fs_exists(ctx, "/.ncd")) {
+            cli_err("'%s' is not a capture: it has no sys/, proc/ or .ncd/ "
+                    "(make one with `nccl-doctor gather`)",
+                    c->sysroot);
+            ncd_ctx_free(ctx);
+            return NULL;
+        }
         char *buf;
         size_t len;
         rc = ncd_fs_read(ctx, "/.ncd/env", 1 << 20, &buf, &len);
@@ -227,6 +241,7 @@ const char *cli_hostname(struct ncd_ctx *ctx)
                         sizeof host) < 0 &&
         ncd_fs_read_str(ctx, "/etc/hostname", host, sizeof host) < 0)
         snprintf(host, sizeof host, "unknown");
+    ncd_utf8_sanitize(host); /* a capture may hold anything; JSON needs UTF-8 */
     ncd_ctx_clear_error(ctx);
     return host;
 }
@@ -237,8 +252,11 @@ int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
     o->nccl_version = 0;
     o->nccl_version_source = NULL;
     if (opt) {
-        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0) {
-            cli_err("--nccl-version takes X.Y.Z (e.g. 2.21.5), not '%s'", opt);
+        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0 ||
+            o->nccl_version < 20000 || o->nccl_version >= 30000) {
+            cli_err("--nccl-version takes an NCCL 2.x version such as 2.21.5, "
+                    "not '%s'",
+                    opt);
             return -1;
         }
         snprintf(src, srclen, "--nccl-version");

@@ -193,6 +193,29 @@ static const struct cli_cmd commands[] = {
      "\n"
      "Exit status: 0 (1 with --strict when a candidate wins), 2 the current\n"
      "settings fail, 3 the tool failed.\n"},
+    {"topo", ncd_cmd_topo,
+     "GPU/NIC topology matrix (like nvidia-smi topo -m)",
+     "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
+     "                        [--topology FILE.xml] [--no-nvml]\n"
+     "\n"
+     "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
+     "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
+     "computed from the PCI tree in /sys; NVLink counts and GPU names come\n"
+     "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
+     "\n"
+     "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
+     "  --no-nvml           do not load NVML\n"},
+    {"gather", ncd_cmd_gather,
+     "record this node's state into a tarball for offline diagnosis",
+     "usage: nccl-doctor gather -o FILE.tar.gz\n"
+     "\n"
+     "Writes the sysfs/procfs files nccl-doctor's probes read, the address\n"
+     "list, the NCCL/CUDA environment (secrets redacted), library versions\n"
+     "and limits into one tarball.  Replay it anywhere with\n"
+     "`nccl-doctor check --sysroot FILE.tar.gz` (or any other command).\n"
+     "\n"
+     "  -o, --output FILE   the tarball to write (written to a temporary\n"
+     "                      file, then renamed)\n"},
 };
 
 const struct cli_cmd *cli_find_cmd(const char *name)

@@ -24,8 +24,13 @@ foreach(t fuzz_log_line fuzz_rules)
     add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c)
     target_compile_options(${t} PRIVATE -fsanitize=fuzzer)
     target_link_options(${t} PRIVATE -fsanitize=fuzzer)
+    # libFuzzer adds new inputs to the first directory: keep that one in
+    # the build tree, the checked-in seeds stay read-only.
+    file(MAKE_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus/${t})
     add_test(NAME explain.${t} COMMAND ${t} -max_total_time=${NCD_FUZZ_SECONDS}
-             -rss_limit_mb=512 -timeout=10 ${NCD_FUZZ_SEEDS}/${t})
+             -rss_limit_mb=1024 -timeout=10
+             -artifact_prefix=${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus/
+             ${CMAKE_CURRENT_BINARY_DIR}/fuzz-corpus/${t} ${NCD_FUZZ_SEEDS}/${t})
   else()
     add_executable(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c ${CMAKE_CURRENT_LIST_DIR}/fuzz_driver.c)
     add_test(NAME explain.${t} COMMAND ${t} ${NCD_FUZZ_SEEDS}/${t})

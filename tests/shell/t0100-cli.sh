@@ -85,4 +85,42 @@ test_expect_success 'unreadable sysfs attributes are tolerated' "
     st=0; $NCD_BIN ifaces --sysroot cap2 --json >i.json || st=\$?
     test \$st -eq 0 && jq -e '.interfaces[] | select(.name==\"ens5\") | .speed_mbps == null' i.json
 "
+test_expect_success 'non-UTF-8 and control bytes: findings kept, JSON valid' "
+    st=0; NCCL_SOCKET_IFNAME=\"\$(printf 'e\\377\\376\\033[31m')\" $NCD_BIN check --json >u.json || st=\$?
+    test \$st -eq 2 && jq -e '.findings | length > 0' u.json &&
+    ! grep -q \"\$(printf '\\033')\" u.json &&
+    st=0; NCCL_SOCKET_IFNAME=\"\$(printf 'e\\033]0;x\\007')\" $NCD_BIN check --no-color >u.txt || st=\$?
+    ! grep -q \"\$(printf '\\033')\" u.txt
+"
+test_expect_success 'a FIFO where a file is expected never blocks' "
+    mkfifo fifo.conf &&
+    st=0; NCCL_CONF_FILE=\$PWD/fifo.conf timeout 20 $NCD_BIN check --json >f.json || st=\$?
+    test \$st -le 2 &&
+    jq -e '[.findings[] | select(.id==\"env.conf-file-unreadable\")] | length == 1' f.json &&
+    st=0; timeout 20 $NCD_BIN env --write fifo.conf 2>err || st=\$?
+    test \$st -eq 3 && grep -q 'not a regular file' err
+"
+test_expect_success 'NCCL_COMM_ID: host names, bad ports, unbracketed IPv6' "
+    st=0; NCCL_COMM_ID=localhost:29500 $NCD_BIN ifaces --json >l.json || st=\$?
+    test \"\$(jq -r .nccl.bootstrap l.json)\" = lo &&
+    st=0; NCCL_COMM_ID=no-such-host.invalid:1234 $NCD_BIN check --json >h.json || st=\$?
+    jq -e '[.findings[] | select(.id==\"net.unreachable.comm-id-unresolved\")] | length == 1' h.json &&
+    for v in 10.0.0.1:99999 ::1:1234 999.1.1.1:80 garbage; do
+        st=0; NCCL_COMM_ID=\$v $NCD_BIN check --json >v.json || st=\$?
+        test \$st -eq 2 || exit 1
+        jq -e '[.findings[] | select(.id==\"env.comm-id.invalid\")] | length == 1' v.json || exit 1
+        jq -e '[.findings[] | select(.category==\"env.invalid\")] | length == 1' v.json || exit 1
+    done
+"
+test_expect_success 'a directory that is not a capture is refused' "
+    mkdir -p empty && st=0; $NCD_BIN check --sysroot empty 2>err || st=\$?
+    test \$st -eq 3 && grep -q 'not a capture' err &&
+    st=0; $NCD_BIN check --sysroot '' 2>/dev/null || st=\$?; test \$st -eq 3
+"
+test_expect_success '--nccl-version is validated' "
+    for v in 1.0.0 99.99.99 x; do
+        st=0; $NCD_BIN ifaces --nccl-version \$v 2>/dev/null || st=\$?
+        test \$st -eq 3 || exit 1
+    done
+"
 test_done

@@ -57,6 +57,18 @@ test_expect_success 'formats: env, docker, k8s, slurm' "
     $NCD env --profile ethernet | grep -q 'NCCL_SOCKET_NTHREADS=4' &&
     st=0; $NCD env --format yaml 2>/dev/null || st=\$?; test \$st -eq 3
 "
+test_expect_success 'a dangling symlink: the target is created, the link kept' "
+    ln -s real-rc link-rc && $NCD env --write link-rc 2>/dev/null &&
+    test -L link-rc && grep -q 'nccl-doctor >>>' real-rc
+"
+if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 &&
+   su nobody -s /bin/sh -c "test -x '$NCD_BIN'" 2>/dev/null; then
+    test_expect_success 'a read-only file is not replaced (as an ordinary user)' "
+        chmod 755 . && mkdir -m 777 rodir && printf 'keep\n' >rodir/rc && chmod 444 rodir/rc &&
+        st=0; su nobody -s /bin/sh -c \"$NCD env --write \$PWD/rodir/rc\" 2>err || st=\$?
+        test \$st -eq 3 && grep -q 'not writable' err && test \"\$(cat rodir/rc)\" = keep
+    "
+fi
 if [ "$(id -u)" -eq 0 ] && mkdir -p "$TEST_TMP/small" &&
    mount -t tmpfs -o size=16k tmpfs "$TEST_TMP/small" 2>/dev/null; then
     test_expect_success 'full disk: error, original intact, no temp file' "

@@ -109,6 +109,10 @@ static const struct lcase cases[] = {
      "eth2"},
     {"[trainer0|0]:ncclInternalError: Internal check failed.", NCD_LOG_NONE,
      NULL, -1, -1, -1, NULL, 0, 0, 0, NULL, "ncclInternalError: Internal check failed."},
+    /* "[N] " rank label */
+    {"[3] node2:22556:22556 [1] NCCL INFO cudaDriverVersion 11070", NCD_LOG_INFO,
+     "node2", 22556, 22556, 1, NULL, 0, 3, 0, "cudaDriverVersion 11070",
+     "node2:22556:22556 [1] NCCL INFO cudaDriverVersion 11070"},
     /* srun --label */
     {"0: node1:34639:36718 [5] bootstrap.cc:77 NCCL WARN Message truncated",
      NCD_LOG_WARN, "node1", 34639, 36718, 5, "bootstrap.cc", 77, 0, 0,

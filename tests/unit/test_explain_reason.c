@@ -110,6 +110,36 @@ static void test_docker_plus_connect(void **state)
     ncd_explain_free(ex);
 }
 
+static void test_linklocal_peer_and_unrelated_virtual(void **state)
+{
+    (void)state;
+    /* connections to a link-local peer address: the interface is wrong */
+    struct src a[] = {{"a", "\nn1:5:6 [5] misc/socket.cc:483 NCCL WARN socketStartConnect: Connect to "
+                            "fe80::966d:ae03:a2:8cf0%ib1<17943> failed : Software caused connection abort\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.iface-linklocal");
+    assert_non_null(strstr(fl.v[0].title, "ib1"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* a link-local VF in the socket list does not explain a failure to
+     * connect to a normal address: the connect failure stays the root */
+    struct src b[] = {{"b", "h:1:2 [0] NCCL INFO Bootstrap : Using eth0:10.51.1.14<0>\n"
+                            "h:1:3 [0] NCCL INFO NET/Socket : Using [0]eth0:10.51.1.14<0> "
+                            "[1]enP2s1:fe80::7e1e:52ff:fe3e:6d31%enP2s1<0>\n"
+                            "h:1:3 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+                            "10.51.1.15<45763> failed : Software caused connection abort\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "socket.connect-failed");
+    assert_int_equal(ncd_explain_role(ex, 0), NCD_ROLE_ROOT);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_non_null(ncd_findings_find(&fl, "net.iface-virtual"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_ifname_absent(void **state)
 {
     (void)state;
@@ -196,6 +226,23 @@ static void test_earliest_timestamp_wins(void **state)
     assert_string_equal(fl.v[1].id, "cuda.out-of-memory");
     assert_string_equal(fl.v[fl.n - 1].id, "socket.connection-closed");
     assert_int_equal(ncd_explain_role(ex, fl.n - 1), NCD_ROLE_CONSEQUENCE);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_rank_order_without_timestamps(void **state)
+{
+    (void)state;
+    /* per-rank logs read rank 1 first; no time stamps: rank 0's error leads */
+    struct src s[] = {
+        {"r1.log", "[1,1]<stdout>:node2:2:2 [1] x.cc:1 NCCL WARN Cuda failure 'out of memory'\n"},
+        {"r0.log", "[1,0]<stdout>:node1:1:1 [0] misc/ibvwrap.cc:2 NCCL WARN Call to "
+                   "ibv_modify_qp failed with error Connection timed out\n"},
+    };
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp");
     ncd_findings_release(&fl);
     ncd_explain_free(ex);
 }
@@ -328,18 +375,139 @@ static void test_nothing_and_overlong(void **state)
     free(buf);
 }
 
+static void test_container_bridge_and_trail(void **state)
+{
+    (void)state;
+    struct src s[] = {{"a", "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"
+                            "node2:2:2 [0] NCCL INFO Bootstrap : Using eth0:172.17.0.2<0>\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.container-bridge");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_UNREACHABLE);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* only an error trail: the deepest frame's file names the subsystem */
+    struct src t[] = {{"b", "node1:1:1 [0] NCCL INFO transport/shm.cc:120 -> 2\n"
+                            "node1:1:1 [0] NCCL INFO transport.cc:30 -> 2 [Async thread]\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "nccl.error-trail");
+    assert_int_equal(fl.v[0].category, NCD_CAT_SYS_SHM);
+    assert_non_null(strstr(fl.v[0].title, "ncclSystemError"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_tests_header_mismatch(void **state)
+{
+    (void)state;
+    struct src s[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21805\n"
+                            "# nThread 1 nGpus 1 minBytes 8 maxBytes 128\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "lib.tests-header-mismatch");
+    assert_non_null(strstr(fl.v[0].title, "2.19.3"));
+    assert_non_null(strstr(fl.v[0].title, "2.18.5"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src t[] = {{"t", "# nccl-tests version 2.13.8 nccl-headers=21903 nccl-library=21905\n"}};
+    ex = scan(t, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "lib.tests-header-mismatch"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_watchdog_reasoning(void **state)
+{
+    (void)state;
+    char buf[4096] = "";
+    for (int r = 0; r < 8; r++) {
+        if (r == 5)
+            continue;
+        size_t l = strlen(buf);
+        snprintf(buf + l, sizeof buf - l,
+                 "[rank%d]:[E626 06:24:44.9 ProcessGroupNCCL.cpp:616] [Rank %d] Watchdog caught "
+                 "collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, "
+                 "Timeout(ms)=600000) ran for 600020 milliseconds before timing out.\n", r, r);
+    }
+    struct src s[] = {{"w", buf}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-missing-rank");
+    assert_non_null(strstr(fl.v[0].title, "Rank 5 "));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    /* different collectives: out of step */
+    struct src t[] = {{"w",
+        "[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=808, OpType=ALLREDUCE, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"
+        "[Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=807, OpType=BROADCAST, Timeout(ms)=1) ran for 2 milliseconds before timing out.\n"}};
+    ex = scan(t, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "pytorch.watchdog-desync");
+    assert_int_equal(fl.v[0].category, NCD_CAT_USAGE_MISMATCH);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_env_differs(void **state)
+{
+    (void)state;
+    struct src s[] = {{"e", "n1:1:1 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 1.\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_IB_DISABLE set by environment to 0.\n"
+                            "n1:1:1 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n"
+                            "n2:2:2 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ens5\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(s, 1, 0, &fl);
+    dump(&fl);
+    struct ncd_finding *f = ncd_findings_find(&fl, "env.differs-across-ranks");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "NCCL_IB_DISABLE"));
+    assert_null(strstr(f->title, "SOCKET_IFNAME")); /* per-host names may differ */
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+static void test_gid_advice_only_on_roce(void **state)
+{
+    (void)state;
+    struct src ib[] = {{"ib", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>\n"
+                              "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(ib, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "ib.completion.retry-exceeded");
+    assert_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+    struct src roce[] = {{"roce", "node1:1:1 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+                                  "node1:1:1 [0] x.cc:1 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129\n"}};
+    ex = scan(roce, 1, 0, &fl);
+    assert_non_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_docker_plus_connect),
         cmocka_unit_test(test_ifname_absent),
+        cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_ib_silent_fallback),
         cmocka_unit_test(test_earliest_timestamp_wins),
+        cmocka_unit_test(test_rank_order_without_timestamps),
         cmocka_unit_test(test_only_consequences),
         cmocka_unit_test(test_timeout_and_blog_advice),
         cmocka_unit_test(test_facts_and_streaming),
         cmocka_unit_test(test_nothing_and_overlong),
+        cmocka_unit_test(test_container_bridge_and_trail),
+        cmocka_unit_test(test_gid_advice_only_on_roce),
+        cmocka_unit_test(test_env_differs),
+        cmocka_unit_test(test_watchdog_reasoning),
+        cmocka_unit_test(test_tests_header_mismatch),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 #include "ncd/ctx.h"
 #include "ncd/error.h"
 #include "ncd/explain.h"
+#include "explain/internal.h"
 
 static struct ncd_ctx *ctx;
 
@@ -187,6 +188,10 @@ static const struct bad bads[] = {
      "    when: full-moon\n",
      NCD_EINVAL, "unknown condition 'full-moon'"},
     {"rules:\n  - id: a\n    colour: red\n", NCD_EINVAL, "unknown key 'colour'"},
+    {"rules:\n  - id: a\n    category: net.ib\n    severity: error\n    title: t\n"
+     "    cause: c\n    fix: f\n    source: s\n    nccl_versions: any\n"
+     "    patterns: ['(?i)nccl warn']\n    examples: {match: [x], no_match: [y]}\n",
+     NCD_EINVAL, "only (?:...) and (?<name>...) groups"},
     {"", NCD_EINVAL, "expected a mapping"},
 };
 
@@ -207,6 +212,67 @@ static void test_malformed(void **state)
     }
 }
 
+/* The prefilter never loses a match: for many lines, the rule chosen with
+ * the literal prefilter equals the highest-priority pattern that matches
+ * when every pattern is run on the line. */
+static long brute(const struct ncd_rules *r, pcre2_match_data *md,
+                  const char *text, size_t len)
+{
+    for (size_t k = 0; k < r->npats; k++) {
+        size_t p = r->pat_order[k];
+        if (r->v[r->pats[p].rule].when)
+            continue;
+        if (pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, md, NULL) >= 0)
+            return (long)r->pats[p].rule;
+    }
+    return -1;
+}
+
+static void test_prefilter_exact(void **state)
+{
+    (void)state;
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_true(ncd_rules_load_builtin(ctx, r) > 0);
+    pcre2_match_data *md = pcre2_match_data_create(32, NULL);
+    struct ncd__matcher m;
+    assert_int_equal(ncd__matcher_init(&m, r), 0);
+    static const char *const wrap[][2] = {
+        {"", ""}, {"x", "y"}, {"node1:1:2 [0] NCCL WARN ", " (more)"},
+        {"[1,3]<stdout>:", ""}, {"abc", "abcdefgh"}, {"\t", "\t\t"}};
+    char line[4096];
+    size_t tested = 0;
+    unsigned seed = 7;
+    for (size_t i = 0; i < ncd_rules_count(r); i++)
+        for (int want = 0; want < 2; want++)
+            for (size_t j = 0;; j++) {
+                const char *ex = ncd_rules_example(r, i, want, j);
+                if (!ex)
+                    break;
+                for (size_t w = 0; w < sizeof wrap / sizeof wrap[0]; w++) {
+                    int n = snprintf(line, sizeof line, "%s%s%s", wrap[w][0], ex, wrap[w][1]);
+                    /* and a copy with one byte changed */
+                    for (int mut = 0; mut < 3; mut++) {
+                        if (mut && n > 0) {
+                            seed = seed * 1103515245u + 12345u;
+                            line[(seed >> 8) % (unsigned)n] = (char)(' ' + (seed >> 16) % 90);
+                        }
+                        size_t pat;
+                        long a = ncd__rules_match(r, &m, line, (size_t)n, 0, &pat);
+                        long b = brute(r, md, line, (size_t)n);
+                        if (a != b)
+                            fail_msg("prefilter %ld vs all patterns %ld on: %s", a, b, line);
+                        tested++;
+                    }
+                }
+            }
+    print_message("%zu lines checked\n", tested);
+    assert_true(tested > 1000);
+    ncd__matcher_release(&m);
+    pcre2_match_data_free(md);
+    ncd_rules_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -214,6 +280,7 @@ int main(void)
         cmocka_unit_test(test_dup_id_rejected),
         cmocka_unit_test(test_user_rule_and_versions),
         cmocka_unit_test(test_malformed),
+        cmocka_unit_test(test_prefilter_exact),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -7,9 +7,11 @@
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/ncclvars.h"
+#include "ncd/report.h"
 
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                       struct ncd_findings *out, json_t *facts);
@@ -149,6 +151,23 @@ int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             ncd_finding_fix(f, "Write NAME=value with no spaces.");
         }
     }
+    if (conf.conf_file_error[0]) {
+        f = ncd_findings_add(out, "env.conf-file-unreadable",
+                             NCD_CAT_ENV_INVALID, NCD_SEV_WARNING,
+                             "NCCL_CONF_FILE=%s cannot be read: NCCL "
+                             "silently ignores it",
+                             ncd_getenv(ctx, "NCCL_CONF_FILE"));
+        if (!f) {
+            rc = NCD_ENOMEM;
+            goto done;
+        }
+        ncd_finding_evidence(f, "%s", conf.conf_file_error);
+        ncd_finding_cause(f, "NCCL reads NCCL_CONF_FILE (2.23+) instead of "
+                             "~/.nccl.conf, without '~' expansion, and says "
+                             "nothing when it cannot open it.");
+        ncd_finding_fix(f, "Point it at a readable file with an absolute "
+                           "path, or unset it.");
+    }
     if (conf.n_files) {
         f = ncd_findings_add(out, "env.conf-file", NCD_CAT_ENV_INVALID,
                              NCD_SEV_INFO,
@@ -177,10 +196,25 @@ int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     for (size_t i = 0; i < ncd_env_count(ctx); i++) {
         const char *name, *value;
         ncd_env_at(ctx, i, &name, &value);
-        if (strncmp(name, "NCCL_", 5) != 0)
+        if (strncmp(name, "NCCL_", 5) != 0) {
+            if (strncasecmp(name, "NCCL_", 5) == 0) {
+                f = ncd_findings_add(
+                    out, "env.misspelt-variable", NCD_CAT_ENV_INVALID,
+                    NCD_SEV_WARNING,
+                    "%s is not read by NCCL: variable names are "
+                    "case-sensitive",
+                    name);
+                if (!f) {
+                    rc = NCD_ENOMEM;
+                    break;
+                }
+                ncd_finding_evidence(f, "%s=%s", name, value);
+                ncd_finding_fix(f, "Use upper case.");
+            }
             continue;
+        }
         if (seen)
-            json_object_set_new(seen, name, json_string(value));
+            json_object_set_new(seen, name, ncd_json_string(value));
         if ((rc = check_var(&cat, &conf, name, value, out)) < 0)
             break;
     }

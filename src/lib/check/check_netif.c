@@ -325,14 +325,18 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     if (boot->kind == NCD_IFK_LOOPBACK) {
         ok = 0;
         ADD("net.iface-choice.loopback", NCD_CAT_NET_IFACE_CHOICE,
-            best ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+            best && !ch->via_comm_id ? NCD_SEV_ERROR : NCD_SEV_WARNING,
             "NCCL %s would bootstrap on loopback (%s:%s): only single-host "
             "jobs can work",
             ver, boot->name, ch->bootstrap_addr);
         evidence_iface(f, boot);
-        ncd_finding_cause(f, "No other interface passed NCCL's filters, so it "
-                             "fell back to lo; other hosts cannot connect to "
-                             "127.0.0.1.");
+        ncd_finding_cause(f, "%s", ch->via_comm_id
+                                  ? "NCCL_COMM_ID points at this host's "
+                                    "loopback, so the bootstrap binds "
+                                    "127.0.0.1; other hosts cannot connect."
+                                  : "No other interface passed NCCL's "
+                                    "filters, so it fell back to lo; other "
+                                    "hosts cannot connect to 127.0.0.1.");
         ncd_finding_fix(f, "%s", best ? "Set NCCL_SOCKET_IFNAME to a real "
                                         "interface."
                                       : "Bring up a network interface with "
@@ -495,32 +499,45 @@ static int check_family_commid(struct ncd_ctx *ctx,
                         strstr(fam, "6") ? "AF_INET6" : "AF_INET");
     }
     const char *cid = ncd_getenv(ctx, "NCCL_COMM_ID");
-    if (!cid || !*cid)
+    if (!ch->via_comm_id && !ch->comm_id_invalid)
         return 0;
     if (ch->comm_id_invalid) {
         ADD("env.comm-id.invalid", NCD_CAT_ENV_INVALID, NCD_SEV_ERROR,
-            "NCCL_COMM_ID='%s' cannot be parsed: 'Invalid NCCL_COMM_ID'",
-            cid);
+            "NCCL_COMM_ID='%s' is invalid (%s): 'Invalid NCCL_COMM_ID'", cid,
+            ch->comm_id_error);
         ncd_finding_evidence(f, "NCCL_COMM_ID=%s", cid);
         ncd_finding_cause(f, "NCCL accepts <ipv4>:<port>, [<ipv6>]:<port> or "
-                             "<hostname>:<port>.");
+                             "<hostname>:<port>, port 1-65535.");
         ncd_finding_fix(f, "Fix the value, or unset it to let NCCL pick an "
                            "address and port itself.");
         return 0;
     }
-    if (!ch->bootstrap[0] && strchr(cid, '.') && !strchr(cid, '[')) {
-        int is_ip = 1;
-        for (const char *p = cid; *p && *p != ':'; p++)
-            if (!(*p == '.' || (*p >= '0' && *p <= '9')))
-                is_ip = 0;
-        if (!is_ip)
-            return 0;
+    if (ch->comm_id_unresolved) {
+        ADD("net.unreachable.comm-id-unresolved", NCD_CAT_NET_UNREACHABLE,
+            NCD_SEV_WARNING,
+            "NCCL_COMM_ID names host '%s', which is not in /etc/hosts: the "
+            "bootstrap interface cannot be predicted",
+            ch->comm_id_host);
+        ncd_finding_evidence(f, "NCCL_COMM_ID=%s", cid);
+        ncd_finding_cause(f, "NCCL resolves the name with getaddrinfo (DNS) "
+                             "and then binds/connects on the local interface "
+                             "whose subnet contains that address. If the "
+                             "name resolves differently on different hosts, "
+                             "or to an address on no local subnet, init fails "
+                             "with 'No usable listening interface found'.");
+        ncd_finding_fix(f, "Use rank 0's IP address in NCCL_COMM_ID, or check "
+                           "`getent hosts %s` on every host.",
+                        ch->comm_id_host);
+        return 0;
+    }
+    if (!ch->bootstrap[0]) {
         ADD("net.unreachable.comm-id-subnet", NCD_CAT_NET_UNREACHABLE,
             NCD_SEV_ERROR,
             "No local interface is on NCCL_COMM_ID's subnet (%s): 'NET/Socket "
             ": No usable listening interface found'",
             cid);
-        ncd_finding_evidence(f, "NCCL_COMM_ID=%s", cid);
+        ncd_finding_evidence(f, "NCCL_COMM_ID=%s (host %s)", cid,
+                             ch->comm_id_host);
         ncd_finding_cause(f, "With NCCL_COMM_ID set, NCCL picks the bootstrap "
                              "interface only by matching its subnet (ignoring "
                              "NCCL_SOCKET_IFNAME), and rank 0 binds exactly "

@@ -23,8 +23,10 @@ int ncd_run_checks(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             return rc;
         if (rc < 0) {
             struct ncd_finding *f = ncd_findings_add(
-                out, "tool.check-failed", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
-                "check '%s' could not run: %s", c->name, ncd_strerror(rc));
+                out, "tool.check-failed", NCD_CAT_SYS_VIRT, NCD_SEV_WARNING,
+                "check '%s' could not run (%s): this part of the node was "
+                "not examined",
+                c->name, ncd_strerror(rc));
             if (!f)
                 return NCD_ENOMEM;
             if (*ncd_ctx_errdetail(ctx))

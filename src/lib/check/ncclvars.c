@@ -364,6 +364,8 @@ void ncd_var_check_value(const struct ncd_var_def *d, const char *value,
     v->sev = NCD_SEV_OK;
     char vals[256];
     values_text(d, vals, sizeof vals);
+    if (!*value && d->type == NCD_VT_IFLIST)
+        return; /* interface lists are judged by the interface checks */
     if (!*value) {
         if (d->type == NCD_VT_INT || d->type == NCD_VT_FLAG1)
             VERDICT(NCD_SEV_INFO, "empty: NCCL uses the default");
@@ -524,11 +526,14 @@ static int conf_add(struct ncd_conf_result *res, const struct ncd_conf_entry *e)
 }
 
 static int conf_file(struct ncd_ctx *ctx, const char *path,
-                     struct ncd_conf_result *res)
+                     struct ncd_conf_result *res, int explicit)
 {
     char *buf;
     size_t len;
     if (ncd_fs_read(ctx, path, 1 << 20, &buf, &len) < 0) {
+        if (explicit && res)
+            snprintf(res->conf_file_error, sizeof res->conf_file_error, "%s",
+                     ncd_ctx_errdetail(ctx));
         ncd_ctx_clear_error(ctx);
         return 0;
     }
@@ -576,7 +581,8 @@ int ncd_nccl_conf_apply(struct ncd_ctx *ctx, struct ncd_conf_result *res)
         memset(res, 0, sizeof *res);
     const char *cf = ncd_getenv(ctx, "NCCL_CONF_FILE");
     char user[512] = "";
-    if (cf && *cf) {
+    int explicit = cf && *cf;
+    if (explicit) {
         snprintf(user, sizeof user, "%s", cf);
     } else {
         const char *home = ncd_getenv(ctx, "HOME");
@@ -585,9 +591,9 @@ int ncd_nccl_conf_apply(struct ncd_ctx *ctx, struct ncd_conf_result *res)
     }
     int rc = 0;
     if (user[0])
-        rc = conf_file(ctx, user, res);
+        rc = conf_file(ctx, user, res, explicit);
     if (rc == 0)
-        rc = conf_file(ctx, "/etc/nccl.conf", res);
+        rc = conf_file(ctx, "/etc/nccl.conf", res, 0);
     return rc;
 }
 

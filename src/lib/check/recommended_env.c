@@ -73,7 +73,7 @@ int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
         json_object_del(env, "NCCL_IB_DISABLE");
         ncd_rdma_active_ports(ctx, NULL, hca, sizeof hca);
         if (hca[0]) {
-            json_object_set_new(env, "NCCL_IB_HCA", json_string(hca));
+            json_object_set_new(env, "NCCL_IB_HCA", ncd_json_string(hca));
             ncd_sb_puts(notes, "NCCL_IB_HCA lists this node's ACTIVE ports "
                                "exactly ('=' avoids mlx5_1 also matching "
                                "mlx5_10).\n");

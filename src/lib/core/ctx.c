@@ -23,6 +23,8 @@ struct ncd_ctx {
     size_t nenv, capenv;
     int errcode;
     char errbuf[1024];
+    void (*on_free)(void *); /* ncd_ctx_on_free() */
+    void *on_free_arg;
 };
 
 static int env_find(const struct ncd_ctx *ctx, const char *name)
@@ -108,6 +110,8 @@ void ncd_ctx_free(struct ncd_ctx *ctx)
         return;
     if (ctx->rootfd >= 0)
         close(ctx->rootfd);
+    if (ctx->on_free)
+        ctx->on_free(ctx->on_free_arg);
     for (size_t i = 0; i < ctx->nenv; i++) {
         free(ctx->env[i].name);
         free(ctx->env[i].value);
@@ -266,4 +270,23 @@ void ncd_ctx_clear_error(struct ncd_ctx *ctx)
 {
     ctx->errcode = NCD_OK;
     ctx->errbuf[0] = '\0';
+}
+
+int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg)
+{
+    if (ctx->on_free)
+        return NCD_EEXISTS;
+    ctx->on_free = fn;
+    ctx->on_free_arg = arg;
+    return 0;
+}
+
+int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label)
+{
+    char *l = strdup(label);
+    if (!l)
+        return NCD_ENOMEM;
+    free(ctx->sysroot);
+    ctx->sysroot = l;
+    return 0;
 }

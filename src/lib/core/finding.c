@@ -54,7 +54,9 @@ static char *vfmt(const char *fmt, va_list ap)
         ncd_sb_release(&sb);
         return NULL;
     }
-    return ncd_sb_detach(&sb);
+    char *s = ncd_sb_detach(&sb);
+    ncd_utf8_sanitize(s); /* findings quote files of unknown content */
+    return s;
 }
 
 struct ncd_finding *ncd_findings_add(struct ncd_findings *list,

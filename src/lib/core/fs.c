@@ -62,9 +62,17 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         *len = 0;
     if (!max)
         max = NCD_FS_MAX_DEFAULT;
-    int fd = ncd_fs_open(ctx, path, O_RDONLY);
+    /* O_NONBLOCK so that a FIFO planted in a capture cannot block open();
+     * only regular files are read (sysfs and procfs files are). */
+    int fd = ncd_fs_open(ctx, path, O_RDONLY | O_NONBLOCK);
     if (fd < 0)
         return fd;
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file", path);
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     size_t cap = 4096, n = 0;
     char *b = malloc(cap + 1);
     if (!b) {

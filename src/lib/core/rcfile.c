@@ -100,7 +100,7 @@ static int read_all(struct ncd_ctx *ctx, const char *path, char **buf,
     *buf = NULL;
     *len = 0;
     *exists = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             return 0;
@@ -216,9 +216,26 @@ int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
     /* Follow symlinks so the link itself survives the rename. */
     char target[PATH_MAX];
     char *rp = realpath(path, NULL);
+    struct stat lst;
     if (rp) {
         snprintf(target, sizeof target, "%s", rp);
         free(rp);
+    } else if (errno == ENOENT && lstat(path, &lst) == 0 &&
+               S_ISLNK(lst.st_mode)) {
+        /* A dangling symlink (dotfiles managed elsewhere): create the file
+         * it points to, keep the link. */
+        char link[PATH_MAX];
+        ssize_t n = readlink(path, link, sizeof link - 1);
+        if (n < 0)
+            return ncd_fail(ctx, NCD_EIO, "%s: %s", path, strerror(errno));
+        link[n] = '\0';
+        if (link[0] == '/') {
+            snprintf(target, sizeof target, "%s", link);
+        } else {
+            char dir[PATH_MAX];
+            snprintf(dir, sizeof dir, "%s", path);
+            snprintf(target, sizeof target, "%s/%s", dirname(dir), link);
+        }
     } else if (errno == ENOENT) {
         snprintf(target, sizeof target, "%s", path);
     } else {
@@ -235,6 +252,12 @@ int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
     if (!exists && !body) {
         free(old);
         return 0; /* nothing to remove */
+    }
+    /* rename() would replace a file the user made read-only. */
+    if (exists && !dry_run && access(target, W_OK) < 0) {
+        free(old);
+        return ncd_fail(ctx, NCD_EPERM, "%s is not writable: %s", target,
+                        strerror(errno));
     }
     char *neu;
     size_t newlen;

@@ -121,3 +121,33 @@ char *ncd_strdup_printf(const char *fmt, ...)
     }
     return ncd_sb_detach(&sb);
 }
+
+void ncd_utf8_sanitize(char *s)
+{
+    unsigned char *p = (unsigned char *)s;
+    while (p && *p) {
+        unsigned c = *p;
+        int n = c < 0x80 ? 0 : (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2
+                : (c & 0xf8) == 0xf0 ? 3 : -1;
+        int ok = n >= 0;
+        unsigned cp = n == 0 ? c : n == 1 ? c & 0x1f : n == 2 ? c & 0x0f : c & 0x07;
+        for (int i = 1; ok && i <= n; i++) {
+            if ((p[i] & 0xc0) != 0x80)
+                ok = 0;
+            else
+                cp = (cp << 6) | (p[i] & 0x3f);
+        }
+        if (ok && ((n == 1 && cp < 0x80) || (n == 2 && cp < 0x800) ||
+                   (n == 3 && (cp < 0x10000 || cp > 0x10ffff)) ||
+                   (cp >= 0xd800 && cp <= 0xdfff)))
+            ok = 0;
+        /* Terminal control characters (ESC sequences in a replayed
+         * capture) are neutralised too; tab and newline are kept. */
+        if (!ok || (n == 0 && ((c < 0x20 && c != '\n' && c != '\t') ||
+                               c == 0x7f))) {
+            *p++ = '?';
+            continue;
+        }
+        p += n + 1;
+    }
+}

@@ -26,6 +26,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
         ncd_explain_free(ex);
         return NCD_ENOMEM;
     }
+    ex->wd_rule = ncd__rules_find(rules, "pytorch.watchdog-timeout");
     for (size_t i = 0; i < NCD__PROC_HASH; i++)
         ex->phash[i] = -1;
     for (size_t i = 0; i < NCD__HOST_HASH; i++)
@@ -65,7 +66,10 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->hosts);
     free(ex->phash);
     free(ex->gpus);
+    free(ex->wd);
     free(ex->roles);
+    free(ex->first_ts);
+    free(ex->first_rank);
     free(ex);
 }
 
@@ -125,6 +129,8 @@ static void keep_captures(struct ncd_explain *ex, struct ncd__rec *rec,
             l = 200;
         rec->cap_name[rec->ncaps] = strdup(nm);
         rec->cap_val[rec->ncaps] = strndup(text + ov[2 * g], l);
+        if (rec->cap_val[rec->ncaps])
+            ncd__sanitize(rec->cap_val[rec->ncaps], strlen(rec->cap_val[rec->ncaps]));
         if (!rec->cap_name[rec->ncaps] || !rec->cap_val[rec->ncaps]) {
             free(rec->cap_name[rec->ncaps]);
             free(rec->cap_val[rec->ncaps]);
@@ -170,14 +176,41 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
     free(e->text);
     size_t tl = ll->text_len < NCD__EV_TEXT ? ll->text_len : NCD__EV_TEXT;
     e->text = strndup(ll->text, tl);
+    if (e->text)
+        ncd__sanitize(e->text, strlen(e->text));
     e->src = src;
     e->line = line;
     e->seq = ex->seq;
     e->ts = ll->ts;
     e->rank = ll->rank;
     memcpy(e->host, host, sizeof host);
+    ncd__sanitize(e->host, strlen(e->host));
     if (rec->count == 1)
         rec->first_seq = ex->seq;
+}
+
+enum ncd_category ncd__category_for_src(const char *src, size_t len)
+{
+    /* NCCL source files by subsystem (src/ of NVIDIA/nccl, 2.8 .. 2.30.7) */
+    static const struct {
+        const char *frag;
+        enum ncd_category cat;
+    } by_src[] = {
+        {"net_ib", NCD_CAT_NET_IB},          {"ibvwrap", NCD_CAT_NET_IB},
+        {"ibvsymbols", NCD_CAT_NET_IB},      {"shm", NCD_CAT_SYS_SHM},
+        {"nvls", NCD_CAT_GPU_FABRIC},        {"mnnvl", NCD_CAT_GPU_FABRIC},
+        {"p2p", NCD_CAT_GPU_P2P},            {"cudawrap", NCD_CAT_GPU_CUDA},
+        {"alloc", NCD_CAT_GPU_CUDA},         {"graph/", NCD_CAT_SYS_VIRT},
+        {"xml", NCD_CAT_SYS_VIRT},           {"topo", NCD_CAT_SYS_VIRT},
+        {"enqueue", NCD_CAT_USAGE_MISMATCH}, {"argcheck", NCD_CAT_USAGE_MISMATCH},
+        {"group", NCD_CAT_USAGE_MISMATCH},   {"bootstrap", NCD_CAT_NET_UNREACHABLE},
+        {"socket", NCD_CAT_NET_UNREACHABLE}, {"proxy", NCD_CAT_NET_UNREACHABLE},
+    };
+    if (src)
+        for (size_t i = 0; i < sizeof by_src / sizeof by_src[0]; i++)
+            if (memmem(src, len, by_src[i].frag, strlen(by_src[i].frag)))
+                return by_src[i].cat;
+    return NCD_CAT_NET_UNREACHABLE;
 }
 
 static void process_line(struct ncd_explain *ex, const char *line, size_t len)
@@ -186,6 +219,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     ex->lineno++;
     ex->lines++;
     ex->seq++;
+    if (len == 0 || (len == 1 && line[0] == '\r'))
+        return; /* NCCL prints an empty line before every WARN */
     if (ncd_log_parse(line, len, ex->scratch, NCD_LOG_MAX_LINE + 1, &ll) < 0)
         return;
     if (ll.text_len == 0)
@@ -193,6 +228,7 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     struct ncd__proc *pr = NULL;
     if (ll.level != NCD_LOG_NONE) {
         ex->nccl_lines++;
+        ex->info_lines += ll.level == NCD_LOG_INFO;
         pr = ncd__proc_get(ex, &ll);
     }
     if (ll.level != NCD_LOG_NONE || ll.text[0] == '#')
@@ -201,6 +237,11 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     size_t pat;
     long ri = ncd__rules_match(ex->rules, &ex->m, ll.text, ll.text_len,
                                pr ? pr->vcode : 0, &pat);
+    /* the rank NCCL reported for this process, when the launcher gave none */
+    if (ll.rank < 0 && pr && pr->rank >= 0)
+        ll.rank = pr->rank;
+    if (ri >= 0 && ri == ex->wd_rule)
+        ncd__facts_watchdog(ex, &ll);
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0)
@@ -210,28 +251,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
     }
     if (ll.level == NCD_LOG_WARN) {
         /* A WARN no rule knows: bucket it by the NCCL source file. */
-        static const struct {
-            const char *frag;
-            enum ncd_category cat;
-        } by_src[] = {
-            {"net_ib", NCD_CAT_NET_IB},       {"ibvwrap", NCD_CAT_NET_IB},
-            {"ibvsymbols", NCD_CAT_NET_IB},   {"shm", NCD_CAT_SYS_SHM},
-            {"nvls", NCD_CAT_GPU_FABRIC},     {"mnnvl", NCD_CAT_GPU_FABRIC},
-            {"p2p", NCD_CAT_GPU_P2P},         {"cudawrap", NCD_CAT_GPU_CUDA},
-            {"alloc", NCD_CAT_GPU_CUDA},      {"graph/", NCD_CAT_SYS_VIRT},
-            {"xml", NCD_CAT_SYS_VIRT},        {"topo", NCD_CAT_SYS_VIRT},
-            {"enqueue", NCD_CAT_USAGE_MISMATCH},
-            {"argcheck", NCD_CAT_USAGE_MISMATCH},
-            {"group", NCD_CAT_USAGE_MISMATCH},
-        };
-        enum ncd_category cat = NCD_CAT_NET_UNREACHABLE;
-        if (ll.src)
-            for (size_t i = 0; i < sizeof by_src / sizeof by_src[0]; i++)
-                if (memmem(ll.src, ll.src_len, by_src[i].frag,
-                           strlen(by_src[i].frag))) {
-                    cat = by_src[i].cat;
-                    break;
-                }
+        enum ncd_category cat =
+            ncd__category_for_src(ll.src, ll.src ? ll.src_len : 0);
         ncd__rec_add(ex, &ex->unmatched[cat], &ll, ex->nsrc - 1, ex->lineno);
     }
 }

@@ -19,6 +19,7 @@ static void copyn(char *dst, size_t dsz, const char *s, size_t n)
         n = dsz - 1;
     memcpy(dst, s, n);
     dst[n] = '\0';
+    ncd__sanitize(dst, n); /* facts go to JSON: valid UTF-8 only */
 }
 
 static uint32_t hash_proc(const char *h, size_t hl, long pid)
@@ -41,8 +42,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
     long pid = ll->pid >= 0 ? ll->pid : -1 - (long)(ex->nsrc - 1);
     if (ex->lastproc >= 0) {
         struct ncd__proc *p = &ex->procs[ex->lastproc];
-        if (p->pid == pid && strlen(p->host) == hl &&
-            memcmp(p->host, h, hl) == 0)
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0)
             return p;
     }
     uint32_t k = hash_proc(h, hl, pid) & (NCD__PROC_HASH - 1);
@@ -51,8 +51,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         if (idx < 0)
             break;
         struct ncd__proc *p = &ex->procs[idx];
-        if (p->pid == pid && strlen(p->host) == hl &&
-            memcmp(p->host, h, hl) == 0) {
+        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0) {
             ex->lastproc = idx;
             return p;
         }
@@ -62,14 +61,19 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         ex->procs_dropped = 1;
         return NULL;
     }
-    if (!ex->procs) {
-        ex->procs = malloc(NCD__MAX_PROCS * sizeof *ex->procs);
-        if (!ex->procs)
+    if (ex->nprocs == ex->capprocs) {
+        /* grows; callers never keep a proc pointer across lines */
+        size_t nc = ex->capprocs ? ex->capprocs * 2 : 64;
+        struct ncd__proc *nv = realloc(ex->procs, nc * sizeof *nv);
+        if (!nv)
             return NULL;
+        ex->procs = nv;
+        ex->capprocs = nc;
     }
     struct ncd__proc *p = &ex->procs[ex->nprocs];
     memset(p, 0, sizeof *p);
     copyn(p->host, sizeof p->host, h, hl);
+    p->hostlen = hl;
     p->pid = pid;
     p->src = ex->nsrc - 1;
     p->rank = p->nranks = p->nnodes = p->local_ranks = p->cuda_dev = -1;
@@ -208,8 +212,14 @@ static struct ncd__host *host_get(struct ncd_explain *ex, const char *name)
     }
     if (ex->nhosts >= NCD__MAX_HOSTS)
         return NULL;
-    if (!ex->hosts && !(ex->hosts = malloc(NCD__MAX_HOSTS * sizeof *ex->hosts)))
-        return NULL;
+    if (ex->nhosts == ex->caphosts) {
+        size_t nc = ex->caphosts ? ex->caphosts * 2 : 16;
+        struct ncd__host *nv = realloc(ex->hosts, nc * sizeof *nv);
+        if (!nv)
+            return NULL;
+        ex->hosts = nv;
+        ex->caphosts = nc;
+    }
     struct ncd__host *h = &ex->hosts[ex->nhosts];
     memset(h, 0, sizeof *h);
     copyn(h->name, sizeof h->name, name, strlen(name));
@@ -276,6 +286,18 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
     }
 }
 
+/* Moves the process to a later init phase, remembering the line that
+ * started it (shown when init stops there). */
+static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
+                        const char *m, size_t ml)
+{
+    if (pr->phase >= ph)
+        return;
+    pr->phase = (uint8_t)ph;
+    pr->phase_line = ex->lineno;
+    copyn(pr->phase_text, sizeof pr->phase_text, m, ml);
+}
+
 static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
                       const char *m, size_t ml)
 {
@@ -284,11 +306,11 @@ static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
         return;
     const char *t = via + 5;
     size_t tl = (size_t)(m + ml - t);
-    pr->phase = pr->phase < PH_CONNECT ? PH_CONNECT : pr->phase;
+    raise_phase(ex, pr, PH_CONNECT, m, ml);
     if (STARTS(t, tl, "P2P")) {
         pr->t_p2p++;
         local_edge(ex, pr, m, (size_t)(via - m));
-    } else if (STARTS(t, tl, "SHM")) {
+    } else if (STARTS(t, tl, "SHM") || STARTS(t, tl, "direct shared memory")) {
         pr->t_shm++;
         local_edge(ex, pr, m, (size_t)(via - m));
     } else if (STARTS(t, tl, "NET")) {
@@ -327,6 +349,11 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     const char *lib = memmem(m, ml, "nccl-library=", 13);
     if (lib && STARTS(m, ml, "# nccl-tests version")) {
         long code = atol(lib + 13);
+        const char *hdr = memmem(m, ml, "nccl-headers=", 13);
+        ex->tests_lib_code = code;
+        ex->tests_hdr_code = hdr ? atol(hdr + 13) : 0;
+        ex->tests_line = ex->lineno;
+        ex->tests_src = ex->nsrc - 1;
         if (code >= 10000)
             snprintf(ex->tests_version, sizeof ex->tests_version, "%ld.%ld.%ld",
                      code / 10000, code / 100 % 100, code % 100);
@@ -338,6 +365,10 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     const char *oob = memmem(m, ml, "Out of bounds values : ", 23);
     if (oob && memmem(m, ml, "FAILED", 6)) {
         ex->oob_failed += (uint64_t)atol(oob + 23);
+        return;
+    }
+    if (oob && memmem(m, ml, " OK", 3)) {
+        ex->tests_ok++;
         return;
     }
     if (!STARTS(m, ml, "#  Rank") && !STARTS(m, ml, "# Rank"))
@@ -387,6 +418,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     case 'N':
         if (STARTS(m, ml, "NCCL version ")) {
             set_version(pr, m + 13, ml - 13);
+            pr->ver_line = ex->lineno;
             return;
         }
         if (STARTS(m, ml, "NCCL_") || STARTS(m, ml, "NCCL ")) {
@@ -403,7 +435,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NET/IB")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
             if (u) {
                 const char *p = u + 8, *end = m + ml;
@@ -442,6 +474,8 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 }
             } else if (memmem(m, ml, "No device found", 15)) {
                 pr->ib_nodev = 1;
+                pr->ib_line = ex->lineno;
+                pr->ib_seq = ex->seq;
             }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
@@ -450,10 +484,13 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NET/Socket")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
-            if (u && !pr->nsock)
-                pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 4);
+            if (u && !pr->nsock) {
+                pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 8);
+                pr->sock_line = ex->lineno;
+                pr->sock_seq = ex->seq;
+            }
             if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
             else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
@@ -465,10 +502,13 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 memmem(m, ml, "Could not find", 14) ||
                 memmem(m, ml, "using internal", 14) ||
                 memmem(m, ml, "Using internal", 14)) {
-                if (pr->plugin == 0)
+                if (pr->plugin == 0) {
                     pr->plugin = 1;
+                    pr->plugin_line = ex->lineno;
+                }
             } else if (memmem(m, ml, "Loaded", 6)) {
                 pr->plugin = 2;
+                pr->plugin_line = ex->lineno;
                 const char *l = memmem(m, ml, "plugin ", 7);
                 if (l)
                     copyn(pr->plugin_name, sizeof pr->plugin_name, l + 7,
@@ -477,7 +517,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NVLS")) {
-            pr->phase = pr->phase < PH_NVLS ? PH_NVLS : pr->phase;
+            raise_phase(ex, pr, PH_NVLS, m, ml);
             if (memmem(m, ml, "support is not available", 24))
                 pr->nvls = 0;
             else if (memmem(m, ml, "support is available", 20))
@@ -487,16 +527,20 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         break;
     case 'B':
         if (STARTS(m, ml, "Bootstrap")) {
-            pr->phase = pr->phase < PH_BOOTSTRAP ? PH_BOOTSTRAP : pr->phase;
+            raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
             const char *u = memmem(m, ml, ": Using ", 8);
-            if (u && !pr->nboot)
+            if (u && !pr->nboot) {
                 pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
+                pr->boot_line = ex->lineno;
+                pr->boot_seq = ex->seq;
+            }
             return;
         }
         break;
     case 'U':
         if (STARTS(m, ml, "Using network ")) {
             copyn(pr->net, sizeof pr->net, m + 14, ml - 14);
+            pr->net_line = ex->lineno;
             if (strcmp(pr->net, "IB") && strcmp(pr->net, "Socket")) {
                 pr->plugin = 2;
                 if (!pr->plugin_name[0])
@@ -508,6 +552,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     case 'P':
         if (STARTS(m, ml, "Plugin Path : ")) {
             pr->plugin = 2;
+            pr->plugin_line = ex->lineno;
             copyn(pr->plugin_name, sizeof pr->plugin_name, m + 14, ml - 14);
             return;
         }
@@ -518,6 +563,8 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             (STARTS(m, ml, "Failed to open") || STARTS(m, ml, "Count not open") ||
              STARTS(m, ml, "Could not open"))) {
             pr->ibverbs_missing = 1;
+            pr->ib_line = ex->lineno;
+            pr->ib_seq = ex->seq;
             return;
         }
         if (STARTS(m, ml, "Channel ")) {
@@ -528,12 +575,12 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 if (c)
                     copyn(pr->ring, sizeof pr->ring, c + 3,
                           (size_t)(m + ml - c - 3));
-                pr->phase = pr->phase < PH_TOPO ? PH_TOPO : pr->phase;
+                raise_phase(ex, pr, PH_TOPO, m, ml);
             }
             return;
         }
         if (STARTS(m, ml, "Connected all")) {
-            pr->phase = pr->phase < PH_CONNECT ? PH_CONNECT : pr->phase;
+            raise_phase(ex, pr, PH_CONNECT, m, ml);
             return;
         }
         break;
@@ -548,7 +595,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         if (STARTS(m, ml, "Trees ")) {
             if (!pr->trees[0])
                 copyn(pr->trees, sizeof pr->trees, m + 6, ml - 6);
-            pr->phase = pr->phase < PH_TOPO ? PH_TOPO : pr->phase;
+            raise_phase(ex, pr, PH_TOPO, m, ml);
             return;
         }
         break;
@@ -587,6 +634,34 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     default:
         break;
     }
+    /* error trail: "<file>:<line> [(func)] -> <code>[ [Async thread]]" */
+    if (!ex->trail_file[0] && ml > 6) {
+        /* cheap test first: the first word ends in a digit and "->" or
+         * "(func) ->" follows (this runs on every unclassified line) */
+        const char *end = m + ml, *arrow = NULL;
+        const char *sp = memchr(m, ' ', ml < 96 ? ml : 96);
+        if (sp && sp > m && sp[-1] >= '0' && sp[-1] <= '9') {
+            const char *q = sp + 1;
+            if (q < end && *q == '(') {
+                const char *rp = memchr(q, ')', (size_t)(end - q));
+                q = rp ? rp + 2 : end;
+            }
+            if (q + 3 < end && q[0] == '-' && q[1] == '>' && q[2] == ' ')
+                arrow = q - 1;
+        }
+        const char *colon = arrow ? memchr(m, ':', (size_t)(sp - m)) : NULL;
+        if (arrow && colon && arrow[4] >= '0' && arrow[4] <= '9' &&
+            memchr(m, ' ', (size_t)(colon - m)) == NULL && colon[1] >= '0' &&
+            colon[1] <= '9') {
+            copyn(ex->trail_file, sizeof ex->trail_file, m, (size_t)(colon - m));
+            ex->trail_code = atoi(arrow + 4);
+            ex->trail_src = ex->nsrc - 1;
+            ex->trail_line = ex->lineno;
+            ex->trail_seq = ex->seq;
+            copyn(ex->trail_text, sizeof ex->trail_text, ll->text, ll->text_len);
+            return;
+        }
+    }
     /* "... Init COMPLETE", "... Abort COMPLETE", "... Destroy COMPLETE" */
     if (ml > 9 && memcmp(m + ml - 8, "COMPLETE", 8) == 0) {
         if (memmem(m, ml, "Init COMPLETE", 13)) {
@@ -609,9 +684,51 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         }
         return;
     }
-    if (ll->level == NCD_LOG_INFO && pr->phase >= PH_COMPLETE &&
-        pr->phase < PH_DESTROYED && memmem(m, ml, "opCount", 7))
+    if (ll->level == NCD_LOG_INFO && pr->phase == PH_COMPLETE &&
+        memmem(m, ml, "opCount", 7))
         pr->phase = PH_RUNNING;
+}
+
+/* "[Rank 3] Watchdog caught collective operation timeout:
+ * WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...)" (PyTorch ProcessGroupNCCL) */
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    const char *w = memmem(m, ml, "Watchdog caught", 15);
+    const char *sq = memmem(m, ml, "SeqNum=", 7);
+    const char *op = memmem(m, ml, "OpType=", 7);
+    if (!w || !sq || ex->nwd >= NCD__MAX_WD)
+        return;
+    /* the rank: "[Rank N]" / "[PG 1 Rank N]" just before, else the
+     * launcher's */
+    long rank = -1;
+    for (const char *r = w; r > m + 5; r--)
+        if (memcmp(r - 5, "Rank ", 5) == 0) {
+            rank = atol(r);
+            break;
+        }
+    if (rank < 0)
+        rank = ll->rank;
+    if (rank < 0)
+        return;
+    for (size_t i = 0; i < ex->nwd; i++)
+        if (ex->wd[i].rank == rank && ex->wd[i].seq == atol(sq + 7))
+            return; /* repeated report */
+    if (!ex->wd && !(ex->wd = calloc(NCD__MAX_WD, sizeof *ex->wd)))
+        return;
+    struct ncd__wd *d = &ex->wd[ex->nwd++];
+    d->rank = (int)rank;
+    d->seq = atol(sq + 7);
+    d->op[0] = '\0';
+    if (op) {
+        const char *e = op + 7;
+        while (e < m + ml && *e != ',' && *e != ')' && *e != ' ')
+            e++;
+        copyn(d->op, sizeof d->op, op + 7, (size_t)(e - op - 7));
+    }
+    d->src = ex->nsrc - 1;
+    d->line = ex->lineno;
 }
 
 /* ------------------------------------------------------------ reporting */
@@ -743,7 +860,18 @@ fail:
     return NULL;
 }
 
-/* Groups processes with identical summaries so 512 ranks print as a few
+/* Per-host aggregate for the text summary. */
+struct hostsum {
+    const struct ncd__proc *first;
+    size_t nprocs, ncomplete;
+    int rmin, rmax, nranks;
+    unsigned long long p2p, shm, net, netgdr;
+    unsigned gdr_on, gdr_off;
+    double slowest;
+    char phase; /* last phase of a process that did not complete */
+};
+
+/* One block per host (processes aggregated) so 512 ranks print as a few
  * lines. */
 void ncd_explain_facts_text(const struct ncd_explain *ex,
                             struct ncd_strbuf *out)
@@ -751,23 +879,15 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
     ncd_sb_printf(out, "Facts from %llu lines (%llu NCCL lines, %zu processes%s):\n",
                   ex->lines, ex->nccl_lines, ex->nprocs,
                   ex->procs_dropped ? ", more not tracked" : "");
-    /* versions and hosts */
-    struct ncd_strbuf hosts = {0}, vers = {0};
-    size_t nh = 0, nv = 0;
+    /* versions */
+    struct ncd_strbuf vers = {0};
+    size_t nv = 0;
     for (size_t i = 0; i < ex->nprocs; i++) {
         const struct ncd__proc *p = &ex->procs[i];
         int seen = 0;
         for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(ex->procs[k].host, p->host) == 0;
-        if (!seen && p->host[0]) {
-            if (nh < 12)
-                ncd_sb_printf(&hosts, "%s%s", nh ? ", " : "", p->host);
-            nh++;
-        }
-        seen = 0;
-        for (size_t k = 0; k < i && !seen; k++)
-            seen = strcmp(ex->procs[k].version, p->version) == 0;
-        if (!seen && p->version[0]) {
+            seen = ex->procs[k].vcode == p->vcode;
+        if (!seen && p->version[0] && nv < 8) {
             ncd_sb_printf(&vers, "%s%s%s%s", nv ? ", " : "", p->version,
                           p->cuda[0] ? "+cuda" : "", p->cuda);
             nv++;
@@ -775,61 +895,104 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
     }
     if (ex->tests_version[0])
         ncd_sb_printf(&vers, "%s%s (nccl-tests)", nv++ ? ", " : "", ex->tests_version);
-    ncd_sb_printf(out, "  hosts:        %s%s (%zu)\n", nh ? ncd_sb_str(&hosts) : "unknown",
-                  nh > 12 ? ", ..." : "", nh);
-    ncd_sb_printf(out, "  NCCL:         %s\n", nv ? ncd_sb_str(&vers) : "version not in the log");
-    ncd_sb_release(&hosts);
+    ncd_sb_printf(out, "  NCCL:    %s\n", nv ? ncd_sb_str(&vers) : "version not in the log");
     ncd_sb_release(&vers);
-    /* per distinct (host, summary) */
-    size_t shown = 0;
-    for (size_t i = 0; i < ex->nprocs && shown < 16; i++) {
+
+    /* hosts: small open-addressing table of aggregates */
+    size_t cap = 64;
+    while (cap < ex->nprocs * 2)
+        cap *= 2;
+    struct hostsum *hs = calloc(cap, sizeof *hs);
+    size_t *order = malloc(cap * sizeof *order);
+    size_t nh = 0;
+    if (!hs || !order) {
+        free(hs);
+        free(order);
+        return;
+    }
+    for (size_t i = 0; i < ex->nprocs; i++) {
         const struct ncd__proc *p = &ex->procs[i];
-        if (!p->nboot && !p->nsock && !p->net[0] && !p->nib && p->rank < 0 &&
-            !p->version[0])
-            continue;
-        int dup = 0;
-        for (size_t k = 0; k < i && !dup; k++) {
-            const struct ncd__proc *q = &ex->procs[k];
-            dup = strcmp(q->host, p->host) == 0 && strcmp(q->net, p->net) == 0 &&
-                  q->nboot == p->nboot &&
-                  (!p->nboot || strcmp(q->boot[0].name, p->boot[0].name) == 0);
+        size_t k = hash_proc(p->host, p->hostlen, 0) & (cap - 1);
+        while (hs[k].first && strcmp(hs[k].first->host, p->host) != 0)
+            k = (k + 1) & (cap - 1);
+        struct hostsum *h = &hs[k];
+        if (!h->first) {
+            h->first = p;
+            h->rmin = h->rmax = -1;
+            order[nh++] = k;
         }
-        if (dup)
-            continue;
-        shown++;
-        ncd_sb_printf(out, "  %s pid %ld", p->host[0] ? p->host : "(no host)", p->pid >= 0 ? p->pid : 0);
-        if (p->rank >= 0)
-            ncd_sb_printf(out, " rank %d/%d", p->rank, p->nranks);
+        h->nprocs++;
+        h->ncomplete += p->ncomplete > 0;
+        if (p->rank >= 0) {
+            if (h->rmin < 0 || p->rank < h->rmin)
+                h->rmin = p->rank;
+            if (p->rank > h->rmax)
+                h->rmax = p->rank;
+        }
+        if (p->nranks > h->nranks)
+            h->nranks = p->nranks;
+        h->p2p += p->t_p2p;
+        h->shm += p->t_shm;
+        h->net += p->t_net;
+        h->netgdr += p->t_netgdr;
+        h->gdr_on += p->gdr_on;
+        h->gdr_off += p->gdr_off;
+        if (p->init_total > h->slowest)
+            h->slowest = p->init_total;
+        if (!p->ncomplete && p->phase > h->phase)
+            h->phase = (char)p->phase;
+    }
+    ncd_sb_printf(out, "  hosts:   %zu\n", nh);
+    for (size_t o = 0; o < nh && o < 16; o++) {
+        const struct hostsum *h = &hs[order[o]];
+        const struct ncd__proc *p = h->first;
+        ncd_sb_printf(out, "  %s: %zu process%s", p->host[0] ? p->host : "(no host name)",
+                      h->nprocs, h->nprocs == 1 ? "" : "es");
+        if (h->rmin >= 0)
+            ncd_sb_printf(out, ", rank%s %d%s%.0d of %d", h->rmin == h->rmax ? "" : "s",
+                          h->rmin, h->rmin == h->rmax ? "" : "-",
+                          h->rmin == h->rmax ? 0 : h->rmax, h->nranks);
+        if (p->version[0])
+            ncd_sb_printf(out, ", NCCL %s", p->version);
         if (p->driver)
-            ncd_sb_printf(out, " driver %d.%d", p->driver / 1000, p->driver % 1000 / 10);
+            ncd_sb_printf(out, ", CUDA driver %d.%d", p->driver / 1000, p->driver % 1000 / 10);
         ncd_sb_putc(out, '\n');
         if (p->nboot) {
-            ncd_sb_puts(out, "      bootstrap:");
+            ncd_sb_puts(out, "      bootstrap:  ");
             for (int k = 0; k < p->nboot; k++)
-                ncd_sb_printf(out, " %s %s", p->boot[k].name, p->boot[k].addr);
+                ncd_sb_printf(out, "%s%s %s", k ? ", " : "", p->boot[k].name, p->boot[k].addr);
             ncd_sb_putc(out, '\n');
         }
         if (p->net[0] || p->nsock || p->nib) {
-            ncd_sb_printf(out, "      network:   %s", p->net[0] ? p->net : "?");
+            ncd_sb_printf(out, "      network:    %s", p->net[0] ? p->net : "?");
             for (int k = 0; k < p->nib; k++)
                 ncd_sb_printf(out, " %s", p->ib[k]);
             for (int k = 0; k < p->nsock; k++)
                 ncd_sb_printf(out, " %s(%s)", p->sock[k].name, p->sock[k].addr);
-            if (p->gdr_on || p->gdr_off)
-                ncd_sb_printf(out, ", GDR %s", p->gdr_on ? "on" : "off");
+            if (p->plugin == 2)
+                ncd_sb_printf(out, ", plugin %s", p->plugin_name);
+            if (h->gdr_on || h->gdr_off)
+                ncd_sb_printf(out, ", GPUDirect RDMA %s", h->gdr_on ? "on" : "off");
             ncd_sb_putc(out, '\n');
         }
-        if (p->t_p2p || p->t_shm || p->t_net)
-            ncd_sb_printf(out, "      transports: P2P %u, SHM %u, NET %u (GDR %u)\n", p->t_p2p,
-                          p->t_shm, p->t_net, p->t_netgdr);
-        if (p->ncomplete || p->phase)
-            ncd_sb_printf(out, "      init:      %s%s", p->ncomplete ? "complete" : "not complete, last phase ",
-                          p->ncomplete ? "" : phase_name(p->phase));
-        if (p->init_total > 0)
-            ncd_sb_printf(out, " in %.2f s", p->init_total);
-        if (p->ncomplete || p->phase)
+        if (h->p2p || h->shm || h->net)
+            ncd_sb_printf(out, "      transports: P2P %llu, SHM %llu, NET %llu (GDR %llu) connections\n",
+                          h->p2p, h->shm, h->net, h->netgdr);
+        if (h->ncomplete || h->phase) {
+            ncd_sb_printf(out, "      init:       %zu/%zu complete", h->ncomplete, h->nprocs);
+            if (h->slowest > 0)
+                ncd_sb_printf(out, ", slowest %.2f s", h->slowest);
+            if (h->ncomplete < h->nprocs && h->phase)
+                ncd_sb_printf(out, "; the others stopped in phase %s", phase_name(h->phase));
             ncd_sb_putc(out, '\n');
+        }
+        if (p->ring[0])
+            ncd_sb_printf(out, "      ring:       %s\n", p->ring);
     }
+    if (nh > 16)
+        ncd_sb_printf(out, "  ... %zu more hosts (see --json)\n", nh - 16);
+    free(hs);
+    free(order);
     for (size_t i = 0; i < ex->ngpus && i < 16; i++)
         ncd_sb_printf(out, "  GPU: rank %d on %s device %d: %s\n", ex->gpus[i].rank,
                       ex->gpus[i].host, ex->gpus[i].dev, ex->gpus[i].name);

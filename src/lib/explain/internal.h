@@ -11,6 +11,9 @@
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
+/* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
+ * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
+void ncd__sanitize(char *s, size_t n);
 
 /* ---- rules.c ---- */
 #define NCD__PF_BITS 16 /* prefilter bitmap: 2^16 bits = 8 KiB, fits L1 */
@@ -27,6 +30,12 @@ struct ncd__lit {
     uint32_t gram; /* the 4 bytes used by the prefilter */
     size_t off;    /* offset of gram inside s */
     size_t pat;    /* pattern index */
+};
+
+struct ncd__gram {
+    uint32_t gram;
+    uint32_t lit;
+    uint32_t off; /* offset of this window in the literal */
 };
 
 struct ncd__rule {
@@ -56,10 +65,14 @@ struct ncd_rules {
     /* prefilter */
     uint64_t bitmap[(1u << NCD__PF_BITS) / 64];
     uint32_t *bstart; /* 2^BITS+1 offsets into bitems */
-    uint32_t *bitems; /* literal indexes */
+    uint32_t *bitems; /* indexes into grams */
     size_t *pat_order; /* pattern indexes sorted by rule priority desc */
     size_t *pat_rank;  /* inverse of pat_order */
     uint32_t max_match_captures;
+    unsigned stride; /* scan every stride-th byte; each literal has stride
+                        consecutive windows in the bitmap */
+    struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
+    size_t ngrams;
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)

@@ -29,6 +29,57 @@ const char *ncd_log_level_name(enum ncd_log_level lvl)
 
 static int is_digit(char c) { return c >= '0' && c <= '9'; }
 
+/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 when invalid. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+    unsigned char c = s[0];
+    size_t len;
+    unsigned char lo = 0x80, hi = 0xbf;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xc2 && c <= 0xdf)
+        len = 2;
+    else if (c >= 0xe0 && c <= 0xef) {
+        len = 3;
+        if (c == 0xe0)
+            lo = 0xa0;
+        if (c == 0xed)
+            hi = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        len = 4;
+        if (c == 0xf0)
+            lo = 0x90;
+        if (c == 0xf4)
+            hi = 0x8f;
+    } else
+        return 0;
+    if (n < len || s[1] < lo || s[1] > hi)
+        return 0;
+    for (size_t i = 2; i < len; i++)
+        if (s[i] < 0x80 || s[i] > 0xbf)
+            return 0;
+    return len;
+}
+
+void ncd__sanitize(char *s, size_t n)
+{
+    unsigned char *u = (unsigned char *)s;
+    for (size_t i = 0; i < n;) {
+        if (u[i] < 0x80) {
+            if ((u[i] < 0x20 && u[i] != '\t') || u[i] == 0x7f)
+                u[i] = '?';
+            i++;
+            continue;
+        }
+        size_t l = utf8_len(u + i, n - i);
+        if (!l) {
+            u[i++] = '?';
+            continue;
+        }
+        i += l;
+    }
+}
+
 static int parse_uint(const char *s, size_t n, long *out)
 {
     if (n == 0 || n > 12)
@@ -98,6 +149,17 @@ size_t ncd__parse_timestamp(const char *s, size_t n, double *ts)
 /* Copies the raw line into `out`, dropping ANSI escapes, CRs and NULs. */
 static size_t clean_copy(const char *in, size_t len, char *out)
 {
+    /* fast path: most lines have nothing to clean */
+    if (!memchr(in, 0x1b, len) && !memchr(in, '\r', len)) {
+        /* memmove: gcc inlines memcpy here as `rep movsq`, which is slow
+         * for the ~100-200 byte lines of NCCL logs */
+        memmove(out, in, len);
+        out[len] = '\0';
+        /* NUL bytes would cut the C string short */
+        for (char *z = memchr(out, 0, len); z; z = memchr(z, 0, (size_t)(out + len - z)))
+            *z++ = ' ';
+        return len;
+    }
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
@@ -170,6 +232,17 @@ static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
                 k++;
             return i + k;
         }
+        /* "[3] " rank label (DeepSpeed/pdsh-style launchers) */
+        {
+            size_t k = 1;
+            while (k < m && k < 8 && is_digit(p[k]))
+                k++;
+            if (k > 1 && k + 1 < m && p[k] == ']' && p[k + 1] == ' ' &&
+                parse_uint(p + 1, k - 1, &v) == 0) {
+                *rank = (int)v;
+                return i + k + 2;
+            }
+        }
         /* [rank3]:  [default0]:  [trainer3]:  [trainer0|0]: */
         size_t k = 1;
         while (k < m && k < 40 &&
@@ -208,7 +281,8 @@ static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
         return i + k;
     }
     /* rank3:  / rank 3:  (pdsh-like labels) */
-    if (m > 5 && (strncmp(p, "rank", 4) == 0 || strncmp(p, "Rank", 4) == 0)) {
+    if (m > 5 && (p[0] == 'r' || p[0] == 'R') && p[1] == 'a' && p[2] == 'n' &&
+        p[3] == 'k') {
         size_t k = 4;
         if (k < m && p[k] == ' ')
             k++;
@@ -395,7 +469,11 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
 {
     if (len > NCD_LOG_MAX_LINE)
         len = NCD_LOG_MAX_LINE;
-    memset(o, 0, sizeof *o);
+    /* field by field: a memset here compiles to `rep stos` */
+    o->text = o->msg = o->host = o->src = NULL;
+    o->text_len = o->msg_len = o->host_len = o->src_len = 0;
+    o->level = NCD_LOG_NONE;
+    o->src_line = 0;
     o->pid = o->tid = -1;
     o->dev = -1;
     o->rank = -1;
@@ -442,19 +520,26 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     /* NCCL header: search "NCCL <LEVEL>" anywhere */
     const char *p = text;
     while (p < end) {
-        const char *hit = memmem(p, (size_t)(end - p), "NCCL ", 5);
-        if (!hit)
+        /* 'N' is rare in NCCL lines before the header: memchr is faster
+         * than memmem here */
+        const char *hit = memchr(p, 'N', (size_t)(end - p));
+        if (!hit || end - hit < 5)
             break;
+        if (memcmp(hit, "NCCL ", 5) != 0) {
+            p = hit + 1;
+            continue;
+        }
         size_t wl;
         enum ncd_log_level lvl = level_at(hit + 5, end, &wl);
         if (lvl != NCD_LOG_NONE) {
-            struct ncd_log_line save = *o;
+            const char *save_host = o->host; /* a launcher "host: " label */
+            size_t save_hl = o->host_len;
             o->level = lvl;
             if (hit > text && hit[-1] == ' ')
                 parse_header_back(text, hit - 1, 0, lvl, o);
-            if (!o->host && save.host) {
-                o->host = save.host;
-                o->host_len = save.host_len;
+            if (!o->host && save_host) {
+                o->host = save_host;
+                o->host_len = save_hl;
             }
             const char *m = hit + 5 + wl;
             if (m < end && *m == ' ')
@@ -463,7 +548,9 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
             o->msg_len = (size_t)(end - m);
             return 0;
         }
-        if (hit == text || hit[-1] == ' ' || hit[-1] == ':') {
+        /* the bare "NCCL version" line starts the line; PyTorch's
+         * "..., NCCL version 2.18.1" inside an error message is not one */
+        if (hit == text) {
             if ((size_t)(end - hit) > 13 &&
                 memcmp(hit, "NCCL version ", 13) == 0) {
                 o->level = NCD_LOG_VERSION;

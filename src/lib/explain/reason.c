@@ -27,7 +27,8 @@ const char *const ncd__when_names[] = {
     "plugin-mismatch",  "hosts-merged",      "consumer-gpu-p2p",
     "init-hang-nvls",   "init-hang-bootstrap", "init-hang-connect",
     "env-level-value",  "env-ifname-ignored", "gdr-off",
-    "unmatched-warn",   "nothing-found",     NULL};
+    "unmatched-warn",   "nothing-found",     "container-bridge", "error-trail", "tests-header-mismatch", "socket-multinode", "env-slow-settings",
+    "env-ib-range", "watchdog-desync", "watchdog-missing", "env-differs", NULL};
 
 #define MAX_VARS 10
 
@@ -43,6 +44,7 @@ struct hit {
     size_t nv;
     char *ev[NCD__MAX_EVID];
     size_t nev;
+    int no_absorb; /* this hit does not explain the rule's `absorbs` */
 };
 
 struct hits {
@@ -96,8 +98,10 @@ static void hit_ev(struct hit *h, const char *fmt, ...)
     va_list ap;
     va_start(ap, fmt);
     char *s = NULL;
-    if (vasprintf(&s, fmt, ap) >= 0)
+    if (vasprintf(&s, fmt, ap) >= 0) {
+        ncd__sanitize(s, strlen(s));
         h->ev[h->nev++] = s;
+    }
     va_end(ap);
 }
 
@@ -190,16 +194,23 @@ static void good_iface(const struct ncd_explain *ex, char *out, size_t osz)
     snprintf(out, osz, "<the interface that reaches the other nodes>");
 }
 
+/* The earliest match of the rules `r` absorbs, preferring real causes
+ * over framework summaries.  0 when none matched. */
 static int rec_any(const struct ncd_explain *ex, const struct ncd__rule *r,
                    const struct ncd__rec **first)
 {
     const struct ncd__rec *best = NULL;
+    int best_root = 0;
     for (size_t a = 0; a < r->nabsorbs; a++) {
         long k = ncd__rules_find(ex->rules, r->absorbs[a]);
         if (k < 0 || !ex->recs[k].count)
             continue;
-        if (!best || ex->recs[k].first_seq < best->first_seq)
+        int root = ex->rules->v[k].role == NCD_ROLE_ROOT;
+        if (!best || (root && !best_root) ||
+            (root == best_root && ex->recs[k].first_seq < best->first_seq)) {
             best = &ex->recs[k];
+            best_root = root;
+        }
     }
     if (first)
         *first = best;
@@ -301,19 +312,119 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             hit_var(h, "host", p->host);
             hit_var(h, "what", what);
             hit_var(h, "good_iface", good);
-            hit_ev(h, "%s: NCCL uses %s %s for %s", where, f->name, f->addr,
-                   mode == 0 ? "the bootstrap" : what);
+            hit_ev(h, "%s:%llu: %s: NCCL uses %s %s for %s",
+                   ncd__src_name(ex, p->src),
+                   (unsigned long long)(strcmp(what, "NET/Socket") == 0
+                                            ? p->sock_line
+                                            : p->boot_line),
+                   where, f->name, f->addr, mode == 0 ? "the bootstrap" : what);
+            if (mode == 1) {
+                /* a listed virtual interface explains a connect failure only
+                 * when the failing address is that interface's */
+                const struct ncd__rec *cf = NULL;
+                long k = ncd__rules_find(ex->rules, "socket.connect-failed");
+                if (k >= 0 && ex->recs[k].count)
+                    cf = &ex->recs[k];
+                const char *peer = NULL;
+                for (size_t c = 0; cf && c < cf->ncaps; c++)
+                    if (strcmp(cf->cap_name[c], "peer") == 0)
+                        peer = cf->cap_val[c];
+                char pct[32];
+                snprintf(pct, sizeof pct, "%%%s<", f->name);
+                if (peer && f->addr[0] && (strstr(peer, f->addr) || strstr(peer, pct))) {
+                    h->sev = NCD_SEV_ERROR;
+                    conn = cf;
+                } else {
+                    h->no_absorb = 1;
+                }
+            }
             if (conn) {
                 hit_from_rec(h, conn);
                 for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
                     hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, conn->ev[k].src),
                            (unsigned long long)conn->ev[k].line, conn->ev[k].text);
             } else {
-                h->seq = 0; /* interface choice precedes any failure */
+                /* the interface choice is as old as the line that shows it */
+                h->seq = strcmp(what, "NET/Socket") == 0 ? p->sock_seq : p->boot_seq;
             }
             return 1;
         }
+        if (mode == 0) {
+            /* no Bootstrap line, but connections went to a link-local
+             * address: "connect to fe80::...%ib1<port> failed" */
+            long k = ncd__rules_find(ex->rules, "socket.connect-failed");
+            const struct ncd__rec *cf = k >= 0 && ex->recs[k].count ? &ex->recs[k] : NULL;
+            const char *peer = NULL;
+            for (size_t c = 0; cf && c < cf->ncaps; c++)
+                if (strcmp(cf->cap_name[c], "peer") == 0)
+                    peer = cf->cap_val[c];
+            if (!peer || !linklocal(peer))
+                return 0;
+            char addr[64], ifn[32] = "";
+            snprintf(addr, sizeof addr, "%.*s", (int)strcspn(peer, "<"), peer);
+            const char *pc = strchr(addr, '%');
+            if (pc)
+                snprintf(ifn, sizeof ifn, "%s", pc + 1);
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            hit_var(h, "iface", ifn[0] ? ifn : "a link-local interface");
+            hit_var(h, "addr", addr);
+            hit_var(h, "host", cf->ev[0].host);
+            hit_var(h, "what", "IPv6 link-local");
+            hit_var(h, "good_iface", good);
+            hit_from_rec(h, cf);
+            for (size_t e = 0; e < cf->nev && h->nev < NCD__MAX_EVID; e++)
+                hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, cf->ev[e].src),
+                       (unsigned long long)cf->ev[e].line, cf->ev[e].text);
+            return 1;
+        }
         return 0;
+    }
+    if (strcmp(w, "container-bridge") == 0) {
+        /* Docker's default bridge network is 172.17.0.0/16: addresses
+         * there are private to one host (NAT), and every host reuses them */
+        const struct ncd__rec *conn = NULL;
+        int failing = rec_any(ex, r, &conn);
+        const struct ncd__proc *first = NULL, *other = NULL;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            /* docker0 itself is the host side: iface-wrong-connect's case */
+            if (!p->nboot || strncmp(p->boot[0].addr, "172.17.", 7) != 0 ||
+                virtual_if(p->boot[0].name) || p->nnodes == 1)
+                continue;
+            if (!first)
+                first = p;
+            else if (!other && strcmp(first->host, p->host) != 0)
+                other = p;
+        }
+        if (!first || (!failing && !other))
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        proc_where(first, where, sizeof where);
+        hit_var(h, "iface", first->boot[0].name);
+        hit_var(h, "addr", first->boot[0].addr);
+        hit_var(h, "host", first->host);
+        hit_ev(h, "%s:%llu: %s: bootstrap on %s %s (Docker bridge network)",
+               ncd__src_name(ex, first->src), (unsigned long long)first->boot_line,
+               where, first->boot[0].name, first->boot[0].addr);
+        if (other) {
+            proc_where(other, where, sizeof where);
+            hit_ev(h, "%s:%llu: %s: bootstrap on %s %s",
+                   ncd__src_name(ex, other->src), (unsigned long long)other->boot_line,
+                   where, other->boot[0].name, other->boot[0].addr);
+        }
+        if (conn) {
+            hit_from_rec(h, conn);
+            for (size_t k = 0; k < conn->nev && h->nev < NCD__MAX_EVID; k++)
+                hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, conn->ev[k].src),
+                       (unsigned long long)conn->ev[k].line, conn->ev[k].text);
+        } else {
+            h->seq = 0;
+        }
+        return 1;
     }
     if (strcmp(w, "ifname-no-match") == 0) {
         const struct ncd__env *e = NULL;
@@ -351,7 +462,11 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             for (int k = 0; k < p->nsock; k++)
                 if (strncmp(p->sock[k].name, "ib", 2) == 0)
                     ipoib = p->sock[k].name;
-            int hint = ipoib || any_ib || env_get(ex, "NCCL_IB_HCA", NULL);
+            /* RDMA is expected when: an IPoIB interface exists, other
+             * processes use IB, NCCL_IB_HCA is set, or an RDMA net plugin
+             * loaded and still fell back to Socket */
+            int hint = ipoib || any_ib || env_get(ex, "NCCL_IB_HCA", NULL) ||
+                       p->plugin == 2;
             if (!socket || !hint)
                 continue;
             struct hit *h = hit_new(hs, ex, ri);
@@ -363,16 +478,23 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                                      ? "libibverbs could not be loaded"
                                      : "no active InfiniBand/RoCE port passed "
                                        "NCCL_IB_HCA (NET/IB : No device found)");
-            hit_ev(h, "%s: %s", where,
+            hit_ev(h, "%s:%llu: %s: %s", ncd__src_name(ex, p->src),
+                   (unsigned long long)p->ib_line, where,
                    p->ibverbs_missing ? "Failed to open libibverbs.so[.1]"
                                       : "NET/IB : No device found.");
             if (ipoib)
-                hit_ev(h, "%s: data goes over NET/Socket on %s (IPoIB)", where,
-                       ipoib);
+                hit_ev(h, "%s:%llu: %s: data goes over NET/Socket on %s (IPoIB)",
+                       ncd__src_name(ex, p->src), (unsigned long long)p->sock_line,
+                       where, ipoib);
             else
-                hit_ev(h, "%s: Using network Socket%s", where,
-                       any_ib ? " while other processes use IB" : "");
-            h->seq = p->last_seq;
+                hit_ev(h, "%s:%llu: %s: Using network Socket%s",
+                       ncd__src_name(ex, p->src),
+                       (unsigned long long)(p->net_line ? p->net_line : p->sock_line),
+                       where,
+                       any_ib ? " while other processes use IB"
+                       : p->plugin == 2 ? " although an RDMA net plugin was loaded"
+                                        : "");
+            h->seq = p->ib_seq;
             return 1;
         }
         return 0;
@@ -395,10 +517,12 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                          p->host[0] ? p->host : "?", q->version,
                          q->host[0] ? q->host : "?");
                 hit_var(h, "versions", buf);
-                hit_ev(h, "%s (pid %ld): NCCL version %s", p->host, p->pid,
-                       p->version);
-                hit_ev(h, "%s (pid %ld): NCCL version %s", q->host, q->pid,
-                       q->version);
+                hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                       ncd__src_name(ex, p->src), (unsigned long long)p->ver_line,
+                       p->host, p->pid, p->version);
+                hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                       ncd__src_name(ex, q->src), (unsigned long long)q->ver_line,
+                       q->host, q->pid, q->version);
                 h->seq = 0;
                 return 1;
             }
@@ -436,17 +560,23 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
                      with->host[0] ? with->host : "one process",
                      with->plugin_name[0] ? with->plugin_name : "", 
                      without->host[0] ? without->host : "another");
-            hit_ev(h, "%s (pid %ld): net plugin %s", with->host, with->pid,
+            hit_ev(h, "%s:%llu: %s (pid %ld): net plugin %s",
+                   ncd__src_name(ex, with->src), (unsigned long long)with->plugin_line,
+                   with->host, with->pid,
                    with->plugin_name[0] ? with->plugin_name : "loaded");
-            hit_ev(h, "%s (pid %ld): no net plugin, internal network used",
-                   without->host, without->pid);
+            hit_ev(h, "%s:%llu: %s (pid %ld): no net plugin, internal network used",
+                   ncd__src_name(ex, without->src),
+                   (unsigned long long)without->plugin_line, without->host,
+                   without->pid);
         } else {
             snprintf(buf, sizeof buf, "%s uses network %s, %s uses %s",
                      n1->host, n1->net, n2->host, n2->net);
-            hit_ev(h, "%s (pid %ld): Using network %s", n1->host, n1->pid,
-                   n1->net);
-            hit_ev(h, "%s (pid %ld): Using network %s", n2->host, n2->pid,
-                   n2->net);
+            hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                   ncd__src_name(ex, n1->src), (unsigned long long)n1->net_line,
+                   n1->host, n1->pid, n1->net);
+            hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                   ncd__src_name(ex, n2->src), (unsigned long long)n2->net_line,
+                   n2->host, n2->pid, n2->net);
         }
         hit_var(h, "detail", buf);
         h->seq = 0;
@@ -460,6 +590,16 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             struct hit *h = hit_new(hs, ex, ri);
             if (!h)
                 return NCD_ENOMEM;
+            /* from 2.18 "[n]" is the NVML index, unique per machine; before,
+             * it was the CUDA index, which per-process CUDA_VISIBLE_DEVICES
+             * can repeat: then this is only likely */
+            int nvml = 0;
+            for (size_t k = 0; k < ex->nprocs; k++)
+                if (strcmp(ex->procs[k].host, p->name) == 0 &&
+                    ex->procs[k].vcode >= 21800)
+                    nvml = 1;
+            if (!nvml)
+                h->sev = NCD_SEV_WARNING;
             char a[16], b[16], d[16];
             snprintf(a, sizeof a, "%d", p->conflict_r1);
             snprintf(b, sizeof b, "%d", p->conflict_r2);
@@ -479,8 +619,15 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
     }
     if (strcmp(w, "consumer-gpu-p2p") == 0) {
         const char *dis = env_get(ex, "NCCL_P2P_DISABLE", NULL);
-        if (dis && strcmp(dis, "1") == 0)
-            return 0;
+        if ((dis && strcmp(dis, "1") == 0) || ex->tests_ok)
+            return 0; /* P2P off, or the run verified its results */
+        unsigned long long p2p = 0, shm = 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            p2p += ex->procs[i].t_p2p;
+            shm += ex->procs[i].t_shm;
+        }
+        if (shm && !p2p)
+            return 0; /* NCCL already went through shared memory */
         pcre2_match_data *md = pcre2_match_data_create(4, NULL);
         if (!md)
             return NCD_ENOMEM;
@@ -517,6 +664,106 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
         pcre2_match_data_free(md);
         return found;
     }
+    if (strcmp(w, "tests-header-mismatch") == 0) {
+        /* codes are M*10000+m*100+p (2.9+) or M*1000+m*100+p (older) */
+        long a = ex->tests_hdr_code, b = ex->tests_lib_code;
+        if (!a || !b || a / 100 == b / 100)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char hv[24], lv[24];
+        snprintf(hv, sizeof hv, "%ld.%ld.%ld", a >= 10000 ? a / 10000 : a / 1000,
+                 a >= 10000 ? a / 100 % 100 : a / 100 % 10, a % 100);
+        snprintf(lv, sizeof lv, "%ld.%ld.%ld", b >= 10000 ? b / 10000 : b / 1000,
+                 b >= 10000 ? b / 100 % 100 : b / 100 % 10, b % 100);
+        hit_var(h, "headers", hv);
+        hit_var(h, "library", lv);
+        hit_ev(h, "%s:%llu: nccl-tests built with NCCL %s headers, running with libnccl %s",
+               ncd__src_name(ex, ex->tests_src), (unsigned long long)ex->tests_line, hv, lv);
+        h->seq = 0;
+        return 1;
+    }
+    if (strcmp(w, "socket-multinode") == 0) {
+        /* several nodes talking over TCP: fine on Ethernet-only clusters,
+         * slow where RDMA exists (ib-fallback covers the evident cases) */
+        for (size_t k = 0; k < hs->n; k++)
+            if (strcmp(ex->rules->v[hs->v[k].rule].id, "net.ib-fallback") == 0)
+                return 0;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (strcmp(p->net, "Socket") != 0 || p->nnodes < 2)
+                continue;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            char nn[16];
+            snprintf(nn, sizeof nn, "%d", p->nnodes);
+            hit_var(h, "nnodes", nn);
+            proc_where(p, where, sizeof where);
+            hit_ev(h, "%s:%llu: %s: Using network Socket with %d nodes",
+                   ncd__src_name(ex, p->src), (unsigned long long)p->net_line, where,
+                   p->nnodes);
+            h->seq = p->net_line;
+            return 1;
+        }
+        return 0;
+    }
+    if (strcmp(w, "env-slow-settings") == 0) {
+        static const struct {
+            const char *name, *value;
+        } slow[] = {{"NCCL_P2P_DISABLE", "1"},  {"NCCL_SHM_DISABLE", "1"},
+                    {"NCCL_IB_DISABLE", "1"},   {"NCCL_NET_GDR_LEVEL", "LOC"},
+                    {"NCCL_NVLS_ENABLE", "0"},  {"NCCL_CUMEM_ENABLE", "0"},
+                    {"NCCL_P2P_LEVEL", "LOC"},  {"NCCL_MAX_NCHANNELS", "1"},
+                    {"NCCL_ALGO", "Ring"},      {"NCCL_PROTO", "Simple"}};
+        char list[256] = "";
+        const struct ncd__env *first = NULL;
+        for (size_t k = 0; k < sizeof slow / sizeof slow[0]; k++) {
+            const struct ncd__env *e = NULL;
+            const char *v = env_get(ex, slow[k].name, &e);
+            if (!v || strcmp(v, slow[k].value) != 0)
+                continue;
+            size_t l = strlen(list);
+            snprintf(list + l, sizeof list - l, "%s%s=%s", l ? ", " : "", slow[k].name, v);
+            if (!first)
+                first = e;
+        }
+        if (!first)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        hit_var(h, "settings", list);
+        hit_ev(h, "%s:%llu: NCCL echoed %s", ncd__src_name(ex, first->src),
+               (unsigned long long)first->line, list);
+        h->seq = first->seq;
+        return 1;
+    }
+    if (strcmp(w, "error-trail") == 0) {
+        /* NCCL logged a failure trail but no WARN we could read: the file
+         * of the deepest frame names the subsystem (reference B7, end). */
+        static const char *const results[] = {
+            "ncclSuccess",          "ncclUnhandledCudaError", "ncclSystemError",
+            "ncclInternalError",    "ncclInvalidArgument",    "ncclInvalidUsage",
+            "ncclRemoteError",      "ncclInProgress"};
+        if (other_roots || !ex->trail_file[0] || ex->trail_code <= 0)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char code[40];
+        snprintf(code, sizeof code, "%s (%d)",
+                 ex->trail_code < 8 ? results[ex->trail_code] : "error",
+                 ex->trail_code);
+        h->cat = ncd__category_for_src(ex->trail_file, strlen(ex->trail_file));
+        hit_var(h, "file", ex->trail_file);
+        hit_var(h, "result", code);
+        hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, ex->trail_src),
+               (unsigned long long)ex->trail_line, ex->trail_text);
+        h->seq = ex->trail_seq;
+        return 1;
+    }
     if (strncmp(w, "init-hang-", 10) == 0) {
         if (other_roots)
             return 0;
@@ -533,7 +780,14 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             proc_where(p, where, sizeof where);
             hit_var(h, "host", p->host);
             hit_var(h, "where", where);
-            hit_ev(h, "%s:%llu: last NCCL line of %s; no 'Init COMPLETE' "
+            if (p->phase_line && p->phase_line != p->last_line)
+                hit_ev(h, "%s:%llu: %s entered this phase: %s",
+                       ncd__src_name(ex, p->src),
+                       (unsigned long long)p->phase_line, where, p->phase_text);
+            else if (p->phase_line)
+                hit_ev(h, "%s:%llu: %s: %s", ncd__src_name(ex, p->src),
+                       (unsigned long long)p->phase_line, where, p->phase_text);
+            hit_ev(h, "%s:%llu: the last NCCL line of %s; no 'Init COMPLETE' "
                       "and no WARN follow",
                    ncd__src_name(ex, p->last_src),
                    (unsigned long long)p->last_line, where);
@@ -570,6 +824,141 @@ static int eval(struct ncd_explain *ex, struct hits *hs, size_t ri,
             return 1;
         }
         return 0;
+    }
+    if (strcmp(w, "watchdog-desync") == 0 || strcmp(w, "watchdog-missing") == 0) {
+        if (ex->nwd < 2)
+            return 0;
+        /* ranks timed out in different collectives: they desynchronised */
+        const struct ncd__wd *a = &ex->wd[0], *b = NULL;
+        for (size_t i = 1; i < ex->nwd && !b; i++)
+            if (ex->wd[i].seq != a->seq || strcmp(ex->wd[i].op, a->op) != 0)
+                b = &ex->wd[i];
+        if (w[9] == 'd') {
+            if (!b)
+                return 0;
+            struct hit *h = hit_new(hs, ex, ri);
+            if (!h)
+                return NCD_ENOMEM;
+            snprintf(buf, sizeof buf, "rank %d in %s #%ld, rank %d in %s #%ld", a->rank,
+                     a->op, a->seq, b->rank, b->op, b->seq);
+            hit_var(h, "detail", buf);
+            hit_ev(h, "%s:%llu: rank %d timed out in %s (SeqNum %ld)",
+                   ncd__src_name(ex, a->src), (unsigned long long)a->line, a->rank,
+                   a->op, a->seq);
+            hit_ev(h, "%s:%llu: rank %d timed out in %s (SeqNum %ld)",
+                   ncd__src_name(ex, b->src), (unsigned long long)b->line, b->rank,
+                   b->op, b->seq);
+            h->seq = 0;
+            return 1;
+        }
+        /* all in the same collective: a rank missing from the reports is
+         * the one that never arrived */
+        if (b)
+            return 0;
+        int maxr = -1;
+        for (size_t i = 0; i < ex->nwd; i++)
+            if (ex->wd[i].rank > maxr)
+                maxr = ex->wd[i].rank;
+        for (size_t i = 0; i < ex->nprocs; i++) /* world size from NCCL */
+            if (ex->procs[i].nranks - 1 > maxr && ex->procs[i].nranks <= 65536)
+                maxr = ex->procs[i].nranks - 1;
+        if (maxr < 1 || maxr > 65535)
+            return 0;
+        unsigned char *seen = calloc((size_t)maxr + 1, 1);
+        if (!seen)
+            return NCD_ENOMEM;
+        for (size_t i = 0; i < ex->nwd; i++)
+            seen[ex->wd[i].rank] = 1;
+        char missing[128] = "";
+        int nmiss = 0;
+        for (int r2 = 0; r2 <= maxr; r2++)
+            if (!seen[r2]) {
+                size_t l = strlen(missing);
+                if (nmiss < 8)
+                    snprintf(missing + l, sizeof missing - l, "%s%d", nmiss ? ", " : "", r2);
+                nmiss++;
+            }
+        free(seen);
+        if (!nmiss || nmiss * 2 > maxr + 1)
+            return 0; /* most reports missing: these are excerpts */
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        char seqs[32];
+        snprintf(seqs, sizeof seqs, "%ld", a->seq);
+        hit_var(h, "missing", missing);
+        hit_var(h, "op", a->op);
+        hit_var(h, "seqnum", seqs);
+        hit_ev(h, "%s:%llu: %zu ranks report a time-out in %s (SeqNum %ld); rank%s %s do%s not",
+               ncd__src_name(ex, a->src), (unsigned long long)a->line, ex->nwd, a->op,
+               a->seq, nmiss > 1 ? "s" : "", missing, nmiss > 1 ? "" : "es");
+        h->seq = 0;
+        return 1;
+    }
+    if (strcmp(w, "env-differs") == 0) {
+        /* the same NCCL_* variable echoed with different values by
+         * different processes; per-host names may legitimately differ */
+        static const char *const per_host[] = {
+            "NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_OOB_NET_IFNAME",
+            "NCCL_DEBUG", "NCCL_DEBUG_SUBSYS", "NCCL_DEBUG_FILE",
+            "NCCL_HOSTID", "NCCL_TOPO_FILE", "NCCL_TOPO_DUMP_FILE",
+            "NCCL_GRAPH_DUMP_FILE", "NCCL_COMM_ID", "NCCL_IB_GID_INDEX",
+            "NCCL_CONF_FILE", NULL};
+        for (size_t i = 0; i < ex->nenv; i++)
+            for (size_t j = i + 1; j < ex->nenv; j++) {
+                const struct ncd__env *a = &ex->env[i], *b = &ex->env[j];
+                if (strcmp(a->name, b->name) != 0 || strcmp(a->value, b->value) == 0)
+                    continue;
+                int skip = 0;
+                for (size_t k = 0; per_host[k] && !skip; k++)
+                    skip = strcmp(per_host[k], a->name) == 0;
+                if (skip)
+                    continue;
+                struct hit *h = hit_new(hs, ex, ri);
+                if (!h)
+                    return NCD_ENOMEM;
+                hit_var(h, "name", a->name);
+                snprintf(buf, sizeof buf, "%s on %s, %s on %s", a->value,
+                         a->host[0] ? a->host : "one process", b->value,
+                         b->host[0] ? b->host : "another");
+                hit_var(h, "values", buf);
+                hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, a->src),
+                       (unsigned long long)a->line, a->name, a->value);
+                hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, b->src),
+                       (unsigned long long)b->line, b->name, b->value);
+                h->seq = b->seq;
+                return 1;
+            }
+        return 0;
+    }
+    if (strcmp(w, "env-ib-range") == 0) {
+        /* NCCL passes both straight to ibv_modify_qp (nccl-facts.md §5):
+         * retry_cnt is a 3-bit field, timeout 5 bits with 0 = infinite */
+        const struct ncd__env *e = NULL;
+        const char *v = env_get(ex, "NCCL_IB_RETRY_CNT", &e);
+        const char *why = NULL, *name = NULL;
+        if (v && (atol(v) > 7 || atol(v) < 0)) {
+            name = "NCCL_IB_RETRY_CNT";
+            why = "the InfiniBand retry count is a 3-bit field (0-7); larger values are "
+                  "invalid for the NIC";
+        } else if ((v = env_get(ex, "NCCL_IB_TIMEOUT", &e)) &&
+                   (atol(v) >= 32 || (atol(v) == 0 && v[0] == '0'))) {
+            name = "NCCL_IB_TIMEOUT";
+            why = "0 or values of 32 and more mean an infinite transport timeout: a dead "
+                  "peer or link then hangs the job instead of failing it";
+        }
+        if (!name)
+            return 0;
+        struct hit *h = hit_new(hs, ex, ri);
+        if (!h)
+            return NCD_ENOMEM;
+        hit_var(h, "name", name);
+        hit_var(h, "value", v);
+        hit_var(h, "why", why);
+        hit_ev(h, "%s:%llu: %s set by environment to %s", ncd__src_name(ex, e->src),
+               (unsigned long long)e->line, name, v);
+        h->seq = e->seq;
+        return 1;
     }
     if (strcmp(w, "env-ifname-ignored") == 0) {
         static const char *const vars[] = {"NCCL_SOCKET_IFNAME", "NCCL_IB_HCA",
@@ -685,10 +1074,17 @@ static int group_of(const struct hit *h)
     return 2;
 }
 
+/* Time stamps first; without them, across different inputs (per-rank
+ * logs) the lower rank, else input order. */
 static int earlier(const struct hit *a, const struct hit *b)
 {
     if (a->ts >= 0 && b->ts >= 0 && a->ts != b->ts)
         return a->ts < b->ts ? -1 : 1;
+    if (a->ts < 0 && b->ts < 0 && a->rec && b->rec && a->rec->nev &&
+        b->rec->nev && a->rec->ev[0].src != b->rec->ev[0].src &&
+        a->rec->ev[0].rank >= 0 && b->rec->ev[0].rank >= 0 &&
+        a->rec->ev[0].rank != b->rec->ev[0].rank)
+        return a->rec->ev[0].rank < b->rec->ev[0].rank ? -1 : 1;
     if (a->seq != b->seq)
         return a->seq < b->seq ? -1 : 1;
     return 0;
@@ -754,9 +1150,29 @@ static int emit(struct ncd_explain *ex, const struct hit *h,
         ncd_finding_fix(f, "%s", x);
     free(c);
     free(x);
+    /* NCCL ignores NCCL_IB_GID_INDEX on InfiniBand link layer ports
+     * (nccl-facts.md §4): drop the suggestion when every port NCCL listed
+     * is /IB. */
+    int ib_only = 0, roce = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        ib_only += ex->procs[i].ib_ib;
+        roce += ex->procs[i].ib_roce;
+    }
+    ib_only = ib_only > 0 && roce == 0;
     for (size_t i = 0; i < r->nenv; i++) {
+        if (ib_only && strcmp(r->env_names[i], "NCCL_IB_GID_INDEX") == 0)
+            continue;
+        /* NCCL_DEBUG=INFO is advice for logs that lack INFO lines */
+        if (ex->info_lines && strcmp(r->env_names[i], "NCCL_DEBUG") == 0)
+            continue;
         char *v = r->env_vals[i] ? expand(r->env_vals[i], h, rec) : NULL;
-        ncd_finding_env(f, r->env_names[i], v);
+        char *nm = expand(r->env_names[i], h, rec); /* "{name}": ~ works */
+        /* a value the logs could not determine ("<the interface ...>")
+         * stays in the fix text: never suggest exporting a placeholder */
+        int placeholder = v && v[0] == '<';
+        if (nm && nm[0] && !strchr(nm, '{') && !placeholder)
+            ncd_finding_env(f, nm, v);
+        free(nm);
         free(v);
     }
     return 0;
@@ -767,6 +1183,8 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
     const struct ncd_rules *R = ex->rules;
     struct hits hs = {0};
     int rc = 0;
+    if (ex->finished)
+        return ncd_fail(ex->ctx, NCD_EINVAL, "explain: finish called twice");
     if (ex->open)
         ncd_explain_end(ex);
 
@@ -810,7 +1228,9 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
             if (!w || strcmp(w, "unmatched-warn") == 0 ||
                 strcmp(w, "nothing-found") == 0)
                 continue;
-            if ((strncmp(w, "init-hang-", 10) == 0) != (pass == 1))
+            int late = strncmp(w, "init-hang-", 10) == 0 ||
+                       strcmp(w, "error-trail") == 0;
+            if (late != (pass == 1))
                 continue;
             if ((rc = eval(ex, &hs, i, other_roots)) < 0)
                 goto out;
@@ -820,7 +1240,7 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
      *    consequences */
     for (size_t i = 0; i < hs.n; i++) {
         const struct ncd__rule *r = &R->v[hs.v[i].rule];
-        if (!r->when)
+        if (!r->when || hs.v[i].no_absorb)
             continue;
         for (size_t a = 0; a < r->nabsorbs; a++)
             for (size_t j = 0; j < hs.n; j++)
@@ -855,8 +1275,12 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
     if (hs.n > 1)
         qsort(hs.v, hs.n, sizeof *hs.v, cmp_hits);
     free(ex->roles);
+    free(ex->first_ts);
+    free(ex->first_rank);
     ex->roles = calloc(hs.n ? hs.n : 1, sizeof *ex->roles);
-    if (!ex->roles) {
+    ex->first_ts = calloc(hs.n ? hs.n : 1, sizeof *ex->first_ts);
+    ex->first_rank = calloc(hs.n ? hs.n : 1, sizeof *ex->first_rank);
+    if (!ex->roles || !ex->first_ts || !ex->first_rank) {
         rc = NCD_ENOMEM;
         goto out;
     }
@@ -865,6 +1289,8 @@ int ncd_explain_finish(struct ncd_explain *ex, struct ncd_findings *out)
         if ((rc = emit(ex, &hs.v[i], out)) < 0)
             goto out;
         ex->roles[i] = hs.v[i].role;
+        ex->first_ts[i] = hs.v[i].ts;
+        ex->first_rank[i] = hs.v[i].rec && hs.v[i].rec->nev ? hs.v[i].rec->ev[0].rank : -1;
     }
     ex->nroles = hs.n;
     rc = (int)(out->n - base);
@@ -877,4 +1303,16 @@ out:
 enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i)
 {
     return ex->roles && i < ex->nroles ? ex->roles[i] : NCD_ROLE_CONTEXT;
+}
+
+int ncd_explain_first_seen(const struct ncd_explain *ex, size_t i, double *ts,
+                           int *rank)
+{
+    if (!ex->roles || i >= ex->nroles)
+        return NCD_EINVAL;
+    if (ts)
+        *ts = ex->first_ts[i];
+    if (rank)
+        *rank = ex->first_rank[i];
+    return 0;
 }

@@ -4,11 +4,16 @@
  * prefilter.
  *
  * Prefilter: every pattern must contain a literal of >= 4 bytes in each of
- * its top-level alternatives (checked at load).  For each literal the 4-byte
- * window least frequent in ordinary NCCL INFO output is hashed into a bitmap
- * of 2^16 bits.  A line is scanned once, one hash per byte; only a bitmap hit
- * whose window and literal compare equal makes its pattern a candidate, and
- * only candidates run the regex.
+ * its top-level alternatives (checked at load).  For each literal a run of
+ * `stride` consecutive 4-byte windows (the run least frequent in ordinary
+ * NCCL INFO output) is hashed into a bitmap of 2^16 bits.  A line is scanned
+ * once, hashing only every stride-th position (stride 4 when all literals
+ * have >= 7 bytes), which still meets one window of every occurrence; only a
+ * bitmap hit whose window and literal compare equal makes its pattern a
+ * candidate, and only candidates run the regex (PCRE2, JIT-compiled).
+ * Patterns run in byte mode, as grep -E does in the C locale.
+ *
+ * A loaded rule set is read-only: several scans (threads) may share it.
  */
 #define _GNU_SOURCE
 #include "explain/internal.h"
@@ -98,6 +103,7 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->lits);
     free(rules->bstart);
     free(rules->bitems);
+    free(rules->grams);
     free(rules->pat_order);
     free(rules->pat_rank);
     free(rules);
@@ -232,16 +238,56 @@ static const char background[] =
     "0.52 (kernels 0.11, bootstrap 0.02, allgathers 0.01, topo 0.10, "
     "graphs 0.01, connections 0.20, rest 0.07)\n";
 
-static size_t gram_count(uint32_t g)
+static int cmp_gram(const void *a, const void *b)
 {
-    size_t c = 0;
-    for (size_t i = 0; i + 4 <= sizeof background - 1; i++) {
-        uint32_t w;
-        memcpy(&w, background + i, 4);
-        c += w == g;
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Occurrences of g in the background text; `bg` is its sorted windows. */
+static size_t gram_count(const uint32_t *bg, size_t nbg, uint32_t g)
+{
+    size_t lo = 0, hi = nbg;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (bg[mid] < g)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
+    size_t c = 0;
+    while (lo + c < nbg && bg[lo + c] == g)
+        c++;
     return c;
 }
+
+/* 1 when pat[a, b) has no '|' outside nested groups and classes. */
+static int depth_ok(const char *pat, size_t a, size_t b)
+{
+    int d = 0, incl = 0;
+    for (size_t k = a; k < b; k++) {
+        if (pat[k] == '\\') {
+            k++;
+            continue;
+        }
+        if (incl) {
+            if (pat[k] == ']')
+                incl = 0;
+            continue;
+        }
+        if (pat[k] == '[')
+            incl = 1;
+        else if (pat[k] == '(')
+            d++;
+        else if (pat[k] == ')')
+            d--;
+        else if (pat[k] == '|' && d == 0)
+            return 0;
+    }
+    return 1;
+}
+
+static int extract_literals(const char *pat, char ***lits_out);
 
 static int is_meta(char c)
 {
@@ -332,6 +378,30 @@ static int extract_literals(const char *pat, char ***lits_out)
                     k++;
                 }
                 next = k;
+                /* a mandatory group without alternatives: its own best
+                 * literal is a candidate too ("(?<var>NCCL_X)") */
+                char qq = next < i ? pat[next] : 0;
+                if (qq != '?' && qq != '*' && qq != '{' && depth_ok(pat, j + 1, k - 1)) {
+                    size_t c0 = j + 1;
+                    if (pat[c0] == '?') {
+                        if (pat[c0 + 1] == ':')
+                            c0 += 2;
+                        else if (pat[c0 + 1] == '<' && memchr(pat + c0, '>', k - 1 - c0))
+                            c0 = (size_t)((const char *)memchr(pat + c0, '>', k - 1 - c0) - pat) + 1;
+                    }
+                    if (c0 < k - 1 && pat[c0] != '?') {
+                        char *inner = strndup(pat + c0, k - 1 - c0);
+                        char **il = NULL;
+                        int ni = inner ? extract_literals(inner, &il) : -1;
+                        if (ni == 1 && strlen(il[0]) > bl && strlen(il[0]) < sizeof best) {
+                            bl = strlen(il[0]);
+                            memcpy(best, il[0], bl);
+                        }
+                        if (ni > 0)
+                            free_strv(il, (size_t)ni);
+                        free(inner);
+                    }
+                }
             } else if (!is_meta(ch)) {
                 lit = 1;
                 lc = ch;
@@ -339,7 +409,8 @@ static int extract_literals(const char *pat, char ***lits_out)
             /* quantifier after this atom? */
             char q = next < i ? pat[next] : 0;
             int optional = q == '?' || q == '*' ||
-                           (q == '{' && next + 1 < i && pat[next + 1] == '0');
+                           (q == '{' && next + 1 < i &&
+                            (pat[next + 1] == '0' || pat[next + 1] == ','));
             int repeat = q == '+' || q == '{';
             if (lit && !optional && cl < sizeof cur - 1)
                 cur[cl++] = lc;
@@ -401,18 +472,8 @@ static int add_literal(struct ncd_rules *r, char *s, size_t pat)
     l->s = s;
     l->len = strlen(s);
     l->pat = pat;
-    size_t best = 0, bestc = (size_t)-1;
-    for (size_t i = 0; i + 4 <= l->len; i++) {
-        uint32_t g;
-        memcpy(&g, s + i, 4);
-        size_t c = gram_count(g);
-        if (c < bestc) {
-            bestc = c;
-            best = i;
-        }
-    }
-    l->off = best;
-    memcpy(&l->gram, s + best, 4);
+    l->off = 0;
+    l->gram = 0;
     return 0;
 }
 
@@ -429,55 +490,96 @@ static int cmp_prio(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-/* Rebuilds the bitmap, the buckets and the priority order. */
+/* Rebuilds the bitmap, the buckets and the priority order.
+ *
+ * With stride S every literal contributes S consecutive 4-byte windows
+ * (the least frequent run of S in the background text), so scanning only
+ * positions 0, S, 2S... still meets one window of every occurrence. */
 static int build_prefilter(struct ncd_rules *r)
 {
+    size_t minlen = 64;
+    for (size_t i = 0; i < r->nlits; i++)
+        if (r->lits[i].len < minlen)
+            minlen = r->lits[i].len;
+    unsigned stride = minlen >= 7 ? 4 : (unsigned)(minlen - 3);
     size_t nb = (size_t)1 << NCD__PF_BITS;
+    size_t ng = r->nlits * stride;
     uint32_t *bs = calloc(nb + 1, sizeof *bs);
-    uint32_t *bi = malloc((r->nlits ? r->nlits : 1) * sizeof *bi);
+    uint32_t *bi = malloc((ng ? ng : 1) * sizeof *bi);
+    struct ncd__gram *gr = malloc((ng ? ng : 1) * sizeof *gr);
     size_t *po = malloc((r->npats ? r->npats : 1) * sizeof *po);
     size_t *pr = malloc((r->npats ? r->npats : 1) * sizeof *pr);
-    if (!bs || !bi || !po || !pr) {
+    struct prio_idx *pi = malloc((r->npats ? r->npats : 1) * sizeof *pi);
+    uint32_t *fill = calloc(nb, sizeof *fill);
+    if (!bs || !bi || !gr || !po || !pr || !pi || !fill) {
         free(bs);
         free(bi);
+        free(gr);
         free(po);
         free(pr);
+        free(pi);
+        free(fill);
         return NCD_ENOMEM;
     }
-    memset(r->bitmap, 0, sizeof r->bitmap);
+    size_t nbg = sizeof background - 4;
+    uint32_t *bg = malloc(nbg * sizeof *bg);
+    if (!bg) {
+        free(bs);
+        free(bi);
+        free(gr);
+        free(po);
+        free(pr);
+        free(pi);
+        free(fill);
+        return NCD_ENOMEM;
+    }
+    for (size_t i = 0; i < nbg; i++)
+        memcpy(&bg[i], background + i, 4);
+    qsort(bg, nbg, sizeof *bg, cmp_gram);
+    size_t k = 0;
     for (size_t i = 0; i < r->nlits; i++) {
-        uint32_t h = ncd__gram_hash(r->lits[i].gram);
+        struct ncd__lit *l = &r->lits[i];
+        size_t best = 0, bestc = (size_t)-1;
+        for (size_t o = 0; o + 3 + stride <= l->len; o++) {
+            size_t c = 0;
+            for (unsigned w = 0; w < stride; w++) {
+                uint32_t g;
+                memcpy(&g, l->s + o + w, 4);
+                c += gram_count(bg, nbg, g);
+            }
+            if (c < bestc) {
+                bestc = c;
+                best = o;
+            }
+        }
+        l->off = best;
+        memcpy(&l->gram, l->s + best, 4);
+        for (unsigned w = 0; w < stride; w++, k++) {
+            memcpy(&gr[k].gram, l->s + best + w, 4);
+            gr[k].lit = (uint32_t)i;
+            gr[k].off = (uint32_t)(best + w);
+        }
+    }
+    free(bg);
+    memset(r->bitmap, 0, sizeof r->bitmap);
+    for (size_t i = 0; i < ng; i++) {
+        uint32_t h = ncd__gram_hash(gr[i].gram);
         r->bitmap[h >> 6] |= 1ull << (h & 63);
         bs[h + 1]++;
     }
     for (size_t h = 0; h < nb; h++)
         bs[h + 1] += bs[h];
-    uint32_t *fill = calloc(nb, sizeof *fill);
-    if (!fill) {
-        free(bs);
-        free(bi);
-        free(po);
-        free(pr);
-        return NCD_ENOMEM;
-    }
-    for (size_t i = 0; i < r->nlits; i++) {
-        uint32_t h = ncd__gram_hash(r->lits[i].gram);
+    for (size_t i = 0; i < ng; i++) {
+        uint32_t h = ncd__gram_hash(gr[i].gram);
         bi[bs[h] + fill[h]++] = (uint32_t)i;
     }
     free(fill);
-    struct prio_idx *pi = malloc((r->npats ? r->npats : 1) * sizeof *pi);
-    if (!pi) {
-        free(bs);
-        free(bi);
-        free(po);
-        free(pr);
-        return NCD_ENOMEM;
-    }
     for (size_t i = 0; i < r->npats; i++) {
         pi[i].prio = r->v[r->pats[i].rule].priority;
         pi[i].idx = i;
     }
-    qsort(pi, r->npats, sizeof *pi, cmp_prio);
+    if (r->npats > 1)
+        qsort(pi, r->npats, sizeof *pi, cmp_prio);
     for (size_t i = 0; i < r->npats; i++)
         po[i] = pi[i].idx;
     free(pi);
@@ -485,10 +587,14 @@ static int build_prefilter(struct ncd_rules *r)
         pr[po[i]] = i;
     free(r->bstart);
     free(r->bitems);
+    free(r->grams);
     free(r->pat_order);
     free(r->pat_rank);
     r->bstart = bs;
     r->bitems = bi;
+    r->grams = gr;
+    r->ngrams = ng;
+    r->stride = stride;
     r->pat_order = po;
     r->pat_rank = pr;
     return 0;
@@ -738,10 +844,28 @@ static int load_rule(struct loader *L, yaml_node_t *m)
     }
     ru->pat0 = r->npats;
     for (size_t i = 0; i < np; i++) {
+        /* only (?:...) and (?<name>...) groups: inline flags such as (?i)
+         * would defeat the case-sensitive prefilter, and look-arounds are
+         * not POSIX ERE */
+        for (const char *q = strstr(pv[i], "(?"); q; q = strstr(q + 2, "(?")) {
+            if (q > pv[i] && q[-1] == '\\')
+                continue;
+            if (q[2] == ':' ||
+                (q[2] == '<' && ((q[3] >= 'a' && q[3] <= 'z') ||
+                                 (q[3] >= 'A' && q[3] <= 'Z') || q[3] == '_')))
+                continue;
+            rc = lfail(L, pn, NCD_EINVAL,
+                       "pattern '%s': only (?:...) and (?<name>...) groups are "
+                       "allowed (no inline flags or look-arounds)",
+                       pv[i]);
+            free_items(pv, i, np);
+            free(pv);
+            return rc;
+        }
         int err;
         PCRE2_SIZE off;
         pcre2_code *re = pcre2_compile((PCRE2_SPTR)pv[i], PCRE2_ZERO_TERMINATED,
-                                       PCRE2_UTF | PCRE2_MATCH_INVALID_UTF,
+                                       0 /* bytes, like grep in the C locale */,
                                        &err, &off, NULL);
         if (!re) {
             PCRE2_UCHAR buf[256];
@@ -960,16 +1084,20 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
     m->ncand = 0;
     const unsigned char *t = (const unsigned char *)text;
     const uint64_t *bm = r->bitmap;
-    for (size_t i = 0; i + 4 <= len; i++) {
+    const size_t stride = r->stride ? r->stride : 1;
+    for (size_t i = 0; i + 4 <= len; i += stride) {
         uint32_t g;
         memcpy(&g, t + i, 4);
         uint32_t h = ncd__gram_hash(g);
         if (!(bm[h >> 6] & (1ull << (h & 63))))
             continue;
         for (uint32_t k = r->bstart[h]; k < r->bstart[h + 1]; k++) {
-            const struct ncd__lit *l = &r->lits[r->bitems[k]];
-            if (l->gram != g || i < l->off || i - l->off + l->len > len ||
-                memcmp(t + i - l->off, l->s, l->len) != 0)
+            const struct ncd__gram *gr = &r->grams[r->bitems[k]];
+            if (gr->gram != g || i < gr->off)
+                continue;
+            const struct ncd__lit *l = &r->lits[gr->lit];
+            size_t st = i - gr->off;
+            if (st + l->len > len || memcmp(t + st, l->s, l->len) != 0)
                 continue;
             uint32_t rank = (uint32_t)r->pat_rank[l->pat];
             if (!m->seen[rank]) {

@@ -12,7 +12,7 @@
 #define NCD__MAX_HOSTS 4096
 #define NCD__HOST_HASH 8192
 #define NCD__MAX_GPUS 1024
-#define NCD__MAX_SOURCES 4096
+#define NCD__MAX_SOURCES 65536
 #define NCD__MAX_CAPS 6
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
 
@@ -36,7 +36,7 @@ struct ncd__rec {
     char *cap_val[NCD__MAX_CAPS];
     size_t ncaps;
     char hosts[4][48];
-    size_t nhosts; /* distinct hosts, saturates at 5 (= "more") */
+    size_t nhosts, caphosts; /* distinct hosts, saturates at 5 (= "more") */
 };
 
 struct ncd__iface {
@@ -57,6 +57,7 @@ enum ncd__phase {
 
 struct ncd__proc {
     char host[48];
+    size_t hostlen;
     long pid;
     uint32_t src;
     char version[24];
@@ -69,7 +70,7 @@ struct ncd__proc {
     double init_total;
     struct ncd__iface boot[4];
     uint8_t nboot;
-    struct ncd__iface sock[4];
+    struct ncd__iface sock[8];
     uint8_t nsock;
     char ib[4][24];
     uint8_t nib, ib_roce, ib_ib;
@@ -87,6 +88,11 @@ struct ncd__proc {
     uint32_t nwarn;
     char ring[80];
     char trees[80];
+    /* line numbers (in source `src`) of the facts, for evidence */
+    uint64_t ver_line, boot_line, sock_line, ib_line, net_line, plugin_line;
+    uint64_t boot_seq, sock_seq, ib_seq; /* input order of those lines */
+    uint64_t phase_line;   /* line that started the current init phase */
+    char phase_text[160];  /* its message */
 };
 
 /* Per host: local (P2P/SHM) peers, dev index -> rank, to spot hosts that
@@ -118,6 +124,16 @@ struct ncd__gpu {
     uint64_t line;
 };
 
+/* One PyTorch watchdog time-out: which rank, which collective. */
+struct ncd__wd {
+    int rank;
+    long seq;
+    char op[32];
+    uint32_t src;
+    uint64_t line;
+};
+#define NCD__MAX_WD 1024
+
 struct ncd_explain {
     struct ncd_ctx *ctx;
     const struct ncd_rules *rules;
@@ -130,19 +146,19 @@ struct ncd_explain {
     size_t partlen;
     int skipping; /* inside an over-long line */
     uint64_t lineno, seq;
-    unsigned long long bytes, lines, nccl_lines;
+    unsigned long long bytes, lines, nccl_lines, info_lines;
     char *scratch;
     /* matches */
     struct ncd__rec *recs;    /* per rule */
     struct ncd__rec unmatched[NCD_CAT__COUNT];
     /* facts */
     struct ncd__proc *procs;
-    size_t nprocs;
+    size_t nprocs, capprocs;
     int32_t *phash;
     long lastproc;
     int procs_dropped;
     struct ncd__host *hosts;
-    size_t nhosts;
+    size_t nhosts, caphosts;
     int32_t hhash[NCD__HOST_HASH];
     struct ncd__env env[NCD__MAX_ENV];
     size_t nenv;
@@ -150,8 +166,24 @@ struct ncd_explain {
     size_t ngpus;
     char tests_version[24];
     uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
+    uint64_t tests_ok;   /* nccl-tests "Out of bounds values : 0 OK" */
+    long tests_lib_code, tests_hdr_code; /* nccl-library= / nccl-headers= */
+    uint32_t tests_src;
+    uint64_t tests_line;
+    /* first NCCL error trail line "<file>:<line> -> <code>" (B7 end) */
+    char trail_file[64];
+    int trail_code;
+    uint32_t trail_src;
+    uint64_t trail_line, trail_seq;
+    char trail_text[200];
+    /* PyTorch watchdog time-outs (from pytorch.watchdog-timeout lines) */
+    long wd_rule;
+    struct ncd__wd *wd;
+    size_t nwd;
     /* results */
     enum ncd_rule_role *roles;
+    double *first_ts; /* per finding: earliest time stamp, < 0 none */
+    int *first_rank;  /* per finding: rank of the first evidence, -1 */
     size_t nroles;
     int finished;
 };
@@ -161,8 +193,10 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
                                 const struct ncd_log_line *ll);
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr);
+void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
+enum ncd_category ncd__category_for_src(const char *src, size_t len);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
                   uint64_t line);

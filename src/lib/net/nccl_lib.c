@@ -18,7 +18,7 @@ int ncd_nccl_lib_detect(struct ncd_ctx *ctx, struct ncd_nccl_lib *out)
         if (ncd_fs_read_str(ctx, "/.ncd/nccl-version", v, sizeof v) == 0 &&
             ncd_nccl_version_parse(v, &out->version) == 0) {
             out->found = 1;
-            snprintf(out->path, sizeof out->path, "recorded in the capture (/.ncd/nccl-version)");
+            snprintf(out->path, sizeof out->path, "recorded in the capture: /.ncd/nccl-version");
         } else {
             snprintf(out->error, sizeof out->error,
                      "no /.ncd/nccl-version in this capture");

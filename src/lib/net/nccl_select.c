@@ -5,6 +5,7 @@
  * versions where behaviour changed). */
 #define _GNU_SOURCE
 #include "ncd/error.h"
+#include "ncd/fs.h"
 #include "ncd/nccl.h"
 
 #include <arpa/inet.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* First NCCL versions with a behaviour change. */
 #define V_RUNNING_AND_VIRBR 22800 /* IFF_RUNNING filter; virbr demoted */
@@ -181,31 +183,94 @@ static int mask_eq(const unsigned char *a, const unsigned char *b, int bits)
     return 1;
 }
 
-/* NCCL_COMM_ID forms: ip:port, [ipv6]:port, [ipv6%if]:port, host:port. */
-static int parse_comm_id(const char *v, struct ncd_if_addr *a, int *is_host)
+/* Looks a name up in <sysroot>/etc/hosts (first address wins, as
+ * getaddrinfo's files backend does). */
+static int hosts_lookup(struct ncd_ctx *ctx, const char *name,
+                        struct ncd_if_addr *a)
+{
+    char *buf;
+    int found = 0;
+    if (ncd_fs_read(ctx, "/etc/hosts", 1 << 20, &buf, NULL) == 0) {
+        char *save = NULL;
+        for (char *line = strtok_r(buf, "\n", &save); line && !found;
+             line = strtok_r(NULL, "\n", &save)) {
+            char *hash = strchr(line, '#');
+            if (hash)
+                *hash = '\0';
+            char *s2 = NULL, *addr = strtok_r(line, " \t", &s2);
+            for (char *n = addr ? strtok_r(NULL, " \t", &s2) : NULL; n && !found;
+                 n = strtok_r(NULL, " \t", &s2))
+                if (strcasecmp(n, name) == 0 &&
+                    ncd_if_addr_from_string(a, addr, 128) == 0)
+                    found = 1;
+        }
+        free(buf);
+    }
+    ncd_ctx_clear_error(ctx);
+    if (!found && strcasecmp(name, "localhost") == 0)
+        found = ncd_if_addr_from_string(a, "127.0.0.1", 32) == 0;
+    return found;
+}
+
+/* NCCL_COMM_ID forms: ip:port, [ipv6]:port, [ipv6%if]:port, host:port
+ * (ncclSocketGetAddrFromString, NCCL src/misc/socket.cc). */
+static int parse_comm_id(struct ncd_ctx *ctx, const char *v,
+                         struct ncd_nccl_choice *out,
+                         struct ncd_if_addr *a)
 {
     char host[128];
-    *is_host = 0;
-    if (!v || strlen(v) <= 1)
-        return -1;
+    const char *port;
     if (v[0] == '[') {
         const char *rb = strchr(v, ']');
-        if (!rb || rb[1] != ':' || (size_t)(rb - v - 1) >= sizeof host)
+        if (!rb || rb[1] != ':' || (size_t)(rb - v - 1) >= sizeof host) {
+            snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                     "'[' without ']:<port>'");
             return -1;
+        }
         snprintf(host, sizeof host, "%.*s", (int)(rb - v - 1), v + 1);
-        return ncd_if_addr_from_string(a, host, 128) == 0 ? 0 : -1;
-    }
-    const char *colon = strrchr(v, ':');
-    if (!colon || colon == v || !colon[1] ||
-        (size_t)(colon - v) >= sizeof host)
-        return -1;
-    for (const char *p = colon + 1; *p; p++)
-        if (!isdigit((unsigned char)*p))
+        port = rb + 2;
+        if (ncd_if_addr_from_string(a, host, 128) < 0 ||
+            a->family != AF_INET6) {
+            snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                     "'%s' is not an IPv6 address", host);
             return -1;
-    snprintf(host, sizeof host, "%.*s", (int)(colon - v), v);
+        }
+    } else {
+        const char *colon = strrchr(v, ':');
+        if (!colon || colon == v || (size_t)(colon - v) >= sizeof host) {
+            snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                     "no ':<port>'");
+            return -1;
+        }
+        snprintf(host, sizeof host, "%.*s", (int)(colon - v), v);
+        port = colon + 1;
+        if (strchr(host, ':')) {
+            snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                     "an IPv6 address needs brackets: [%s]:%s", host, port);
+            return -1;
+        }
+    }
+    char *end;
+    long pn = strtol(port, &end, 10);
+    if (!*port || *end || pn < 1 || pn > 65535) {
+        snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                 "port '%s' is not 1-65535", port);
+        return -1;
+    }
+    snprintf(out->comm_id_host, sizeof out->comm_id_host, "%s", host);
+    if (v[0] == '[')
+        return 0;
     if (ncd_if_addr_from_string(a, host, 32) == 0 && a->family == AF_INET)
         return 0;
-    *is_host = 1; /* a name: NCCL resolves it; we do not (no DNS here) */
+    int dotted = strspn(host, "0123456789.") == strlen(host);
+    if (dotted) {
+        snprintf(out->comm_id_error, sizeof out->comm_id_error,
+                 "'%s' is not a valid IPv4 address", host);
+        return -1;
+    }
+    if (hosts_lookup(ctx, host, a))
+        return 0;
+    out->comm_id_unresolved = 1;
     return 0;
 }
 
@@ -246,13 +311,14 @@ int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     /* NCCL_COMM_ID: parsed for the bootstrap and for pass 2. */
     const char *cid = ncd_getenv(ctx, "NCCL_COMM_ID");
     struct ncd_if_addr remote;
-    int cid_host = 0, cid_ok = 0;
-    if (cid && *cid) {
-        cid_ok = parse_comm_id(cid, &remote, &cid_host) == 0;
+    int cid_ok = 0;
+    /* NCCL: "if (env && strlen(env) > 1)" for NCCL_COMM_ID too. */
+    if (cid && strlen(cid) > 1) {
+        cid_ok = parse_comm_id(ctx, cid, out, &remote) == 0;
         out->comm_id_invalid = !cid_ok;
     }
     int subnet_idx = -1;
-    if (cid_ok && !cid_host) {
+    if (cid_ok && !out->comm_id_unresolved) {
         for (size_t i = 0; i < nl->n_ifa && subnet_idx < 0; i++) {
             const struct ncd_ifaddr_entry *e = &nl->ifa[i];
             if (e->a.family != remote.family)
@@ -300,7 +366,7 @@ int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     }
     out->pass_name = pass_names[out->pass];
 
-    if (cid && *cid) {
+    if (cid && strlen(cid) > 1) {
         /* bootstrapNetInit with NCCL_COMM_ID: only the subnet match, which
          * ignores NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY and IFF_RUNNING. */
         out->via_comm_id = 1;

@@ -22,41 +22,45 @@ static json_t *iface_json(const struct ncd_netif *ni,
     for (size_t i = 0; i < ni->n_addrs && addrs; i++) {
         const struct ncd_if_addr *a = &ni->addrs[i];
         json_array_append_new(
-            addrs, json_pack("{s:s, s:s, s:i, s:s, s:b}", "family",
+            addrs, json_pack("{s:s, s:o, s:i, s:s, s:b}", "family",
                              a->family == AF_INET ? "inet" : "inet6",
-                             "address", a->addr, "prefix", a->prefix, "scope",
+                             "address", ncd_json_string(a->addr), "prefix", a->prefix, "scope",
                              a->scope, "link_local", a->link_local));
     }
     json_t *reasons = json_array();
     for (int i = 0; r && i < r->n_reasons && reasons; i++)
-        json_array_append_new(reasons, json_string(r->reasons[i]));
+        json_array_append_new(reasons, ncd_json_string(r->reasons[i]));
     char tb[16];
     json_t *o = json_pack(
-        "{s:i, s:s, s:s, s:s, s:o, s:s, s:o, s:o, s:s, s:s, s:o, s:o, s:I, "
+        "{s:i, s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:s, s:o, s:o, s:I, "
         "s:I, s:I, s:I}",
-        "index", ni->index, "name", ni->name, "kind",
-        ncd_netif_kind_name(ni->kind), "kind_evidence", ni->kind_evidence,
-        "flags", flags_json(ni->flags), "operstate", ni->operstate, "carrier",
+        "index", ni->index, "name", ncd_json_string(ni->name), "kind",
+        ncd_netif_kind_name(ni->kind), "kind_evidence",
+        ncd_json_string(ni->kind_evidence), "flags", flags_json(ni->flags),
+        "operstate", ncd_json_string(ni->operstate), "carrier",
         ni->carrier < 0 ? json_null() : json_boolean(ni->carrier),
-        "mtu", ni->mtu ? json_integer(ni->mtu) : json_null(), "mac", ni->mac,
+        "mtu", ni->mtu ? json_integer(ni->mtu) : json_null(), "mac",
+        ncd_json_string(ni->mac),
         "arptype", ncd_arptype_name(ni->arptype, tb), "addresses", addrs,
         "speed_mbps",
         ni->speed_mbps > 0 ? json_integer(ni->speed_mbps) : json_null(),
         "rx_bytes", (json_int_t)ni->rx_bytes, "tx_bytes",
         (json_int_t)ni->tx_bytes, "rx_packets", (json_int_t)ni->rx_packets,
         "tx_packets", (json_int_t)ni->tx_packets);
-    if (!o)
+    if (!o) {
+        json_decref(reasons);
         return NULL;
+    }
     json_object_set_new(o, "pci",
-                        ni->pci_addr[0] ? json_string(ni->pci_addr)
+                        ni->pci_addr[0] ? ncd_json_string(ni->pci_addr)
                                         : json_null());
     json_object_set_new(o, "numa_node",
                         ni->numa_node >= 0 ? json_integer(ni->numa_node)
                                            : json_null());
     json_object_set_new(o, "driver",
-                        ni->driver[0] ? json_string(ni->driver) : json_null());
+                        ni->driver[0] ? ncd_json_string(ni->driver) : json_null());
     json_object_set_new(o, "master",
-                        ni->master[0] ? json_string(ni->master) : json_null());
+                        ni->master[0] ? ncd_json_string(ni->master) : json_null());
     json_object_set_new(o, "rank",
                         r && r->rank ? json_integer(r->rank) : json_null());
     json_object_set_new(o, "usable", json_boolean(r && r->usable));
@@ -81,22 +85,22 @@ json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
     const char *names[8], *values[8];
     int ne = ncd_recommend_env(rec, names, values);
     for (int i = 0; i < ne; i++)
-        json_object_set_new(env, names[i], json_string(values[i]));
+        json_object_set_new(env, names[i], ncd_json_string(values[i]));
     for (int i = 0; i < ch->n_socket; i++)
-        json_array_append_new(sock, json_string(ch->socket[i]));
+        json_array_append_new(sock, ncd_json_string(ch->socket[i]));
     char vb[16];
     json_t *nccl = json_pack(
         "{s:s, s:s, s:o, s:o, s:o, s:s}", "version",
         ncd_nccl_version_str(ch->version, vb, sizeof vb), "version_source",
         version_source ? version_source : "newest known", "bootstrap",
-        ch->bootstrap[0] ? json_string(ch->bootstrap) : json_null(),
+        ch->bootstrap[0] ? ncd_json_string(ch->bootstrap) : json_null(),
         "bootstrap_address",
         ch->bootstrap_addr[0] ? json_string(ch->bootstrap_addr) : json_null(),
         "socket", sock, "pass", ch->pass_name);
     sock = NULL;
     json_t *o = json_pack("{s:o, s:o, s:o, s:i, s:o}", "interfaces", ifs,
                           "recommended",
-                          rec->best ? json_string(rec->best->ni->name)
+                          rec->best ? ncd_json_string(rec->best->ni->name)
                                     : json_null(),
                           "recommended_env", env, "rdma_active_ports",
                           rec->rdma_active_ports, "nccl", nccl);

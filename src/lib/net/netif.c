@@ -5,6 +5,7 @@
 #include "ncd/netif.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/pci.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -327,26 +328,6 @@ static void base_name(const char *path, char *out, size_t outsz)
     snprintf(out, outsz, "%s", s ? s + 1 : path);
 }
 
-static int is_bdf(const char *s, size_t n)
-{
-    /* dddd:bb:dd.f */
-    if (n != 12)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (i == 4 || i == 7) {
-            if (c != ':')
-                return 0;
-        } else if (i == 10) {
-            if (c != '.')
-                return 0;
-        } else if (!isxdigit((unsigned char)c)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
 /* The last PCI BDF in a device path: the function the netdev sits on. */
 static void pci_from_path(const char *path, char *out, size_t outsz)
 {
@@ -355,7 +336,7 @@ static void pci_from_path(const char *path, char *out, size_t outsz)
     while (*p) {
         const char *slash = strchr(p, '/');
         size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        if (is_bdf(p, n))
+        if (ncd_pci_is_bdf(p, n))
             snprintf(out, outsz, "%.*s", (int)n, p);
         p += n;
         while (*p == '/')
@@ -465,8 +446,8 @@ static void classify(struct ncd_ctx *ctx, struct ncd_netif *ni,
              iflink);
     if (starts(ni->name, "veth"))
         KIND(NCD_IFK_VETH, "virtual device named veth*");
-    KIND(NCD_IFK_VIRTUAL, "software device (no bus: %s)",
-         devtype[0] ? devtype : "dummy/ifb/other");
+    KIND(NCD_IFK_VIRTUAL, "no bus device: %s",
+         devtype[0] ? devtype : "dummy, ifb or similar");
 #undef HAS
 #undef KIND
 }

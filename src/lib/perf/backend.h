@@ -44,6 +44,14 @@ struct ncd__backend {
     /* Copies between host memory and backend buffers. */
     int (*to_dev)(struct ncd__rank *rk, void *dev, const void *host, size_t n);
     int (*to_host)(struct ncd__rank *rk, void *host, const void *dev, size_t n);
+    /* Optional device timer around the timed loop (nccl: CUDA events on
+     * the rank's stream).  timer_stop returns the elapsed seconds, or a
+     * negative value when the device timer is not usable (the runner then
+     * keeps the wall clock). */
+    int (*timer_start)(struct ncd__rank *rk);
+    double (*timer_stop)(struct ncd__rank *rk);
+    /* -M: memory of this rank in bytes: init, user-allocated, collective */
+    void (*mem_usage)(struct ncd__rank *rk, uint64_t mem[3]);
 };
 
 extern const struct ncd__backend ncd__backend_socket;
@@ -82,6 +90,7 @@ struct ncd__rank {
     char *hsend, *hrecv;  /* host copies for init/check (nccl) */
     int status;
     char err[512];
+    uint64_t mem[3];      /* -M figures, filled after the sweep */
     double bw_sum;        /* totals of the sweep (same on every rank) */
     int ncells, oob;
 };

@@ -145,8 +145,27 @@ void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
     ncd_sb_putc(sb, '\n');
 }
 
+static void mem_str(char *out, size_t len, double v)
+{
+    const char *unit = "B";
+    double a = v < 0 ? -v : v;
+    if (a >= 1024.0 * 1024 * 1024) {
+        unit = "GB";
+        v /= 1024.0 * 1024 * 1024;
+    } else if (a >= 1024.0 * 1024) {
+        unit = "MB";
+        v /= 1024.0 * 1024;
+    } else if (a >= 1024.0) {
+        unit = "KB";
+        v /= 1024.0;
+    }
+    a = v < 0 ? -v : v;
+    snprintf(out, len, "%.*f %s", a < 10 ? 2 : a < 100 ? 1 : 0, v, unit);
+}
+
 void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
-                         int oob, double avg_busbw, const char *error)
+                         int oob, double avg_busbw, const uint64_t *mem,
+                         const char *error)
 {
     ncd_sb_printf(sb, "# %-20s : %d %s\n", "Out of bounds values", oob,
                   oob ? "FAILED" : "OK");
@@ -157,6 +176,20 @@ void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
                   verdict);
     ncd_sb_puts(sb, "#\n");
     ncd_sb_printf(sb, "# Collective test concluded: %s\n", o->prog);
+    if (mem) {
+        static const char *const names[3] = {"Initialization",
+                                             "User-Allocated", "Collective"};
+        char line[256] = "", v[32];
+        size_t n = 0;
+        for (int i = 0; i < 3; i++) {
+            mem_str(v, sizeof v, (double)mem[i]);
+            n += (size_t)snprintf(line + n, sizeof line - n, "%s %s %s",
+                                  names[i], v, i < 2 ? "| " : "");
+        }
+        mem_str(v, sizeof v, (double)(mem[0] + mem[1] + mem[2]));
+        ncd_sb_printf(sb, "# %-20s : %s| Total  %s\n", "GPU memory usage",
+                      line, v);
+    }
     ncd_sb_puts(sb, "#\n");
     if (error && *error)
         ncd_sb_printf(sb, "# error: %s\n", error);

@@ -16,7 +16,10 @@
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
+#include "ncd/nccl.h"
+#include "ncd/netif.h"
 #include "ncd/perf.h"
+#include "ncd/recommend.h"
 #include "perf/net_int.h"
 
 static int env_int(struct ncd_ctx *ctx, const char *name, int *out)
@@ -62,13 +65,37 @@ static void set_master(struct ncd_launch *l, const char *hp)
     }
 }
 
+/*
+ * First host of a Slurm host list ("gpu[07-10,12],login1" -> "gpu07"):
+ * the prefix plus the first number of the first bracket, zero padding
+ * kept.  Returns 0, or -1 when the list is empty or malformed.
+ */
+int ncd__slurm_first_host(const char *list, char *out, size_t len)
+{
+    if (!list || !*list || len < 2)
+        return -1;
+    size_t n = 0;
+    const char *p = list;
+    while (*p && *p != ',' && *p != '[' && n + 1 < len)
+        out[n++] = *p++;
+    if (*p == '[') {
+        p++;
+        while (*p >= '0' && *p <= '9' && n + 1 < len)
+            out[n++] = *p++;
+        if (*p != '-' && *p != ',' && *p != ']')
+            return -1;
+    }
+    out[n] = '\0';
+    return n ? 0 : -1;
+}
+
 int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
 {
     memset(out, 0, sizeof *out);
     out->local_rank = out->local_size = -1;
     for (size_t i = 0; i < sizeof layouts / sizeof layouts[0]; i++) {
         const struct layout *L = &layouts[i];
-        int rank, size;
+        int rank = 0, size = 0;
         int a = env_int(ctx, L->rank, &rank);
         if (a < 0)
             return a;
@@ -91,7 +118,7 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
         out->rank = rank;
         out->size = size;
         out->is_mpi = L->mpi;
-        int lr, ls;
+        int lr = -1, ls = -1;
         if (L->lrank && env_int(ctx, L->lrank, &lr) == 1)
             out->local_rank = lr;
         else if (i == 1 && env_int(ctx, "PADDLE_LOCAL_RANK", &lr) == 1)
@@ -119,8 +146,25 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
                 }
             }
         }
+        if (strncmp(L->name, "Slurm", 5) == 0) {
+            /* rank 0 runs on the first node of the step; the port is
+             * derived from the job and step ids so every rank agrees */
+            const char *nl = ncd_getenv(ctx, "SLURM_STEP_NODELIST");
+            if (!nl || !*nl)
+                nl = ncd_getenv(ctx, "SLURM_JOB_NODELIST");
+            int job = 0, step = 0;
+            if (ncd__slurm_first_host(nl, out->master_addr,
+                                      sizeof out->master_addr) == 0 &&
+                env_int(ctx, "SLURM_JOB_ID", &job) == 1) {
+                env_int(ctx, "SLURM_STEP_ID", &step);
+                out->master_port = 20000 + (job * 7 + step) % 10000;
+            } else {
+                out->master_addr[0] = '\0';
+            }
+            ncd_ctx_clear_error(ctx);
+        }
         const char *ma = ncd_getenv(ctx, "MASTER_ADDR");
-        int mp;
+        int mp = 0;
         if (ma && *ma && env_int(ctx, "MASTER_PORT", &mp) == 1) {
             snprintf(out->master_addr, sizeof out->master_addr, "%s", ma);
             out->master_port = mp;
@@ -129,40 +173,6 @@ int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out)
         return size > 1 || out->master_port ? 1 : 0;
     }
     return 0;
-}
-
-int ncd_perf_ifname_match(const char *spec, const char *name)
-{
-    if (!spec || strlen(spec) <= 1)
-        return 1;
-    int exclude = 0, exact = 0;
-    if (*spec == '^') {
-        exclude = 1;
-        spec++;
-    }
-    if (*spec == '=') {
-        exact = 1;
-        spec++;
-    }
-    int matched = 0, ntok = 0;
-    const char *p = spec;
-    while (*p && ntok < 16) {
-        const char *end = strchr(p, ',');
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        /* token is name[:port...]: the port is parsed and ignored */
-        const char *colon = memchr(p, ':', len);
-        size_t nl = colon ? (size_t)(colon - p) : len;
-        if (nl > 0) {
-            ntok++;
-            if (exact ? (strlen(name) == nl && strncmp(name, p, nl) == 0)
-                      : strncmp(name, p, nl) == 0)
-                matched = 1;
-        }
-        if (!end)
-            break;
-        p = end + 1;
-    }
-    return exclude ? !matched : matched;
 }
 
 static int addr_of(const struct ifaddrs *ifa, char *addr, size_t len)
@@ -208,26 +218,9 @@ static int first_match(struct ifaddrs *list, int (*pred)(const char *, void *),
     return 0;
 }
 
-static int pred_spec(const char *name, void *arg)
-{
-    return ncd_perf_ifname_match(arg, name);
-}
-
 static int pred_name(const char *name, void *arg)
 {
     return strcmp(name, arg) == 0;
-}
-
-static int pred_prefix(const char *name, void *arg)
-{
-    return strncmp(name, arg, strlen(arg)) == 0;
-}
-
-static int pred_other(const char *name, void *arg)
-{
-    (void)arg;
-    return strncmp(name, "docker", 6) && strncmp(name, "lo", 2) &&
-           strncmp(name, "virbr", 5);
 }
 
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
@@ -235,62 +228,79 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
                         size_t iflen, char *addr, size_t addrlen, char *why,
                         size_t whylen)
 {
-    struct ifaddrs *list = NULL;
-    if (getifaddrs(&list) < 0) {
-        snprintf(why, whylen, "getifaddrs: %s", strerror(errno));
-        return NCD_ENOENT;
-    }
-    int ok = 0;
-    const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
+    /* 1. --iface */
     if (iface && *iface) {
-        ok = first_match(list, pred_name, (void *)iface, 0, ifname, iflen,
-                         addr, addrlen);
-        if (!ok)
+        struct ifaddrs *list = NULL;
+        if (getifaddrs(&list) < 0) {
+            snprintf(why, whylen, "getifaddrs: %s", strerror(errno));
+            return NCD_ENOENT;
+        }
+        int ok = first_match(list, pred_name, (void *)iface, 0, ifname, iflen,
+                             addr, addrlen);
+        freeifaddrs(list);
+        if (!ok) {
             snprintf(why, whylen, "interface '%s' has no IPv4/IPv6 address "
                                   "(or does not exist)",
                      iface);
-    } else if (spec && strlen(spec) > 1) {
-        ok = first_match(list, pred_spec, (void *)spec, 1, ifname, iflen,
-                         addr, addrlen);
-        if (!ok)
+            return NCD_ENOENT;
+        }
+        return 0;
+    }
+    struct ncd_netif_list nl;
+    memset(&nl, 0, sizeof nl);
+    int rc = ncd_netif_probe(ctx, &nl);
+    if (rc < 0) {
+        ncd_ctx_clear_error(ctx);
+        memset(&nl, 0, sizeof nl);
+    }
+    /* 2. NCCL_SOCKET_IFNAME, exactly as NCCL would pick (ncd_nccl_select) */
+    const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
+    if (spec && strlen(spec) > 1) {
+        struct ncd_nccl_choice ch;
+        int ok = rc >= 0 && ncd_nccl_select(ctx, &nl, 0, &ch) == 0 &&
+                 ch.n_socket > 0;
+        if (ok) {
+            snprintf(ifname, iflen, "%s", ch.socket[0]);
+            snprintf(addr, addrlen, "%s", ch.socket_addr[0]);
+        } else {
             snprintf(why, whylen,
                      "NCCL_SOCKET_IFNAME=%s matches no running interface "
-                     "with an address (NCCL would fail with \"Bootstrap : "
-                     "no socket interface found\")",
+                     "with an address (NCCL fails the same way: \"Bootstrap "
+                     ": no socket interface found\")",
                      spec);
-    } else if (local_addr && *local_addr) {
-        for (struct ifaddrs *i = list; i && !ok; i = i->ifa_next) {
-            char a[64];
-            if (i->ifa_name && addr_of(i, a, sizeof a) &&
-                strcmp(a, local_addr) == 0) {
-                snprintf(ifname, iflen, "%s", i->ifa_name);
-                snprintf(addr, addrlen, "%s", a);
-                ok = 1;
-            }
         }
-        if (!ok) { /* e.g. an address inside another namespace's NAT */
-            snprintf(ifname, iflen, "?");
-            snprintf(addr, addrlen, "%s", local_addr);
-            ok = 1;
-        }
-    } else if (local_only) {
+        ncd_netif_list_release(&nl);
+        return ok ? 0 : NCD_ENOENT;
+    }
+    /* 3. one host (-np, a single process): loopback */
+    if (local_only) {
+        ncd_netif_list_release(&nl);
         snprintf(ifname, iflen, "lo");
         snprintf(addr, addrlen, "127.0.0.1");
-        ok = 1;
-    } else {
-        ok = first_match(list, pred_prefix, "ib", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_other, NULL, 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "docker", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "lo", 1, ifname, iflen, addr,
-                         addrlen) ||
-             first_match(list, pred_prefix, "virbr", 1, ifname, iflen, addr,
-                         addrlen);
-        if (!ok)
-            snprintf(why, whylen, "no running interface with an address");
+        return 0;
     }
-    freeifaddrs(list);
-    return ok ? 0 : NCD_ENOENT;
+    /* 4. the interface nccl-doctor recommends for NCCL */
+    int ok = 0;
+    struct ncd_recommendation rec;
+    memset(&rec, 0, sizeof rec);
+    if (rc >= 0 && ncd_recommend(ctx, &nl, &rec) == 0 && rec.best &&
+        rec.best->addr) {
+        snprintf(ifname, iflen, "%s", rec.best->ni->name);
+        snprintf(addr, addrlen, "%s", rec.best->addr->addr);
+        ok = 1;
+    }
+    ncd_recommendation_release(&rec);
+    ncd_netif_list_release(&nl);
+    ncd_ctx_clear_error(ctx);
+    if (ok)
+        return 0;
+    /* 5. nothing recommended: the address that reached the rendezvous */
+    if (local_addr && *local_addr) {
+        snprintf(ifname, iflen, "?");
+        snprintf(addr, addrlen, "%s", local_addr);
+        return 0;
+    }
+    snprintf(why, whylen, "no usable interface (UP, RUNNING, with a "
+                          "routable address): see `nccl-doctor ifaces`");
+    return NCD_ENOENT;
 }

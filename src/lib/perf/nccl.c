@@ -11,6 +11,9 @@
  * grouped ncclSend/ncclRecv as in nccl-tests; mulsum uses
  * ncclRedOpCreatePreMulSum.  sync() polls the stream and
  * ncclCommGetAsyncError and aborts the communicator after -T seconds.
+ * The time column comes from CUDA events recorded on the rank's stream
+ * around the timed loop (cudaEventElapsedTime), the wall clock when the
+ * runtime lacks events or with -C / -z 1 / -z 3.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,6 +51,12 @@ struct cudart {
     cuda_err (*DeviceGetAttribute)(int *, int, int);
     cuda_err (*GetDeviceProperties)(void *, int);
     cuda_err (*RuntimeGetVersion)(int *);
+    cuda_err (*MemGetInfo)(size_t *, size_t *);
+    cuda_err (*EventCreate)(void **);
+    cuda_err (*EventRecord)(void *, cuda_stream);
+    cuda_err (*EventSynchronize)(void *);
+    cuda_err (*EventElapsedTime)(float *, void *, void *);
+    cuda_err (*EventDestroy)(void *);
 };
 
 struct libnccl {
@@ -85,6 +94,8 @@ struct nccl_proc {
 };
 
 struct nccl_rank {
+    uint64_t init_bytes; /* device memory taken by ncclCommInitRank */
+    void *ev[2];         /* CUDA events around the timed loop */
     int dev;
     nccl_comm comm;
     cuda_stream stream;
@@ -170,6 +181,12 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     LOAD(cu, GetErrorString, "cudaGetErrorString", 1);
     LOAD(cu, DeviceGetAttribute, "cudaDeviceGetAttribute", 1);
     LOAD(cu, RuntimeGetVersion, "cudaRuntimeGetVersion", 0);
+    LOAD(cu, MemGetInfo, "cudaMemGetInfo", 0);
+    LOAD(cu, EventCreate, "cudaEventCreate", 0);
+    LOAD(cu, EventRecord, "cudaEventRecord", 0);
+    LOAD(cu, EventSynchronize, "cudaEventSynchronize", 0);
+    LOAD(cu, EventElapsedTime, "cudaEventElapsedTime", 0);
+    LOAD(cu, EventDestroy, "cudaEventDestroy", 0);
     /* CUDA 12 renamed the symbol; the old one remains for old binaries */
     LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
     if (!cu->GetDeviceProperties)
@@ -279,6 +296,16 @@ int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
 
 /* Backend ---------------------------------------------------------------- */
 
+/* NCCL_VERSION_CODE: major*10000+minor*100+patch since 2.9, before that
+ * major*1000+minor*100+patch (NCCL src/nccl.h.in). */
+static void version_text(int v, char *out, size_t len)
+{
+    if (v >= 20900)
+        snprintf(out, len, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    else
+        snprintf(out, len, "%d.%d.%d", v / 1000, (v / 100) % 10, v % 100);
+}
+
 static int nccl_open(struct ncd__rt *rt)
 {
     struct nccl_proc *P = calloc(1, sizeof *P);
@@ -305,12 +332,24 @@ static int nccl_open(struct ncd__rt *rt)
     int v = 0;
     P->nc.GetVersion(&v);
     rt->nccl_version = v;
+    char vtxt[64];
+    version_text(v, vtxt, sizeof vtxt);
+    Dl_info di;
+    const char *npath = dladdr(*(void **)&P->nc.GetVersion, &di) && di.dli_fname
+                            ? di.dli_fname
+                            : "libnccl.so.2";
+    const char *cpath = dladdr(*(void **)&P->cu.GetDeviceCount, &di) &&
+                                di.dli_fname
+                            ? di.dli_fname
+                            : "libcudart.so";
     cuda_err e = P->cu.GetDeviceCount(&P->ndev);
     if (e != CUDA_SUCCESS) {
         ncd__rt_fail(rt, NCD_PT_CUDA,
-                     "Test CUDA failure: cudaGetDeviceCount: %s (%d) '%s'; "
-                     "use --backend socket on machines without a usable GPU",
-                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+                     "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
+                     "NCCL %s from %s); use --backend socket on machines "
+                     "without a usable GPU",
+                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
+                     vtxt, npath);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
         free(P);
@@ -329,15 +368,9 @@ static int nccl_open(struct ncd__rt *rt)
         free(P);
         return NCD_PT_NOTIMPL;
     }
-    snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
-                                        "device%s visible)",
-             v / 10000, (v / 100) % 100, v % 100, P->ndev,
-             P->ndev == 1 ? "" : "s");
-    if (v < 20900) /* before 2.9 the code was major*1000+minor*100+patch */
-        snprintf(rt->desc, sizeof rt->desc, "nccl (NCCL %d.%d.%d, %d CUDA "
-                                            "device%s visible)",
-                 v / 1000, (v / 100) % 10, v % 100, P->ndev,
-                 P->ndev == 1 ? "" : "s");
+    snprintf(rt->desc, sizeof rt->desc,
+             "nccl (NCCL %s, %d CUDA device%s visible; %s, %s)", vtxt,
+             P->ndev, P->ndev == 1 ? "" : "s", npath, cpath);
     rt->be_proc = P;
     return 0;
 }
@@ -359,7 +392,7 @@ static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
     struct nccl_rank *n = rk->be;
     const char *last = P->nc.GetLastError && n ? P->nc.GetLastError(n->comm)
                                                : "";
-    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "Test NCCL failure %s '%s / %s'", what,
+    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "%s '%s / %s'", what,
                  P->nc.GetErrorString(r), last ? last : "");
     return -1;
 }
@@ -367,7 +400,7 @@ static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
 static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "Test CUDA failure %s %s (%d) '%s'",
+    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "%s %s (%d) '%s'",
                  what, cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
     return -1;
 }
@@ -410,7 +443,13 @@ static int nccl_rank_init(struct ncd__rank *rk)
     }
     id = all[0];
     free(all);
+    size_t free0 = 0, free1 = 0, total = 0;
+    if (P->cu.MemGetInfo)
+        P->cu.MemGetInfo(&free0, &total);
     nccl_res r = P->nc.CommInitRank(&n->comm, rt->nranks, id, rk->rank);
+    if (P->cu.MemGetInfo && P->cu.MemGetInfo(&free1, &total) == 0 &&
+        free0 > free1)
+        n->init_bytes = free0 - free1;
     if (r) {
         n->comm = NULL;
         return nccl_fail(rk, r, "ncclCommInitRank");
@@ -431,6 +470,9 @@ static void nccl_rank_fini(struct ncd__rank *rk)
         else
             P->nc.CommDestroy(n->comm);
     }
+    for (int i = 0; i < 2; i++)
+        if (n->ev[i] && P->cu.EventDestroy)
+            P->cu.EventDestroy(n->ev[i]);
     if (n->stream)
         P->cu.StreamDestroy(n->stream);
     free(n);
@@ -693,12 +735,9 @@ static int nccl_sync(struct ncd__rank *rk)
             return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
         }
         if (timeout > 0 && ncd__now() - start > timeout) {
-            char h[256] = "";
-            gethostname(h, sizeof h - 1);
-            ncd__rt_fail(rt, NCD_PT_TIMEOUT, "%s: Test timeout (%ds) "
-                                             "waiting for the stream of "
-                                             "rank %d",
-                         h, timeout, rk->rank);
+            ncd__rt_fail(rt, NCD_PT_TIMEOUT,
+                         "(%ds) waiting for the stream of rank %d (device %d)",
+                         timeout, rk->rank, n->dev);
             P->nc.CommAbort(n->comm);
             n->comm = NULL;
             return -1;
@@ -720,6 +759,42 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
     return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
 }
 
+/* CUDA-event timing of the timed loop (cudaEventElapsedTime, ms). */
+static int nccl_timer_start(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    if (!P->cu.EventCreate || !P->cu.EventRecord || !P->cu.EventElapsedTime ||
+        !P->cu.EventSynchronize)
+        return -1;
+    for (int i = 0; i < 2; i++)
+        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != CUDA_SUCCESS) {
+            n->ev[i] = NULL;
+            return -1;
+        }
+    return P->cu.EventRecord(n->ev[0], n->stream) == CUDA_SUCCESS ? 0 : -1;
+}
+
+static double nccl_timer_stop(struct ncd__rank *rk)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    float ms = 0;
+    if (P->cu.EventRecord(n->ev[1], n->stream) != CUDA_SUCCESS ||
+        P->cu.EventSynchronize(n->ev[1]) != CUDA_SUCCESS ||
+        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != CUDA_SUCCESS)
+        return -1;
+    return ms / 1000.0;
+}
+
+static void nccl_mem(struct ncd__rank *rk, uint64_t mem[3])
+{
+    struct nccl_rank *n = rk->be;
+    mem[0] = n ? n->init_bytes : 0;
+    mem[1] = 2 * (uint64_t)rk->buflen;
+    mem[2] = 0; /* NCCL's collective buffers are allocated at init */
+}
+
 const struct ncd__backend ncd__backend_nccl = {
     .name = "nccl",
     .open = nccl_open,
@@ -735,4 +810,7 @@ const struct ncd__backend ncd__backend_nccl = {
     .sync = nccl_sync,
     .to_dev = nccl_to_dev,
     .to_host = nccl_to_dev,
+    .timer_start = nccl_timer_start,
+    .timer_stop = nccl_timer_stop,
+    .mem_usage = nccl_mem,
 };

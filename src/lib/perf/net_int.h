@@ -19,6 +19,7 @@ void ncd__addr_str(const struct sockaddr *sa, char *out, size_t len,
 /* Makes the group's blocking calls give up when *flag becomes non-zero. */
 void ncd__pg_set_abort(struct ncd_pg *pg, const atomic_int *flag);
 void ncd__pg_set_timeout(struct ncd_pg *pg, int timeout_ms);
+int ncd__slurm_first_host(const char *list, char *out, size_t len);
 struct ncd_pg *ncd__pg_new_kind(int kind, int nprocs, int proc,
                                 uint64_t token);
 

@@ -109,15 +109,30 @@ struct cellres {
     int64_t wrong;
 };
 
-/* Runs nops collectives (with -m fusion and -z blocking semantics). */
+/*
+ * Runs `iters` outer iterations of agg_iters operations (fused in a group
+ * with -m) with nccl-tests' -z semantics, and returns the time they took in
+ * *elapsed (seconds; wall or this thread's CPU time with -C).  -z 1: wait
+ * and barrier after each iteration (timed); -z 2: wait only; -z 3: wait
+ * and barrier after each iteration, the barrier not timed.
+ */
 static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
                    enum ncd_perf_op op, int root, const void *send,
-                   void *recv, const struct ncd_perf_counts *k)
+                   void *recv, const struct ncd_perf_counts *k,
+                   double *elapsed)
 {
     struct ncd__rt *rt = rk->rt;
     const struct ncd__backend *be = rt->be;
     enum ncd_perf_coll c = rt->o->coll;
     int agg = rt->o->agg_iters > 0 ? rt->o->agg_iters : 1;
+    int z = rt->o->blocking;
+    double (*clk)(void) = rt->o->report_cputime ? cputime : ncd__now;
+    /* device timer only for plain wall-clock runs without barriers */
+    int devtimer = be->timer_start && be->timer_stop &&
+                   !rt->o->report_cputime && z != 1 && z != 3;
+    if (devtimer && be->timer_start(rk))
+        devtimer = 0;
+    double t0 = clk(), excluded = 0;
     for (int i = 0; i < iters; i++) {
         if (agg > 1 && be->group_start && be->group_start(rk))
             return -1;
@@ -126,14 +141,28 @@ static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
                 return -1;
         if (agg > 1 && be->group_end && be->group_end(rk))
             return -1;
-        if (rt->o->blocking == 1 || rt->o->blocking == 2) {
+        if (z >= 1) {
             if (be->sync(rk))
                 return -1;
-            if (rt->o->blocking == 1 && global_barrier(rk))
+            if (z == 1 && global_barrier(rk))
                 return -1;
+            if (z == 3) {
+                double b0 = clk();
+                if (global_barrier(rk))
+                    return -1;
+                excluded += clk() - b0;
+            }
         }
     }
-    return be->sync(rk);
+    if (be->sync(rk))
+        return -1;
+    *elapsed = clk() - t0 - excluded;
+    if (devtimer) {
+        double d = be->timer_stop(rk);
+        if (d >= 0)
+            *elapsed = d;
+    }
+    return 0;
 }
 
 static void buffers_for(struct ncd__rank *rk, const struct ncd_perf_counts *k,
@@ -211,12 +240,11 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
         buffers_for(rk, &k, es, ip, &send, &recv);
         if (global_barrier(rk))
             return -1;
-        double t0 = o->report_cputime ? cputime() : ncd__now();
-        if (run_ops(rk, o->iters, t, op, root, send, recv, &k))
+        double el = 0;
+        if (run_ops(rk, o->iters, t, op, root, send, recv, &k, &el))
             return -1;
-        double t1 = o->report_cputime ? cputime() : ncd__now();
         int nops = o->iters * (o->agg_iters > 0 ? o->agg_iters : 1);
-        struct cellres mine = {(t1 - t0) / (nops > 0 ? nops : 1), -1};
+        struct cellres mine = {el / (nops > 0 ? nops : 1), -1};
         int skip_check = o->coll == NCD_COLL_SENDRECV && ip;
         if (o->check && !skip_check) {
             mine.wrong = 0;
@@ -405,6 +433,8 @@ static void *rank_main(void *arg)
     }
     rk->send = base_send;
     rk->recv = base_recv;
+    if (be->mem_usage)
+        be->mem_usage(rk, rk->mem);
     rk->bw_sum = tot.bw_sum;
     rk->ncells = tot.ncells;
     rk->oob = tot.oob;
@@ -488,6 +518,7 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
         sum->oob = r0->oob;
         sum->ncells = r0->ncells;
         sum->avg_busbw = r0->ncells ? r0->bw_sum / r0->ncells : 0;
+        memcpy(sum->mem, r0->mem, sizeof sum->mem);
         if (sum->oob)
             status = NCD_PT_WRONG;
         if (o->min_bw >= 0 && sum->avg_busbw < o->min_bw * 0.9)

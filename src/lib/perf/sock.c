@@ -100,7 +100,7 @@ struct ncd__sock_rank {
     struct xop *ops;
     int nops, cap;
     char *scratch;
-    size_t scratch_len;
+    size_t scratch_len, scratch_peak;
 };
 
 static void set_error(struct ncd__sock_rank *R, int code, const char *fmt,
@@ -452,17 +452,28 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
             }
             last = ncd__now();
         } else if (ncd__now() - last > R->timeout_ms / 1000.0) {
-            /* name the peer we are waiting for */
+            /* name the peer we wait for: data we expect from it first,
+             * then a send the network does not take, then anything */
             int peer = -1;
-            for (int i = 0; i < b->nsocks && peer < 0; i++) {
-                struct sockst *st = &b->socks[i];
-                if (st->owner == self && (st->rk < st->rn || st->sk < st->sn))
-                    peer = st->peer;
-            }
+            for (int pass = 0; pass < 3 && peer < 0; pass++)
+                for (int i = 0; i < b->nsocks && peer < 0; i++) {
+                    struct sockst *st = &b->socks[i];
+                    if (st->owner != self)
+                        continue;
+                    if (pass == 0 && st->rk < st->rn)
+                        peer = st->peer;
+                    else if (pass == 1 && st->sk < st->sn &&
+                             (st->soff > 0 ||
+                              dep_ready(b, &b->ops[st->slist[st->sk]],
+                                        st->sj)))
+                        peer = st->peer;
+                    else if (pass == 2 && st->sk < st->sn)
+                        peer = st->peer;
+                }
             set_error(R, NCD_ETIMEOUT,
-                      "rank %d: no progress for %d s on the connection to "
-                      "%s: the peer hangs or the network path is blocked",
-                      R->rank, R->timeout_ms / 1000, peer_desc(R, peer));
+                      "no progress for %d s on the connection to %s: the "
+                      "peer hangs or the network path is blocked",
+                      R->timeout_ms / 1000, peer_desc(R, peer));
             break;
         }
     }
@@ -482,7 +493,9 @@ static void *helper_main(void *arg)
     for (int t = 1; t < R->nthreads; t++)
         if (pthread_equal(R->helpers[t], pthread_self()))
             self = t;
-    unsigned seen = R->gen;
+    /* gen starts at 0: a helper that gets the lock late still sees the
+     * first batch */
+    unsigned seen = 0;
     for (;;) {
         while (!R->quit && R->gen == seen)
             pthread_cond_wait(&R->cv, &R->mu);
@@ -788,12 +801,23 @@ const char *ncd__sock_rank_error(const struct ncd__sock_rank *R)
 
 static char *scratch(struct ncd__sock_rank *R, size_t len)
 {
-    if (R->scratch_len < len) {
+    if (R->scratch_len < len || !R->scratch) {
         free(R->scratch);
         R->scratch = malloc(len ? len : 1);
         R->scratch_len = R->scratch ? len : 0;
+        if (R->scratch_len > R->scratch_peak)
+            R->scratch_peak = R->scratch_len;
     }
     return R->scratch;
+}
+
+uint64_t ncd__sock_mem(const struct ncd__sock_rank *R)
+{
+    uint64_t n = R->scratch_peak;
+    for (int i = 0; i < R->nranks * R->S; i++)
+        if (R->stage[i])
+            n += CHUNK_MAX;
+    return n;
 }
 
 void ncd__sock_release_scratch(struct ncd__sock_rank *R)
@@ -1036,7 +1060,8 @@ static int alltoall(struct ncd__sock_rank *R, const char *send, char *recv,
             set_error(R, NCD_ENOMEM, "out of memory");
             return NCD_ENOMEM;
         }
-        memcpy(tmp, send, bl * (size_t)n);
+        if (bl)
+            memcpy(tmp, send, bl * (size_t)n);
         send = tmp;
     }
     ncd__copy(recv + (size_t)me * bl, send + (size_t)me * bl, bl);

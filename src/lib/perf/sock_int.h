@@ -21,6 +21,9 @@ int ncd__sock_rank_new(struct ncd_peerset *ps, int rank, int nranks,
 void ncd__sock_rank_free(struct ncd__sock_rank *R);
 /* The first error of this rank ("" if none). */
 const char *ncd__sock_rank_error(const struct ncd__sock_rank *R);
+/* Bytes of staging buffers and the largest scratch buffer used so far. */
+uint64_t ncd__sock_mem(const struct ncd__sock_rank *R);
+
 /* Frees the scratch buffer (reduce_scatter, scatter, in-place alltoall). */
 void ncd__sock_release_scratch(struct ncd__sock_rank *R);
 

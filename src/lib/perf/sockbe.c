@@ -138,7 +138,7 @@ static void sock_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
     d->group = 0;
     d->pid = (int)getpid();
     snprintf(d->host, sizeof d->host, "%s", s->info.host);
-    d->device = rk->local;
+    d->device = rk->rt->job->local_proc * rk->rt->nlocal + rk->local;
     iface_busid(s->info.ifname, d->busid, sizeof d->busid);
     int v6 = strchr(s->info.addr, ':') != NULL;
     snprintf(d->name, sizeof d->name, "socket %s %s%s%s:%d",
@@ -193,6 +193,14 @@ static int sock_run(struct ncd__rank *rk, enum ncd_perf_coll c,
     return 0;
 }
 
+static void sock_mem(struct ncd__rank *rk, uint64_t mem[3])
+{
+    struct sock_rank *s = rk->be;
+    mem[0] = 0;
+    mem[1] = 2 * (uint64_t)rk->buflen;
+    mem[2] = s && s->eng ? ncd__sock_mem(s->eng) : 0;
+}
+
 static int sock_sync(struct ncd__rank *rk)
 {
     return atomic_load(&rk->rt->abort) ? -1 : 0;
@@ -219,4 +227,5 @@ const struct ncd__backend ncd__backend_socket = {
     .sync = sock_sync,
     .to_dev = sock_copy,
     .to_host = sock_copy,
+    .mem_usage = sock_mem,
 };

@@ -2,6 +2,7 @@
 #include "ncd/report.h"
 #include "ncd_version.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 const char *ncd_version(void)
@@ -9,17 +10,38 @@ const char *ncd_version(void)
     return NCD_VERSION_STRING;
 }
 
+json_t *ncd_json_string(const char *s)
+{
+    if (!s)
+        return json_null();
+    int clean = 1;
+    for (const unsigned char *p = (const unsigned char *)s; *p && clean; p++)
+        clean = *p >= 0x20 && *p != 0x7f;
+    json_t *j = clean ? json_string(s) : NULL;
+    if (j)
+        return j;
+    char *c = strdup(s);
+    if (!c)
+        return NULL;
+    ncd_utf8_sanitize(c);
+    for (char *p = c; *p; p++)
+        if (*p == '\n' || *p == '\t')
+            *p = ' ';
+    j = json_string(c);
+    free(c);
+    return j;
+}
+
 json_t *ncd_json_envelope(const char *host)
 {
     return json_pack("{s:s, s:i, s:s, s:o}", "tool", "nccl-doctor",
                      "schema_version", NCD_JSON_SCHEMA_VERSION, "version",
-                     ncd_version(), "host",
-                     host ? json_string(host) : json_null());
+                     ncd_version(), "host", ncd_json_string(host));
 }
 
 static json_t *str_or_null(const char *s)
 {
-    return s ? json_string(s) : json_null();
+    return ncd_json_string(s);
 }
 
 json_t *ncd_finding_to_json(const struct ncd_finding *f)
@@ -29,12 +51,14 @@ json_t *ncd_finding_to_json(const struct ncd_finding *f)
     if (!ev || !env)
         goto fail;
     for (size_t i = 0; i < f->n_evidence; i++)
-        json_array_append_new(ev, json_string(f->evidence[i]));
+        json_array_append_new(ev, ncd_json_string(f->evidence[i]));
     for (size_t i = 0; i < f->n_env; i++)
         json_object_set_new(env, f->env[i].name, str_or_null(f->env[i].value));
-    return json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:o, s:o}", "id", f->id,
-                     "category", ncd_category_name(f->category), "severity",
-                     ncd_severity_name(f->severity), "title", f->title,
+    return json_pack("{s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id",
+                     ncd_json_string(f->id), "category",
+                     ncd_category_name(f->category), "severity",
+                     ncd_severity_name(f->severity), "title",
+                     ncd_json_string(f->title),
                      "evidence", ev, "cause", str_or_null(f->cause), "fix",
                      str_or_null(f->fix), "env", env);
 fail:

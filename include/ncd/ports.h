@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file ports.h
+ * @brief TCP ports NCCL uses, and firewall rules that would drop them.
+ *
+ * NCCL has no port-range variable (NCCL facts §6, checked against the 2.30
+ * source, docs and history).  Its bootstrap, socket transport and IB
+ * out-of-band listeners bind port 0, so the kernel picks from
+ * net.ipv4.ip_local_port_range (/proc/sys/net/ipv4/ip_local_port_range);
+ * the only fixed ports are the NCCL_COMM_ID port and RAS (NCCL_RAS_ADDR,
+ * default localhost:28028, 2.24+).  NCCL's own docs
+ * (troubleshooting/networking_troubleshooting.rst) tell you to narrow that
+ * sysctl (e.g. "50000 51000") and open it in the firewall.
+ *
+ * Firewall rules are read, never changed: `nft -j list ruleset` on a live
+ * node (run with a 2 s timeout, only as root), <sysroot>/.ncd/nft.json on
+ * a recorded one (written by `gather`).  iptables-legacy rules are not
+ * read; /proc/net/ip_tables_names tells whether any tables are loaded.
+ */
+#ifndef NCD_PORTS_H
+#define NCD_PORTS_H
+
+#include <stddef.h>
+
+#include "ncd/ctx.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** The RAS default port (NCCL src/ras, NCCL_RAS_ADDR "localhost:28028"). */
+#define NCD_NCCL_RAS_PORT 28028
+
+/** Parses "32768\t60999".  @return 0 or NCD_EPARSE.  Pure. */
+int ncd_port_range_parse(const char *buf, int *lo, int *hi);
+
+/**
+ * Counts LISTEN sockets (state 0A) on local TCP `port` in a /proc/net/tcp
+ * or /proc/net/tcp6 buffer.  Pure.
+ */
+int ncd_proc_net_tcp_listeners(const char *buf, size_t len, int port);
+
+/** What the nftables rule set does to new TCP connections to a range. */
+struct ncd_fw {
+    int known;            /**< a rule set was read */
+    char source[64];      /**< "nft -j list ruleset", ".ncd/nft.json" */
+    int input_chains;     /**< base chains on the input hook */
+    int policy_drop;      /**< one of them has policy drop */
+    int accept_covers;    /**< an accept rule whose tcp dport covers all of
+                               the range (or accepts without a port match
+                               other than established/loopback) */
+    int drop_overlap;     /**< a drop/reject rule on tcp dport overlapping
+                               the range */
+    char evidence[8][200];
+    int n_evidence;
+};
+
+/**
+ * Analyses `nft -j list ruleset` output for the TCP range [lo, hi].
+ * Rules with conditions it cannot evaluate (source addresses, interfaces)
+ * count as accepting, so the verdict errs on "may be open".
+ * @return 0, or NCD_EPARSE when the JSON is not an nftables rule set.
+ */
+int ncd_nft_analyze(struct ncd_ctx *ctx, const char *json, size_t len, int lo,
+                    int hi, struct ncd_fw *out);
+
+/**
+ * Reads the rule set (live: runs nft with a timeout; recorded: .ncd/nft.json)
+ * and analyses it.  out->known = 0 when it cannot be seen (no nft, not root,
+ * nothing recorded).  @return 0 or NCD_ENOMEM.
+ */
+int ncd_fw_probe(struct ncd_ctx *ctx, int lo, int hi, struct ncd_fw *out);
+
+/**
+ * Runs `nft -j list ruleset` (live only) into a malloc'ed buffer; caller
+ * frees.  Times out after `timeout_ms`.  @return 0, NCD_ENOENT (no nft),
+ * NCD_EPERM (not root), NCD_ETIMEOUT, NCD_ESYS.
+ */
+int ncd_nft_run(struct ncd_ctx *ctx, int timeout_ms, char **buf, size_t *len);
+
+/**
+ * Tries to listen on `addr` port 0 (live only), as NCCL's bootstrap does.
+ * @param family  AF_INET or AF_INET6; scope_id for link-local IPv6.
+ * @param port    receives the port the kernel gave.
+ * @return 0, or a negative NCD_E* with the detail in the context.
+ */
+int ncd_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
+                  int scope_id, int *port);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

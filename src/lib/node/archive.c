@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/* Unpacking a capture tarball into a private sysroot (see ncd/gather.h). */
+#define _GNU_SOURCE
+#include "ncd/error.h"
+#include "ncd/gather.h"
+#include "node_internal.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int seterr(char *err, size_t errsz, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+static int seterr(char *err, size_t errsz, int code, const char *fmt, ...)
+{
+    if (err && errsz) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errsz, fmt, ap);
+        va_end(ap);
+    }
+    return code;
+}
+
+/* Normalised entry path: no leading "./" or "/", no "." components.
+ * Returns the number of components, -1 when unsafe ("..", absolute). */
+static int clean_path(const char *in, char *out, size_t outsz)
+{
+    if (in[0] == '/')
+        return -1;
+    size_t o = 0;
+    int comps = 0;
+    const char *p = in;
+    while (*p) {
+        while (*p == '/')
+            p++;
+        if (!*p)
+            break;
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 2 && p[0] == '.' && p[1] == '.')
+            return -1;
+        if (!(l == 1 && p[0] == '.')) {
+            if (o + l + 2 > outsz)
+                return -1;
+            if (o)
+                out[o++] = '/';
+            memcpy(out + o, p, l);
+            o += l;
+            comps++;
+        }
+        p += l;
+    }
+    out[o] = '\0';
+    return comps;
+}
+
+/* A symlink may only climb with leading ".." (no deeper than its own
+ * directory) and then name plain components: what sysfs links look like. */
+static int safe_link(const char *target, int depth)
+{
+    if (!*target || target[0] == '/')
+        return 0;
+    int up = 0, names = 0;
+    const char *p = target;
+    while (*p) {
+        const char *e = strchr(p, '/');
+        size_t l = e ? (size_t)(e - p) : strlen(p);
+        if (l == 0) {
+            p++;
+            continue;
+        }
+        if (l == 2 && p[0] == '.' && p[1] == '.') {
+            if (names)
+                return 0;
+            up++;
+        } else if (l == 1 && p[0] == '.') {
+            return 0;
+        } else {
+            names++;
+        }
+        p += l;
+    }
+    return up <= depth - 1;
+}
+
+/* Opens the directory `path` (relative) below rootfd, creating missing
+ * components; never leaves the tree. */
+static int open_dir_in(int rootfd, const char *path, int create)
+{
+    int fd = dup(rootfd);
+    if (fd < 0)
+        return -1;
+    char buf[PATH_MAX];
+    snprintf(buf, sizeof buf, "%s", path);
+    char *save = NULL;
+    for (char *c = strtok_r(buf, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+        int nfd;
+        if (create && mkdirat(fd, c, 0755) < 0 && errno != EEXIST) {
+            close(fd);
+            return -1;
+        }
+        /* O_NOFOLLOW: a symlinked directory is never written through. */
+        nfd = openat(fd, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        close(fd);
+        if (nfd < 0)
+            return -1;
+        fd = nfd;
+    }
+    return fd;
+}
+
+/* The directory last written to: tar entries come in tree order, so most
+ * entries land in the same directory as the one before, or just below. */
+struct dircache {
+    char path[PATH_MAX];
+    int fd; /* -1 when empty */
+};
+
+/* Like open_dir_in() but reuses / extends the cached directory.  The fd
+ * returned belongs to the cache (do not close it). */
+static int cached_dir(int rootfd, struct dircache *dc, const char *path)
+{
+    if (dc->fd >= 0 && strcmp(dc->path, path) == 0)
+        return dc->fd;
+    size_t cl = strlen(dc->path);
+    int fd;
+    if (dc->fd >= 0 && cl && strncmp(path, dc->path, cl) == 0 &&
+        path[cl] == '/')
+        fd = open_dir_in(dc->fd, path + cl + 1, 1);
+    else
+        fd = open_dir_in(rootfd, path, 1);
+    if (fd < 0)
+        return -1;
+    if (dc->fd >= 0)
+        close(dc->fd);
+    dc->fd = fd;
+    ncd__scpy(dc->path, sizeof dc->path, path);
+    return fd;
+}
+
+static int remove_at(int dfd)
+{
+    DIR *d = fdopendir(dfd);
+    if (!d) {
+        close(dfd);
+        return -1;
+    }
+    int rc = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        struct stat st;
+        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+            rc = -1;
+            continue;
+        }
+        if (S_ISDIR(st.st_mode)) {
+            int sub = openat(dirfd(d), de->d_name,
+                             O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            if (sub < 0 || remove_at(sub) < 0)
+                rc = -1;
+            if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+                rc = -1;
+        } else if (unlinkat(dirfd(d), de->d_name, 0) < 0) {
+            rc = -1;
+        }
+    }
+    closedir(d);
+    return rc;
+}
+
+int ncd_sysroot_remove(const char *top)
+{
+    int fd = open(top, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = remove_at(fd);
+    if (rmdir(top) < 0)
+        rc = -1;
+    return rc;
+}
+
+static int write_file(int rootfd, struct dircache *dc, const char *path,
+                      struct archive *a, long long size, char *err,
+                      size_t errsz)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = path;
+    int dfd;
+    if (slash) {
+        *slash = '\0';
+        base = slash + 1;
+        dfd = cached_dir(rootfd, dc, dir);
+    } else {
+        dfd = rootfd;
+    }
+    if (dfd < 0)
+        return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory "
+                      "(an entry above it is not a directory)", path);
+    int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+                    0644);
+    if (fd < 0)
+        return seterr(err, errsz, errno == EEXIST ? NCD_EPARSE : NCD_EIO,
+                      "%s: %s", path, strerror(errno));
+    char buf[65536];
+    long long left = size;
+    int rc = 0;
+    while (left > 0) {
+        la_ssize_t r = archive_read_data(a, buf, sizeof buf);
+        if (r < 0) {
+            rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", path,
+                        archive_error_string(a));
+            break;
+        }
+        if (r == 0)
+            break;
+        if (write(fd, buf, (size_t)r) != r) {
+            rc = seterr(err, errsz, errno == ENOSPC ? NCD_ENOSPC : NCD_EIO,
+                        "%s: %s", path, strerror(errno));
+            break;
+        }
+        left -= r;
+    }
+    close(fd);
+    return rc;
+}
+
+static int make_link(int rootfd, struct dircache *dc, const char *path,
+                     const char *target, char *err, size_t errsz)
+{
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = path;
+    int dfd;
+    if (slash) {
+        *slash = '\0';
+        base = slash + 1;
+        dfd = cached_dir(rootfd, dc, dir);
+    } else {
+        dfd = rootfd;
+    }
+    if (dfd < 0)
+        return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory",
+                      path);
+    int rc = symlinkat(target, dfd, base);
+    int e = errno;
+    if (rc < 0)
+        return seterr(err, errsz, e == EEXIST ? NCD_EPARSE : NCD_EIO, "%s: %s",
+                      path, strerror(e));
+    return 0;
+}
+
+/* hwloc-gather-topology captures hold one top folder: root there. */
+static void pick_root(const char *top, char *dir, size_t dirsz)
+{
+    snprintf(dir, dirsz, "%s", top);
+    char p[PATH_MAX];
+    const char *marks[] = {"sys", "proc", ".ncd", "etc"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s", top, marks[i]);
+        if (access(p, F_OK) == 0)
+            return;
+    }
+    DIR *d = opendir(top);
+    if (!d)
+        return;
+    struct dirent *de;
+    char only[NAME_MAX + 1] = "";
+    int n = 0;
+    while ((de = readdir(d)))
+        if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
+            n++;
+            snprintf(only, sizeof only, "%s", de->d_name);
+        }
+    closedir(d);
+    if (n != 1)
+        return;
+    for (int i = 0; i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s/%s", top, only, marks[i]);
+        if (access(p, F_OK) == 0) {
+            snprintf(dir, dirsz, "%s/%s", top, only);
+            return;
+        }
+    }
+}
+
+int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
+                       char *top, size_t topsz, char *err, size_t errsz)
+{
+    dir[0] = top[0] = '\0';
+    if (err && errsz)
+        err[0] = '\0';
+    const char *tmpd = getenv("TMPDIR");
+    char tmpl[PATH_MAX];
+    snprintf(tmpl, sizeof tmpl, "%s/ncd-sysroot-XXXXXX",
+             tmpd && *tmpd ? tmpd : "/tmp");
+    if (!mkdtemp(tmpl))
+        return seterr(err, errsz, NCD_EIO, "mkdtemp %s: %s", tmpl,
+                      strerror(errno));
+    int rootfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    struct archive *a = archive_read_new();
+    struct dircache dc = {.fd = -1};
+    int rc = 0;
+    if (rootfd < 0 || !a) {
+        rc = seterr(err, errsz, a ? NCD_EIO : NCD_ENOMEM, "cannot set up %s",
+                    tmpl);
+        goto out;
+    }
+    /* tar only (gather writes pax; hwloc-gather-topology and users' own
+     * `tar czf` give ustar/gnutar), any compression. */
+    archive_read_support_filter_all(a);
+    archive_read_support_format_tar(a);
+    archive_read_support_format_gnutar(a);
+    if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
+        rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
+                    archive_error_string(a));
+        goto out;
+    }
+    long long total = 0;
+    long entries = 0;
+    struct archive_entry *e;
+    for (;;) {
+        int r = archive_read_next_header(a, &e);
+        if (r == ARCHIVE_EOF)
+            break;
+        if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
+            rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
+                        archive_error_string(a));
+            break;
+        }
+        if (++entries > NCD_SYSROOT_MAX_ENTRIES) {
+            rc = seterr(err, errsz, NCD_ERANGE, "%s: more than %d entries",
+                        tarball, NCD_SYSROOT_MAX_ENTRIES);
+            break;
+        }
+        char path[PATH_MAX];
+        const char *name = archive_entry_pathname(e);
+        int depth = name ? clean_path(name, path, sizeof path) : -1;
+        if (depth < 0) {
+            rc = seterr(err, errsz, NCD_EPARSE,
+                        "%s: unsafe entry '%s' (absolute or '..')", tarball,
+                        name ? name : "(null)");
+            break;
+        }
+        if (depth == 0)
+            continue; /* "./" itself */
+        if (archive_entry_hardlink(e)) {
+            rc = seterr(err, errsz, NCD_EPARSE, "%s: hard link '%s' refused",
+                        tarball, name);
+            break;
+        }
+        mode_t type = archive_entry_filetype(e);
+        if (type == AE_IFDIR) {
+            if (cached_dir(rootfd, &dc, path) < 0) {
+                rc = seterr(err, errsz, NCD_EPARSE, "%s: cannot create '%s'",
+                            tarball, path);
+                break;
+            }
+        } else if (type == AE_IFLNK) {
+            const char *t = archive_entry_symlink(e);
+            if (!t || !safe_link(t, depth)) {
+                rc = seterr(err, errsz, NCD_EPARSE,
+                            "%s: symlink '%s' -> '%s' points outside the "
+                            "capture",
+                            tarball, path, t ? t : "");
+                break;
+            }
+            if ((rc = make_link(rootfd, &dc, path, t, err, errsz)) < 0)
+                break;
+        } else if (type == AE_IFREG) {
+            long long sz = archive_entry_size(e);
+            if (sz > NCD_SYSROOT_MAX_FILE) {
+                rc = seterr(err, errsz, NCD_ERANGE, "%s: '%s' is %lld bytes "
+                            "(limit %lld)", tarball, path, sz,
+                            (long long)NCD_SYSROOT_MAX_FILE);
+                break;
+            }
+            total += sz;
+            if (total > NCD_SYSROOT_MAX_TOTAL) {
+                rc = seterr(err, errsz, NCD_ERANGE,
+                            "%s: more than %lld bytes unpacked", tarball,
+                            (long long)NCD_SYSROOT_MAX_TOTAL);
+                break;
+            }
+            if ((rc = write_file(rootfd, &dc, path, a, sz, err, errsz)) < 0)
+                break;
+        }
+        /* device nodes, FIFOs, sockets: skipped, never created */
+    }
+    if (!rc && entries == 0)
+        rc = seterr(err, errsz, NCD_EPARSE, "%s: empty archive", tarball);
+out:
+    if (dc.fd >= 0)
+        close(dc.fd);
+    if (a)
+        archive_read_free(a);
+    if (rootfd >= 0)
+        close(rootfd);
+    if (rc < 0) {
+        ncd_sysroot_remove(tmpl);
+        return rc;
+    }
+    ncd__scpy(top, topsz, tmpl);
+    pick_root(tmpl, dir, dirsz);
+    return 0;
+}
+
+static void remove_cb(void *arg)
+{
+    ncd_sysroot_remove(arg);
+    free(arg);
+}
+
+int ncd_ctx_new_sysroot(const char *sysroot, char *const *envp,
+                        struct ncd_ctx **out, char *err, size_t errsz)
+{
+    struct stat st;
+    *out = NULL;
+    if (err && errsz)
+        err[0] = '\0';
+    if (!sysroot || !*sysroot || stat(sysroot, &st) < 0 || !S_ISREG(st.st_mode))
+        return ncd_ctx_new(sysroot, envp, out);
+    char dir[PATH_MAX], top[PATH_MAX];
+    int rc = ncd_sysroot_unpack(sysroot, dir, sizeof dir, top, sizeof top, err,
+                                errsz);
+    if (rc < 0)
+        return rc;
+    char *keep = strdup(top);
+    if (!keep) {
+        ncd_sysroot_remove(top);
+        return NCD_ENOMEM;
+    }
+    rc = ncd_ctx_new(dir, envp, out);
+    if (rc < 0) {
+        remove_cb(keep);
+        return rc;
+    }
+    ncd_ctx_on_free(*out, remove_cb, keep);
+    /* Reports name the capture the user gave, not the temporary tree. */
+    if (ncd_ctx_set_sysroot_label(*out, sysroot) < 0) {
+        ncd_ctx_free(*out);
+        *out = NULL;
+        return NCD_ENOMEM;
+    }
+    return 0;
+}

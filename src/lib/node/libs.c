@@ -1,0 +1,487 @@
+/* SPDX-License-Identifier: MIT */
+/* Every libnccl on the node, its version, the loader's pick (ncd/libs.h). */
+#define _GNU_SOURCE
+#include "ncd/libs.h"
+#include "ncd/error.h"
+#include "ncd/fs.h"
+#include "ncd/nccl.h"
+#include "node_internal.h"
+
+#include <ctype.h>
+#include <elf.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ncd_nccl_version_in_buf(const char *buf, size_t len, int *code,
+                            char *cuda, size_t cudasz)
+{
+    static const char tag[] = "NCCL version ";
+    const size_t tl = sizeof tag - 1;
+    const char *p = buf, *end = buf + len;
+    while (p < end) {
+        const char *h = memmem(p, (size_t)(end - p), tag, tl);
+        if (!h)
+            return 0;
+        const char *v = h + tl;
+        p = v;
+        if (v >= end || !isdigit((unsigned char)*v))
+            continue;
+        char tmp[64];
+        size_t k = 0;
+        while (v + k < end && k < sizeof tmp - 1 && v[k] &&
+               !isspace((unsigned char)v[k]))
+            tmp[k] = v[k], k++;
+        tmp[k] = '\0';
+        char *plus = strstr(tmp, "+cuda");
+        if (cudasz)
+            cuda[0] = '\0';
+        if (plus) {
+            ncd__scpy(cuda, cudasz, plus + 5);
+            *plus = '\0';
+        }
+        if (ncd_nccl_version_parse(tmp, code) == 0)
+            return 1;
+    }
+    return 0;
+}
+
+int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
+                          char *cuda, size_t cudasz)
+{
+    int fd = ncd_fs_open(ctx, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    int found = 0;
+    Elf64_Ehdr eh;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+        eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum) {
+        close(fd);
+        return 0;
+    }
+    size_t shsz = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
+    Elf64_Shdr *sh = malloc(shsz);
+    if (!sh) {
+        close(fd);
+        return NCD_ENOMEM;
+    }
+    if (pread(fd, sh, shsz, (off_t)eh.e_shoff) != (ssize_t)shsz)
+        goto out;
+    Elf64_Shdr *ss = &sh[eh.e_shstrndx];
+    if (ss->sh_size == 0 || ss->sh_size > (1u << 20))
+        goto out;
+    char *names = malloc(ss->sh_size + 1);
+    if (!names)
+        goto out;
+    if (pread(fd, names, ss->sh_size, (off_t)ss->sh_offset) !=
+        (ssize_t)ss->sh_size) {
+        free(names);
+        goto out;
+    }
+    names[ss->sh_size] = '\0';
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+        if (sh[i].sh_name >= ss->sh_size ||
+            strcmp(names + sh[i].sh_name, ".rodata") != 0)
+            continue;
+        /* .rodata of libnccl is a few MB; refuse absurd sizes. */
+        if (sh[i].sh_size == 0 || sh[i].sh_size > (256u << 20))
+            break;
+        char *ro = malloc(sh[i].sh_size);
+        if (!ro)
+            break;
+        if (pread(fd, ro, sh[i].sh_size, (off_t)sh[i].sh_offset) ==
+            (ssize_t)sh[i].sh_size)
+            found = ncd_nccl_version_in_buf(ro, sh[i].sh_size, code, cuda,
+                                            cudasz);
+        free(ro);
+    }
+    free(names);
+out:
+    free(sh);
+    close(fd);
+    return found;
+}
+
+int ncd_ldcache_parse(const unsigned char *buf, size_t len,
+                      const char *prefix,
+                      void (*fn)(const char *name, const char *path,
+                                 void *arg),
+                      void *arg)
+{
+    static const char magic[] = "glibc-ld.so.cache1.1";
+    const size_t ml = sizeof magic - 1;
+    const unsigned char *h = memmem(buf, len, magic, ml);
+    if (!h)
+        return NCD_EPARSE;
+    size_t base = (size_t)(h - buf);
+    if (base + 48 > len)
+        return NCD_EPARSE;
+    uint32_t nlibs;
+    memcpy(&nlibs, buf + base + 20, 4);
+    if ((size_t)nlibs > (len - base - 48) / 24)
+        return NCD_EPARSE;
+    size_t pl = strlen(prefix);
+    int count = 0;
+    for (uint32_t i = 0; i < nlibs; i++) {
+        const unsigned char *e = buf + base + 48 + (size_t)i * 24;
+        uint32_t key, value;
+        memcpy(&key, e + 4, 4);
+        memcpy(&value, e + 8, 4);
+        if ((size_t)key + base >= len || (size_t)value + base >= len)
+            return NCD_EPARSE;
+        const char *k = (const char *)buf + base + key;
+        const char *v = (const char *)buf + base + value;
+        if (!memchr(k, 0, len - base - key) || !memchr(v, 0, len - base - value))
+            return NCD_EPARSE;
+        if (strncmp(k, prefix, pl) == 0) {
+            count++;
+            if (fn)
+                fn(k, v, arg);
+        }
+    }
+    return count;
+}
+
+/* ---- scan ------------------------------------------------------------------- */
+
+struct scan_state {
+    struct ncd_ctx *ctx;
+    struct ncd_nccl_scan *s;
+    int oom;
+    const char *origin;
+};
+
+static void add_file(struct scan_state *st, const char *path)
+{
+    struct ncd_nccl_scan *s = st->s;
+    char real[512];
+    if (ncd_fs_realpath(st->ctx, path, real, sizeof real) < 0 ||
+        !ncd_fs_exists(st->ctx, real)) {
+        ncd_ctx_clear_error(st->ctx);
+        return;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i].real, real) == 0)
+            return;
+    struct ncd_nccl_file *nv = realloc(s->v, (s->n + 1) * sizeof *nv);
+    if (!nv) {
+        st->oom = 1;
+        return;
+    }
+    s->v = nv;
+    struct ncd_nccl_file *f = &nv[s->n++];
+    memset(f, 0, sizeof *f);
+    ncd__scpy(f->path, sizeof f->path, path);
+    ncd__scpy(f->real, sizeof f->real, real);
+    ncd__scpy(f->origin, sizeof f->origin, st->origin);
+    int r = ncd_nccl_file_version(st->ctx, real, &f->version, f->cuda,
+                                  sizeof f->cuda);
+    if (r == NCD_ENOMEM)
+        st->oom = 1;
+    if (r <= 0)
+        f->version = 0;
+    ncd_ctx_clear_error(st->ctx);
+}
+
+/* Adds every libnccl.so* of a directory; the versioned soname first so
+ * the entry kept for a real file is the name the loader asks for. */
+static void scan_dir(struct scan_state *st, const char *dir)
+{
+    char **names;
+    int n = ncd_fs_list(st->ctx, dir, &names);
+    if (n < 0) {
+        if (n == NCD_ENOMEM)
+            st->oom = 1;
+        ncd_ctx_clear_error(st->ctx);
+        return;
+    }
+    char p[600];
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            if (strncmp(names[i], "libnccl.so", 10) != 0)
+                continue;
+            int is_so2 = strcmp(names[i], "libnccl.so.2") == 0;
+            if ((pass == 0) != is_so2)
+                continue;
+            snprintf(p, sizeof p, "%s/%s", dir, names[i]);
+            add_file(st, p);
+        }
+    ncd_fs_list_free(names, n);
+}
+
+/* Calls scan_dir on <base>/<entries starting with pfx>/<suffix>. */
+static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
+                      const char *suffix)
+{
+    char **names;
+    int n = ncd_fs_list(st->ctx, base, &names);
+    if (n < 0) {
+        ncd_ctx_clear_error(st->ctx);
+        return;
+    }
+    char p[600];
+    for (int i = 0; i < n; i++) {
+        if (strncmp(names[i], pfx, strlen(pfx)) != 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s%s", base, names[i], suffix);
+        scan_dir(st, p);
+    }
+    ncd_fs_list_free(names, n);
+}
+
+/* <prefix>/lib/python3.N/{site,dist}-packages/nvidia/nccl/lib */
+static void scan_python(struct scan_state *st, const char *prefix)
+{
+    char lib[512];
+    snprintf(lib, sizeof lib, "%s/lib", prefix);
+    scan_glob(st, lib, "python3", "/site-packages/nvidia/nccl/lib");
+    scan_glob(st, lib, "python3", "/dist-packages/nvidia/nccl/lib");
+}
+
+static void ldcache_cb(const char *name, const char *path, void *arg)
+{
+    (void)name;
+    add_file(arg, path);
+}
+
+struct first_cb {
+    char path[512];
+};
+
+static void ldcache_first(const char *name, const char *path, void *arg)
+{
+    struct first_cb *f = arg;
+    if (!f->path[0] && strcmp(name, "libnccl.so.2") == 0)
+        ncd__scpy(f->path, sizeof f->path, path);
+}
+
+static int find_real(const struct ncd_nccl_scan *s, struct ncd_ctx *ctx,
+                     const char *path)
+{
+    char real[512];
+    if (ncd_fs_realpath(ctx, path, real, sizeof real) < 0) {
+        ncd_ctx_clear_error(ctx);
+        return -1;
+    }
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->v[i].real, real) == 0 || strcmp(s->v[i].path, path) == 0)
+            return (int)i;
+    return -1;
+}
+
+static int parse_record(struct ncd_ctx *ctx, struct ncd_nccl_scan *s,
+                        const char *buf, size_t len)
+{
+    size_t i = 0;
+    char winner[512] = "";
+    while (i < len) {
+        size_t st = i;
+        while (i < len && buf[i] != '\n')
+            i++;
+        char line[800];
+        size_t ll = i - st < sizeof line - 1 ? i - st : sizeof line - 1;
+        memcpy(line, buf + st, ll);
+        line[ll] = '\0';
+        i++;
+        char ver[32], cuda[16], origin[40];
+        int off = 0;
+        if (sscanf(line, "lib %31s %15s %39s %n", ver, cuda, origin, &off) ==
+                3 &&
+            off > 0 && line[off]) {
+            struct ncd_nccl_file *nv = realloc(s->v, (s->n + 1) * sizeof *nv);
+            if (!nv)
+                return NCD_ENOMEM;
+            s->v = nv;
+            struct ncd_nccl_file *f = &nv[s->n++];
+            memset(f, 0, sizeof *f);
+            ncd__scpy(f->path, sizeof f->path, line + off);
+            ncd__scpy(f->real, sizeof f->real, line + off);
+            ncd__scpy(f->origin, sizeof f->origin, origin);
+            if (strcmp(ver, "?") == 0 || ncd_nccl_version_parse(ver, &f->version) < 0)
+                f->version = 0;
+            if (strcmp(cuda, "?") != 0)
+                ncd__scpy(f->cuda, sizeof f->cuda, cuda);
+        } else if (strncmp(line, "winner ", 7) == 0) {
+            ncd__scpy(winner, sizeof winner, line + 7);
+        }
+    }
+    ncd_ctx_clear_error(ctx);
+    for (size_t k = 0; k < s->n && *winner; k++)
+        if (strcmp(s->v[k].path, winner) == 0) {
+            s->winner = (int)k;
+            ncd__scpy(s->winner_why, sizeof s->winner_why,
+                      "recorded by gather");
+        }
+    return 0;
+}
+
+int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
+{
+    memset(out, 0, sizeof *out);
+    out->winner = -1;
+    if (!ncd_ctx_is_live(ctx)) {
+        char *buf;
+        size_t len;
+        if (ncd_fs_read(ctx, "/.ncd/nccl-libs", 1 << 20, &buf, &len) == 0) {
+            out->recorded = out->visible = 1;
+            int rc = parse_record(ctx, out, buf, len);
+            free(buf);
+            return rc;
+        }
+        ncd_ctx_clear_error(ctx);
+        /* A hand-made tree may still hold library files: scan it. */
+    }
+    out->visible = 1;
+    struct scan_state st = {.ctx = ctx, .s = out};
+    const char *v = ncd_getenv(ctx, "FLAGS_nccl_dir");
+    if (v && *v) {
+        st.origin = "FLAGS_nccl_dir";
+        scan_dir(&st, v);
+    }
+    v = ncd_getenv(ctx, "LD_LIBRARY_PATH");
+    st.origin = "LD_LIBRARY_PATH";
+    char ldlp_first[512] = "";
+    if (v && *v) {
+        char *dup = strdup(v), *save = NULL;
+        if (!dup)
+            return NCD_ENOMEM;
+        for (char *d = strtok_r(dup, ":;", &save); d;
+             d = strtok_r(NULL, ":;", &save)) {
+            size_t before = out->n;
+            scan_dir(&st, d);
+            if (!*ldlp_first) {
+                char p[600];
+                snprintf(p, sizeof p, "%s/libnccl.so.2", d);
+                if (ncd_fs_exists(ctx, p))
+                    ncd__scpy(ldlp_first, sizeof ldlp_first, p);
+            }
+            (void)before;
+        }
+        free(dup);
+    }
+    char *cache;
+    size_t clen;
+    struct first_cb cache_first = {""};
+    st.origin = "ld.so.cache";
+    if (ncd_fs_read(ctx, "/etc/ld.so.cache", 64u << 20, &cache, &clen) == 0) {
+        ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so",
+                          ldcache_cb, &st);
+        ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so.2",
+                          ldcache_first, &cache_first);
+        free(cache);
+    }
+    ncd_ctx_clear_error(ctx);
+    static const char *sysdirs[] = {
+        "/lib", "/usr/lib", "/lib64", "/usr/lib64",
+        "/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib/powerpc64le-linux-gnu", "/usr/local/lib"};
+    st.origin = "system";
+    for (size_t i = 0; i < sizeof sysdirs / sizeof *sysdirs; i++)
+        scan_dir(&st, sysdirs[i]);
+    st.origin = "CUDA";
+    scan_glob(&st, "/usr/local", "cuda", "/lib64");
+    scan_glob(&st, "/usr/local", "cuda", "/lib");
+    scan_glob(&st, "/usr/local", "cuda", "/targets/x86_64-linux/lib");
+    scan_glob(&st, "/usr/local", "cuda", "/targets/sbsa-linux/lib");
+    const char *home = ncd_getenv(ctx, "HOME");
+    const char *conda = ncd_getenv(ctx, "CONDA_PREFIX");
+    const char *venv = ncd_getenv(ctx, "VIRTUAL_ENV");
+    static const char *conda_names[] = {"miniconda3", "anaconda3",
+                                        "miniforge3", "mambaforge"};
+    char p[600];
+    st.origin = "conda";
+    if (conda && *conda) {
+        snprintf(p, sizeof p, "%s/lib", conda);
+        scan_dir(&st, p);
+    }
+    scan_dir(&st, "/opt/conda/lib");
+    scan_glob(&st, "/opt/conda/envs", "", "/lib");
+    for (size_t i = 0; home && *home && i < 4; i++) {
+        snprintf(p, sizeof p, "%s/%s/lib", home, conda_names[i]);
+        scan_dir(&st, p);
+        snprintf(p, sizeof p, "%s/%s/envs", home, conda_names[i]);
+        scan_glob(&st, p, "", "/lib");
+    }
+    st.origin = "site-packages";
+    scan_python(&st, "/usr");
+    scan_python(&st, "/usr/local");
+    scan_python(&st, "/opt/conda");
+    if (venv && *venv)
+        scan_python(&st, venv);
+    if (conda && *conda)
+        scan_python(&st, conda);
+    if (home && *home) {
+        snprintf(p, sizeof p, "%s/.local", home);
+        scan_python(&st, p);
+    }
+    if (st.oom)
+        return NCD_ENOMEM;
+    /* The loader's pick for dlopen("libnccl.so.2") without RPATH. */
+    if (*ldlp_first) {
+        out->winner = find_real(out, ctx, ldlp_first);
+        ncd__scpy(out->winner_why, sizeof out->winner_why,
+                  "first LD_LIBRARY_PATH directory holding libnccl.so.2");
+    } else if (*cache_first.path) {
+        out->winner = find_real(out, ctx, cache_first.path);
+        ncd__scpy(out->winner_why, sizeof out->winner_why,
+                  "/etc/ld.so.cache entry for libnccl.so.2");
+    } else {
+        for (size_t i = 0; i < out->n && out->winner < 0; i++)
+            if (strcmp(out->v[i].origin, "system") == 0) {
+                const char *b = strrchr(out->v[i].path, '/');
+                if (b && strcmp(b + 1, "libnccl.so.2") == 0) {
+                    out->winner = (int)i;
+                    ncd__scpy(out->winner_why, sizeof out->winner_why,
+                              "default library directory");
+                }
+            }
+    }
+    if (ncd_ctx_is_live(ctx)) {
+        struct ncd_nccl_lib lib;
+        if (ncd_nccl_lib_detect(ctx, &lib) == 0 && lib.found && *lib.path) {
+            int w = find_real(out, ctx, lib.path);
+            if (w < 0) {
+                /* loaded from a place the scan does not cover */
+                st.origin = "dlopen";
+                add_file(&st, lib.path);
+                w = find_real(out, ctx, lib.path);
+            }
+            if (w >= 0) {
+                out->winner = w;
+                ncd__scpy(out->winner_why, sizeof out->winner_why,
+                          "dlopen(\"libnccl.so.2\") + ncclGetVersion()");
+                out->v[w].version = lib.version;
+            }
+        }
+        ncd_ctx_clear_error(ctx);
+    }
+    return 0;
+}
+
+void ncd_nccl_scan_release(struct ncd_nccl_scan *s)
+{
+    free(s->v);
+    memset(s, 0, sizeof *s);
+}
+
+void ncd_nccl_scan_format(const struct ncd_nccl_scan *s,
+                          struct ncd_strbuf *out)
+{
+    ncd_sb_puts(out, "# lib <version> <cuda> <origin> <path>\n");
+    for (size_t i = 0; i < s->n; i++) {
+        char vb[24];
+        const struct ncd_nccl_file *f = &s->v[i];
+        ncd_sb_printf(out, "lib %s %s %s %s\n",
+                      f->version ? ncd_nccl_version_str(f->version, vb, sizeof vb)
+                                 : "?",
+                      *f->cuda ? f->cuda : "?", f->origin, f->path);
+    }
+    if (s->winner >= 0)
+        ncd_sb_printf(out, "winner %s\n", s->v[s->winner].path);
+}

@@ -1,0 +1,32 @@
+# perf: an MPI-enabled twin of the CLI for the MPI-launched test
+# (t0405-perf-mpi.sh).  Only the files that change with NCD_WITH_MPI are
+# recompiled; the rest comes from libncd.  Not built when the main build
+# already has MPI (the test then uses nccl-doctor itself).
+if(NOT NCD_WITH_MPI)
+  find_package(MPI QUIET COMPONENTS C)
+  if(MPI_C_FOUND)
+    file(GLOB _ncd_cli_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/*.c)
+    add_executable(nccl-doctor-mpi ${_ncd_cli_srcs}
+      ${CMAKE_SOURCE_DIR}/src/lib/perf/net.c
+      ${CMAKE_SOURCE_DIR}/src/lib/perf/mpi.c)
+    target_compile_definitions(nccl-doctor-mpi PRIVATE NCD_WITH_MPI=1)
+    target_include_directories(nccl-doctor-mpi PRIVATE
+      ${CMAKE_SOURCE_DIR}/src/cli ${CMAKE_SOURCE_DIR}/src/lib
+      ${CMAKE_BINARY_DIR}/gen)
+    target_link_libraries(nccl-doctor-mpi PRIVATE ncd MPI::MPI_C)
+    ncd_set_warnings(nccl-doctor-mpi)
+  endif()
+endif()
+
+# TEST-ONLY host-memory stand-ins for libnccl.so.2 and libcudart.so, to
+# exercise the nccl backend's dlopen loader end to end without a GPU
+# (t0406-perf-nccl.sh).  Never installed.
+foreach(_fake nccl cudart)
+  add_library(fake_${_fake} SHARED ${CMAKE_CURRENT_LIST_DIR}/fake_${_fake}.c)
+  set_target_properties(fake_${_fake} PROPERTIES
+    OUTPUT_NAME ${_fake}
+    LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fakecuda)
+  target_link_libraries(fake_${_fake} PRIVATE Threads::Threads)
+endforeach()
+set_target_properties(fake_nccl PROPERTIES SUFFIX ".so.2")
+set_target_properties(fake_cudart PROPERTIES SUFFIX ".so")

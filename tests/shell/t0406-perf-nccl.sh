@@ -1,0 +1,67 @@
+#!/bin/sh
+# perf's nccl backend: the dlopen loader and the backend end to end.
+# Against the real libnccl.so.2/libcudart.so when present; always against
+# the test-only host-memory stand-ins built from tests/perf/fake_*.c.
+. "$(dirname "$0")/perf_lib.sh"
+FAKE="${NCD_BUILD_DIR:-.}/tests/fakecuda"
+[ -f "$FAKE/libnccl.so.2" ] || skip "fake NCCL not built ($FAKE)"
+
+# Real libraries, when this machine has them
+if ldconfig -p 2>/dev/null | grep -q 'libnccl\.so\.2 '; then
+    perf all_reduce -b 8 -e 8 --backend nccl >"$TMP/real.out" 2>"$TMP/real.err"
+    rc=$?
+    check "real NCCL: runs, or reports the CUDA problem by name (exit $rc)" sh -c "
+        [ $rc -eq 0 ] && grep -q 'nccl-library=[1-9]' '$TMP/real.out' ||
+        grep -Eq 'cudaError[A-Za-z]* \\([0-9]+\\) .*NCCL 2\\.[0-9]+\\.[0-9]+ from /|Invalid number of GPUs' '$TMP/real.err' '$TMP/real.out'"
+else
+    echo "# libnccl.so.2 not installed here: real-library checks skipped"
+fi
+
+# No device: precise CUDA error, suggestion, exit 2 (testCudaError)
+FAKE_CUDA_DEVICES=0 LD_LIBRARY_PATH="$FAKE" perf all_reduce -b 8 -e 8 --backend nccl \
+    >"$TMP/nd.out" 2>"$TMP/nd.err"
+rc=$?
+check "no CUDA device: cudaErrorNoDevice (100), suggests --backend socket, exit 2" sh -c "
+    [ $rc -eq 2 ] && grep -q 'cudaErrorNoDevice (100)' '$TMP/nd.err' && grep -q 'backend socket' '$TMP/nd.err'"
+FAKE_CUDA_DEVICES=0 LD_LIBRARY_PATH="$FAKE" perf all_reduce -b 8 -e 8 >"$TMP/auto.out" 2>&1
+check "auto backend without a usable GPU falls back to socket and says why" sh -c "
+    grep -q '^#  (no usable NCCL/GPU: cudaGetDeviceCount failed: cudaErrorNoDevice (100)' '$TMP/auto.out' &&
+    grep -q '^#  Backend: socket' '$TMP/auto.out'"
+perf all_reduce -b 8 -e 8 --backend nccl --nccl-lib /nonexistent/libnccl.so.2 >/dev/null 2>"$TMP/nl.err"
+rc=$?
+check "library missing: says which and where it looked (exit $rc)" sh -c "
+    [ $rc -eq 3 ] && grep -q '/nonexistent/libnccl.so.2 could not be loaded' '$TMP/nl.err' &&
+    grep -q 'looked in LD_LIBRARY_PATH=' '$TMP/nl.err'"
+LD_LIBRARY_PATH="$FAKE" perf all_reduce -b 8 -e 8 --backend nccl --cudart-lib /nonexistent/libcudart.so \
+    >/dev/null 2>"$TMP/nc.err"
+check "CUDA runtime missing: exit 2 and the reason" sh -c "
+    [ $? -eq 2 ] && grep -q 'the CUDA runtime (/nonexistent/libcudart.so) could not be loaded' '$TMP/nc.err'"
+
+# End to end on 4 fake devices
+export FAKE_CUDA_DEVICES=4 LD_LIBRARY_PATH="$FAKE"
+perf all_reduce -b 8 -e 4K -f 8 -g 4 -d all -o all --backend nccl >"$TMP/ar.out" 2>&1
+parse_table "$TMP/ar.out" >"$TMP/p"
+check "all_reduce -g 4, every type and op: 0 wrong ($(cat $TMP/p))" sh -c "
+    grep -q '^rows=240 wrong=0 bad=0' '$TMP/p' &&
+    grep -q '^# nccl-tests version 2.19.6 nccl-headers=22805 nccl-library=22805\$' '$TMP/ar.out' &&
+    grep -q '^#  Rank  3 Group  0 Pid .* device  3 \[0000:1e:00\] Fake GPU 3' '$TMP/ar.out' &&
+    grep -q '^#  Backend: nccl (NCCL 2.28.5, 4 CUDA devices visible; .*fakecuda/libnccl.so.2, .*fakecuda/libcudart.so)' '$TMP/ar.out'"
+for c in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter hypercube; do
+    perf $c -b 8 -e 10K -f 9 -t 2 -g 2 -r -1 -d all -m 2 -n 5 --backend nccl >"$TMP/c.out" 2>&1
+    rc=$?
+    parse_table "$TMP/c.out" >"$TMP/p"
+    check "$c -t 2 -g 2 -m 2 (group calls): exit $rc, $(cat $TMP/p)" sh -c "
+        [ $rc -eq 0 ] && grep -q 'wrong=0 bad=0' '$TMP/p' && ! grep -q '^rows=0 ' '$TMP/p'"
+done
+FAKE_NCCL_CORRUPT=1 perf all_reduce -b 64 -e 256 -f 2 -t 2 -g 2 --backend nccl >"$TMP/bad.out" 2>&1
+rc=$?
+check "a wrong element is counted: #wrong 1, 'Out of bounds values : 12 FAILED', exit 7 ($rc)" sh -c "
+    [ $rc -eq 7 ] && grep -q '^ *64 *16 *float *sum *-1 .* 1 .* 1\$' '$TMP/bad.out' &&
+    grep -qx '# Out of bounds values : 12 FAILED' '$TMP/bad.out'"
+perf all_reduce -b 8 -e 8 -g 8 --backend nccl >"$TMP/ng.out" 2>&1
+check "more GPUs than devices: nccl-tests' message, exit 5" sh -c "
+    [ $? -eq 5 ] && grep -q 'Invalid number of GPUs: 8 requested but only 4 were found.' '$TMP/ng.out'"
+NCCL_TESTS_DEVICE=2 perf broadcast -b 8 -e 8 -g 2 --backend nccl >"$TMP/d.out" 2>&1
+check "NCCL_TESTS_DEVICE=2 -g 2 uses devices 2 and 3" sh -c "
+    grep -q 'Rank  0 .* device  2 ' '$TMP/d.out' && grep -q 'Rank  1 .* device  3 ' '$TMP/d.out'"
+finish

@@ -1,0 +1,783 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * perf: collective table (counts, busbw factors, sweep) against
+ * hand-computed tables, the nccl-tests output format against the format
+ * strings and the sample of ../shared/reference/nccl-tests-and-errors.md
+ * A2, JSON keys, the data checker, the reduction kernels, the
+ * NCCL_SOCKET_IFNAME matcher and launcher detection.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/ctx.h"
+#include "ncd/error.h"
+#include "ncd/perf.h"
+#include "ncd/strbuf.h"
+#include "perf/perf_int.h"
+
+/* ---- counts ------------------------------------------------------------ */
+
+struct count_case {
+    enum ncd_perf_coll c;
+    size_t bytes, es;
+    int n, rank;
+    size_t send, recv, param, soff, roff, size;
+};
+
+/* Hand-computed: base = (bytes/es/n) & ~(16/es - 1). */
+static const struct count_case count_cases[] = {
+    /* all_reduce: count = bytes/es */
+    {NCD_COLL_ALL_REDUCE, 8, 4, 2, 0, 2, 2, 2, 0, 0, 8},
+    {NCD_COLL_ALL_REDUCE, 134217728, 4, 8, 3, 33554432, 33554432, 33554432,
+     0, 0, 134217728},
+    {NCD_COLL_ALL_REDUCE, 7, 2, 3, 1, 3, 3, 3, 0, 0, 6},
+    /* all_gather 1M float on 8 ranks: c=262144, base=32768 */
+    {NCD_COLL_ALL_GATHER, 1048576, 4, 8, 5, 32768, 262144, 32768, 163840, 0,
+     1048576},
+    /* all_gather 8 B float on 2 ranks: c=2, c/n=1, &~3 = 0 */
+    {NCD_COLL_ALL_GATHER, 8, 4, 2, 1, 0, 0, 0, 0, 0, 0},
+    /* 100 B int8 on 3 ranks: c/n=33, &~15 = 32 */
+    {NCD_COLL_ALL_GATHER, 100, 1, 3, 2, 32, 96, 32, 64, 0, 96},
+    /* reduce_scatter 1000 B double on 3: c=125, c/n=41, &~1=40 */
+    {NCD_COLL_REDUCE_SCATTER, 1000, 8, 3, 2, 120, 40, 40, 0, 80, 960},
+    {NCD_COLL_BROADCAST, 4096, 2, 4, 0, 2048, 2048, 2048, 0, 0, 4096},
+    {NCD_COLL_REDUCE, 4096, 8, 4, 0, 512, 512, 512, 0, 0, 4096},
+    /* alltoall 1M float on 3: c=262144, c/n=87381, &~3 = 87380 */
+    {NCD_COLL_ALLTOALL, 1048576, 4, 3, 1, 262140, 262140, 87380, 0, 0,
+     1048560},
+    {NCD_COLL_GATHER, 64, 4, 4, 3, 4, 16, 4, 12, 0, 64},
+    {NCD_COLL_SCATTER, 64, 4, 4, 3, 16, 4, 4, 0, 12, 64},
+    {NCD_COLL_SENDRECV, 33, 1, 2, 1, 33, 33, 33, 0, 0, 33},
+    {NCD_COLL_HYPERCUBE, 4096, 4, 4, 2, 256, 1024, 256, 512, 0, 4096},
+};
+
+static void test_counts(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof count_cases / sizeof count_cases[0]; i++) {
+        const struct count_case *t = &count_cases[i];
+        struct ncd_perf_counts k;
+        ncd_perf_counts(t->c, t->bytes, t->es, t->n, t->rank, &k);
+        if (k.sendcount != t->send || k.recvcount != t->recv ||
+            k.paramcount != t->param || k.send_inplace_off != t->soff ||
+            k.recv_inplace_off != t->roff || k.bytes != t->size) {
+            fail_msg("case %zu (%s %zu B es %zu n %d): got send %zu recv %zu "
+                     "param %zu soff %zu roff %zu size %zu",
+                     i, ncd_perf_coll_name(t->c), t->bytes, t->es, t->n,
+                     k.sendcount, k.recvcount, k.paramcount,
+                     k.send_inplace_off, k.recv_inplace_off, k.bytes);
+        }
+    }
+}
+
+static void test_busbw(void **state)
+{
+    (void)state;
+    /* factors for n = 8 (doc/PERFORMANCE.md) */
+    const double f8[NCD_COLL__COUNT] = {
+        [NCD_COLL_ALL_REDUCE] = 14.0 / 8, [NCD_COLL_ALL_GATHER] = 7.0 / 8,
+        [NCD_COLL_REDUCE_SCATTER] = 7.0 / 8, [NCD_COLL_BROADCAST] = 1,
+        [NCD_COLL_REDUCE] = 1,           [NCD_COLL_ALLTOALL] = 7.0 / 8,
+        [NCD_COLL_SENDRECV] = 1,         [NCD_COLL_GATHER] = 7.0 / 8,
+        [NCD_COLL_SCATTER] = 7.0 / 8,    [NCD_COLL_HYPERCUBE] = 1,
+    };
+    for (int c = 0; c < NCD_COLL__COUNT; c++)
+        assert_true(fabs(ncd_perf_busbw_factor(c, 8) - f8[c]) < 1e-12);
+    assert_true(fabs(ncd_perf_busbw_factor(NCD_COLL_ALL_REDUCE, 2) - 1.0) <
+                1e-12);
+    assert_true(ncd_perf_busbw_factor(NCD_COLL_ALL_REDUCE, 1) == 0.0);
+
+    /* 128 MiB all_reduce on 8 ranks in 1234.5 us */
+    struct ncd_perf_counts k;
+    double a, b;
+    ncd_perf_counts(NCD_COLL_ALL_REDUCE, 134217728, 4, 8, 0, &k);
+    ncd_perf_bw(NCD_COLL_ALL_REDUCE, &k, 4, 8, 1234.5e-6, &a, &b);
+    assert_true(fabs(a - 134217728 / 1234.5e-6 / 1e9) < 1e-9);
+    assert_true(fabs(b - a * 1.75) < 1e-9);
+    /* hypercube: algbw = base * es * (n-1) / t */
+    ncd_perf_counts(NCD_COLL_HYPERCUBE, 4096, 4, 4, 0, &k);
+    ncd_perf_bw(NCD_COLL_HYPERCUBE, &k, 4, 4, 1e-6, &a, &b);
+    assert_true(fabs(a - 256.0 * 4 * 3 / 1e-6 / 1e9) < 1e-9);
+    assert_true(fabs(b - a) < 1e-12);
+    /* all_gather uses the total size */
+    ncd_perf_counts(NCD_COLL_ALL_GATHER, 1048576, 4, 8, 0, &k);
+    ncd_perf_bw(NCD_COLL_ALL_GATHER, &k, 4, 8, 1e-3, &a, &b);
+    assert_true(fabs(a - 1.048576) < 1e-12);
+    assert_true(fabs(b - 1.048576 * 7 / 8) < 1e-12);
+}
+
+static void test_sweep(void **state)
+{
+    (void)state;
+    size_t s[64];
+    size_t n = ncd_perf_sweep(8, 134217728, 1 << 20, 2, s, 64);
+    assert_int_equal(n, 25);
+    assert_int_equal(s[0], 8);
+    assert_int_equal(s[1], 16);
+    assert_int_equal(s[24], 134217728);
+    n = ncd_perf_sweep(1000, 4000, 1000, 1, s, 64);
+    assert_int_equal(n, 4);
+    assert_int_equal(s[3], 4000);
+    n = ncd_perf_sweep(3, 100, 0, 3, s, 64); /* 3 9 27 81 */
+    assert_int_equal(n, 4);
+    assert_int_equal(s[3], 81);
+    assert_int_equal(ncd_perf_sweep(10, 5, 1, 2, s, 64), 0);
+    assert_int_equal(ncd_perf_sweep(1, 5, 0, 1, s, 64), 0);
+    /* cap respected, count still full */
+    assert_int_equal(ncd_perf_sweep(1, 1024, 0, 2, s, 2), 11);
+    /* 0 with a factor does not loop for ever */
+    assert_int_equal(ncd_perf_sweep(0, 64, 0, 2, s, 64), 1);
+}
+
+static void test_parse_size(void **state)
+{
+    (void)state;
+    size_t v;
+    assert_int_equal(ncd_perf_parse_size("8", &v), 0);
+    assert_int_equal(v, 8);
+    assert_int_equal(ncd_perf_parse_size("128M", &v), 0);
+    assert_int_equal(v, 134217728);
+    assert_int_equal(ncd_perf_parse_size("1g", &v), 0);
+    assert_int_equal(v, 1073741824);
+    assert_int_equal(ncd_perf_parse_size("0.5G", &v), 0);
+    assert_int_equal(v, 536870912);
+    assert_int_equal(ncd_perf_parse_size("64k", &v), 0);
+    assert_int_equal(v, 65536);
+    assert_int_equal(ncd_perf_parse_size("1MB", &v), 0);
+    assert_int_equal(v, 1048576);
+    assert_int_equal(ncd_perf_parse_size("12X", &v), NCD_EINVAL);
+    assert_int_equal(ncd_perf_parse_size("-1", &v), NCD_EINVAL);
+    assert_int_equal(ncd_perf_parse_size("", &v), NCD_EINVAL);
+    assert_int_equal(ncd_perf_parse_size("abc", &v), NCD_EINVAL);
+}
+
+static void test_names(void **state)
+{
+    (void)state;
+    assert_int_equal(ncd_perf_coll_from_name("all_reduce"), NCD_COLL_ALL_REDUCE);
+    assert_int_equal(ncd_perf_coll_from_name("/x/y/all_gather_perf"),
+                     NCD_COLL_ALL_GATHER);
+    assert_int_equal(ncd_perf_coll_from_name("ReduceScatter"),
+                     NCD_COLL_REDUCE_SCATTER);
+    assert_int_equal(ncd_perf_coll_from_name("nosuch"), -1);
+    assert_int_equal(ncd_perf_dtype_from_name("bfloat16"), NCD_DT_BFLOAT16);
+    assert_int_equal(ncd_perf_dtype_from_name("fp16"), NCD_DT_HALF);
+    assert_int_equal(ncd_perf_dtype_from_name("float128"), -1);
+    assert_int_equal(ncd_perf_op_from_name("mulsum"), NCD_OP_MULSUM);
+    assert_string_equal(ncd_perf_redop_label(NCD_COLL_ALL_GATHER, NCD_OP_MAX),
+                        "none");
+    assert_string_equal(ncd_perf_redop_label(NCD_COLL_HYPERCUBE, NCD_OP_SUM),
+                        "");
+    assert_string_equal(ncd_perf_redop_label(NCD_COLL_SENDRECV, NCD_OP_PROD),
+                        "prod");
+    assert_string_equal(ncd_perf_redop_label(NCD_COLL_REDUCE, NCD_OP_AVG),
+                        "avg");
+}
+
+/* ---- formatter --------------------------------------------------------- */
+
+static void test_fmt_num(void **state)
+{
+    (void)state;
+    char b[16];
+    ncd_perf_fmt_num(30.123, 7, b);
+    assert_string_equal(b, "  30.12");
+    ncd_perf_fmt_num(1234.5, 7, b);
+    assert_string_equal(b, "1234.50");
+    ncd_perf_fmt_num(17361.84, 7, b);
+    assert_string_equal(b, "17361.8");
+    ncd_perf_fmt_num(126084.4, 7, b);
+    assert_string_equal(b, " 126084");
+    ncd_perf_fmt_num(12345678.0, 7, b);
+    assert_string_equal(b, "1.2e+07");
+    ncd_perf_fmt_num(190.26, 6, b);
+    assert_string_equal(b, "190.26");
+    ncd_perf_fmt_num(1190.26, 6, b);
+    assert_string_equal(b, "1190.3");
+    ncd_perf_fmt_num(123456.0, 6, b);
+    assert_string_equal(b, "123456");
+    ncd_perf_fmt_num(1234567.0, 6, b);
+    assert_string_equal(b, " 1e+06");
+    ncd_perf_fmt_num(0.001, 6, b);
+    assert_string_equal(b, "  0.00");
+}
+
+static struct ncd_perf_opts opts_allreduce(void)
+{
+    struct ncd_perf_opts o;
+    ncd_perf_opts_default(&o);
+    o.minbytes = 8;
+    o.maxbytes = 134217728;
+    o.stepfactor = 2;
+    o.nthreads = 1;
+    o.ngpus = 8;
+    return o;
+}
+
+/* The sample of nccl-tests-and-errors.md A2, byte for byte. */
+static void test_fmt_table(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_header(&sb, &o);
+    const char *hdr =
+        "#\n"
+        "#                                                              "
+        "out-of-place                       in-place          \n"
+        "#       size         count      type   redop    root     time   "
+        "algbw   busbw  #wrong     time   algbw   busbw  #wrong \n"
+        "#        (B)    (elements)                               (us)  "
+        "(GB/s)  (GB/s)             (us)  (GB/s)  (GB/s)         \n";
+    assert_string_equal(ncd_sb_str(&sb), hdr);
+    ncd_sb_reset(&sb);
+
+    struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
+                             .redop = "sum", .root = -1,
+                             .oop = {30.12, 0.00, 0.00, 0},
+                             .ip = {29.87, 0.00, 0.00, 0}};
+    ncd_perf_fmt_row(&sb, &o, &r);
+    assert_string_equal(ncd_sb_str(&sb),
+                        "           8             2     float     sum      -1"
+                        "    30.12    0.00    0.00       0    29.87    0.00"
+                        "    0.00       0\n");
+    ncd_sb_reset(&sb);
+    struct ncd_perf_row r2 = {.bytes = 134217728, .count = 33554432,
+                              .type = "float", .redop = "sum", .root = -1,
+                              .oop = {1234.50, 108.72, 190.26, 0},
+                              .ip = {1230.10, 109.11, 190.95, 0}};
+    ncd_perf_fmt_row(&sb, &o, &r2);
+    assert_string_equal(ncd_sb_str(&sb),
+                        "   134217728      33554432     float     sum      -1"
+                        "  1234.50  108.72  190.26       0  1230.10  109.11"
+                        "  190.95       0\n");
+
+    /* Column by column against the nccl-tests format strings. */
+    ncd_sb_reset(&sb);
+    struct ncd_perf_row r3 = {.bytes = 4096, .count = 1024, .type = "bfloat16",
+                              .redop = "mulsum", .root = 3,
+                              .oop = {99999.9, 1234.5, 0.004, 12},
+                              .ip = {7.0, 65.4321, 3.5, -1}};
+    ncd_perf_fmt_row(&sb, &o, &r3);
+    char exp[512], t1[16], t2[16];
+    int n = snprintf(exp, sizeof exp, "%12li  %12li  %8s  %6s  %6s", 4096L,
+                     1024L, "bfloat16", "mulsum", "     3");
+    ncd_perf_fmt_num(99999.9, 7, t1);
+    n += snprintf(exp + n, sizeof exp - (size_t)n, "  %7s  %6s  %6s  %6g",
+                  t1, "1234.5", "  0.00", 12.0);
+    ncd_perf_fmt_num(7.0, 7, t2);
+    n += snprintf(exp + n, sizeof exp - (size_t)n, "  %7s  %6s  %6s    N/A\n",
+                  t2, " 65.43", "  3.50");
+    assert_string_equal(ncd_sb_str(&sb), exp);
+    /* a script splitting on whitespace sees 13 fields */
+    char *copy = strdup(ncd_sb_str(&sb));
+    int fields = 0;
+    for (char *tok = strtok(copy, " \n"); tok; tok = strtok(NULL, " \n"))
+        fields++;
+    free(copy);
+    assert_int_equal(fields, 13);
+
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL, NULL);
+    assert_string_equal(ncd_sb_str(&sb),
+                        "# Out of bounds values : 0 OK\n"
+                        "# Avg bus bandwidth    : 95.4321 \n"
+                        "#\n"
+                        "# Collective test concluded: all_reduce_perf\n"
+                        "#\n"
+                        "\n");
+    ncd_sb_reset(&sb);
+    o.min_bw = 200;
+    ncd_perf_fmt_footer(&sb, &o, 2, 95.4321, NULL, "boom");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "# Out of bounds values : 2 FAILED\n"
+                        "# Avg bus bandwidth    : 95.4321 FAILED\n"
+                        "#\n"
+                        "# Collective test concluded: all_reduce_perf\n"
+                        "#\n"
+                        "# error: boom\n");
+    ncd_sb_reset(&sb);
+    o.min_bw = 100; /* 95.4 >= 0.9 x 100 */
+    ncd_perf_fmt_footer(&sb, &o, 0, 95.4321, NULL, NULL);
+    assert_non_null(strstr(ncd_sb_str(&sb), "95.4321 OK\n"));
+    ncd_sb_release(&sb);
+}
+
+static void test_fmt_flags(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    o.report_cputime = 1;
+    o.report_timestamps = 1;
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_header(&sb, &o);
+    char exp[1024];
+    snprintf(exp, sizeof exp,
+             "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  %6s  %6s  "
+             "%6s %*s\n",
+             "size", "count", "type", "redop", "root", "cputime", "algbw",
+             "busbw", "#wrong", "cputime", "algbw", "busbw", "#wrong", 19,
+             "timestamp");
+    assert_non_null(strstr(ncd_sb_str(&sb), exp));
+    assert_non_null(strstr(ncd_sb_str(&sb), "%Y-%m-%d %H:%M:%S\n"));
+    ncd_sb_reset(&sb);
+    struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
+                             .redop = "sum", .root = -1,
+                             .oop = {1, 2, 3, 0}, .ip = {1, 2, 3, 0}};
+    snprintf(r.timestamp, sizeof r.timestamp, "2026-01-02 03:04:05");
+    ncd_perf_fmt_row(&sb, &o, &r);
+    assert_non_null(strstr(ncd_sb_str(&sb), "       0  2026-01-02 03:04:05\n"));
+    ncd_sb_reset(&sb);
+
+    struct ncd_perf_device d = {.rank = 0, .group = 0, .pid = 12345,
+                                .host = "node1", .device = 0,
+                                .busid = "0000:1b:00",
+                                .name = "NVIDIA H100 80GB HBM3"};
+    o = opts_allreduce();
+    o.blocking = 1;
+    ncd_perf_fmt_preamble(&sb, &o, 23007, &d, 1);
+    assert_string_equal(
+        ncd_sb_str(&sb),
+        "# nccl-tests version 2.19.6 nccl-headers=23007 nccl-library=23007\n"
+        "# Collective test starting: all_reduce_perf\n"
+        "# nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) "
+        "warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 "
+        "unalign: 0\n"
+        "# Blocking Enabled: wait and barrier after each inner iteration "
+        "(-m) \n"
+        "#\n"
+        "# Using devices\n"
+        "#  Rank  0 Group  0 Pid  12345 on      node1 device  0 [0000:1b:00] "
+        "NVIDIA H100 80GB HBM3\n");
+    ncd_sb_reset(&sb);
+    o.stepfactor = 1;
+    o.stepbytes = 1048576;
+    ncd_perf_fmt_preamble(&sb, &o, 0, NULL, 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "step: 1048576(bytes)"));
+    ncd_sb_release(&sb);
+}
+
+static void test_json(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    char *argv[] = {"all_reduce_perf", "-b", "8", NULL};
+    char *envp[] = {"A=1", NULL};
+    struct ncd_perf_device d = {.rank = 0, .pid = 7, .host = "h",
+                                .busid = "0000:00:00", .name = "x"};
+    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, &d, 1, "t0");
+    assert_non_null(doc);
+    struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
+                             .redop = "sum", .root = -1,
+                             .oop = {1.5, 2, 3, 0}, .ip = {NAN, 2, 3, -1}};
+    assert_int_equal(ncd_perf_json_add_row(doc, &o, &r, "all_reduce_perf"), 0);
+    assert_int_equal(ncd_perf_json_finish(doc, &o, 0, 3.0, NULL, "t1"), 0);
+    assert_int_equal(json_integer_value(json_object_get(doc, "version")), 3);
+    json_t *cfg = json_object_get(doc, "config");
+    assert_int_equal(json_integer_value(json_object_get(cfg, "step_factor")),
+                     2);
+    assert_null(json_object_get(cfg, "step_bytes"));
+    assert_string_equal(
+        json_string_value(json_object_get(cfg, "blocking_collectives")),
+        "false");
+    json_t *row = json_array_get(json_object_get(doc, "results"), 0);
+    assert_string_equal(json_string_value(json_object_get(row, "root")),
+                        "    -1");
+    json_t *ip = json_object_get(row, "in_place");
+    assert_string_equal(json_string_value(json_object_get(ip, "time")), "nan");
+    assert_true(json_is_null(json_object_get(ip, "nwrong")));
+    json_t *bw = json_object_get(doc, "average_bus_bandwidth");
+    assert_string_equal(json_string_value(json_object_get(bw, "okay")),
+                        "unchecked");
+    const char *keys[] = {"version", "start_time", "args", "env",
+                          "nccl_version", "config", "results",
+                          "out_of_bounds", "average_bus_bandwidth", "errors",
+                          "end_time"};
+    /* key order as nccl-tests writes it */
+    void *it = json_object_iter(doc);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        assert_non_null(it);
+        assert_string_equal(json_object_iter_key(it), keys[i]);
+        it = json_object_iter_next(doc, it);
+    }
+    json_decref(doc);
+}
+
+/* ---- data pattern and checker -------------------------------------------- */
+
+static void test_checker_detects(void **state)
+{
+    (void)state;
+    /* rank 1 of 3 after all_reduce of 1000 floats: build the right answer
+     * from the pattern, then corrupt it */
+    struct ncd_perf_check c = {.coll = NCD_COLL_ALL_REDUCE,
+                               .dtype = NCD_DT_FLOAT, .op = NCD_OP_SUM,
+                               .nranks = 3, .rank = 1, .root = 0, .seed = 1};
+    ncd_perf_counts(c.coll, 4000, 4, 3, 1, &c.k);
+    float *a = malloc(4000), *b = malloc(4000);
+    ncd_perf_fill(NCD_DT_FLOAT, NCD_OP_SUM, a, 0, 1000, 0, 1);
+    for (int r = 1; r < 3; r++) {
+        ncd_perf_fill(NCD_DT_FLOAT, NCD_OP_SUM, b, 0, 1000, r, 1);
+        for (int i = 0; i < 1000; i++)
+            a[i] += b[i];
+    }
+    assert_int_equal(ncd_perf_check(&c, a), 0);
+    a[17] += 1;
+    a[999] = -a[999] - 1;
+    assert_int_equal(ncd_perf_check(&c, a), 2);
+    /* a different seed makes everything (almost) wrong */
+    c.seed = 2;
+    assert_true(ncd_perf_check(&c, a) > 900);
+    free(a);
+    free(b);
+
+    /* all_gather: block j comes from rank j */
+    struct ncd_perf_check g = {.coll = NCD_COLL_ALL_GATHER,
+                               .dtype = NCD_DT_INT32, .op = NCD_OP_SUM,
+                               .nranks = 4, .rank = 2, .seed = 9};
+    ncd_perf_counts(g.coll, 4096, 4, 4, 2, &g.k);
+    int32_t *v = malloc(4096);
+    for (int r = 0; r < 4; r++)
+        ncd_perf_fill(NCD_DT_INT32, NCD_OP_SUM, v + r * 256, 0, 256, r, 9);
+    assert_int_equal(ncd_perf_check(&g, v), 0);
+    /* swapping two blocks is caught */
+    int32_t tmp[256];
+    memcpy(tmp, v, sizeof tmp);
+    memcpy(v, v + 256, sizeof tmp);
+    memcpy(v + 256, tmp, sizeof tmp);
+    assert_true(ncd_perf_check(&g, v) > 400);
+    free(v);
+}
+
+static void test_avg_ulp(void **state)
+{
+    (void)state;
+    struct ncd_perf_check c = {.coll = NCD_COLL_ALL_REDUCE,
+                               .dtype = NCD_DT_FLOAT, .op = NCD_OP_AVG,
+                               .nranks = 3, .rank = 0, .seed = 4};
+    ncd_perf_counts(c.coll, 400, 4, 3, 0, &c.k);
+    float a[100], b[100];
+    ncd_perf_fill(NCD_DT_FLOAT, NCD_OP_AVG, a, 0, 100, 0, 4);
+    for (int r = 1; r < 3; r++) {
+        ncd_perf_fill(NCD_DT_FLOAT, NCD_OP_AVG, b, 0, 100, r, 4);
+        for (int i = 0; i < 100; i++)
+            a[i] += b[i];
+    }
+    for (int i = 0; i < 100; i++)
+        a[i] /= 3;
+    assert_int_equal(ncd_perf_check(&c, a), 0);
+    /* 2 ULP tolerated for float avg, 3 not */
+    uint32_t u;
+    memcpy(&u, &a[5], 4);
+    u += 2;
+    memcpy(&a[5], &u, 4);
+    assert_int_equal(ncd_perf_check(&c, a), 0);
+    u += 1;
+    memcpy(&a[5], &u, 4);
+    assert_int_equal(ncd_perf_check(&c, a), 1);
+}
+
+/* Kernels against a scalar double/int reference for every type and op. */
+static void test_kernels(void **state)
+{
+    (void)state;
+    enum { N = 1037 };
+    unsigned char *a = malloc(N * 8), *b = malloc(N * 8), *d = malloc(N * 8);
+    for (int t = 0; t < NCD_DT_F8E4M3; t++) {
+        size_t es = ncd_perf_dtype_size(t);
+        for (int op = 0; op < NCD_OP__COUNT; op++) {
+            ncd_perf_fill(t, op, a, 0, N, 0, 3);
+            ncd_perf_fill(t, op, b, 0, N, 1, 3);
+            ncd_perf_reduce(t, op, d, a, b, N, 1, 1);
+            ncd_perf_reduce_finish(t, op, d, d, N, 2, 0);
+            for (int i = 0; i < N; i++) {
+                double x, y, got;
+                int64_t xi = 0, yi = 0;
+                if (ncd_perf_dtype_is_float(t)) {
+                    if (t == NCD_DT_FLOAT) {
+                        float f;
+                        memcpy(&f, a + i * es, 4);
+                        x = f;
+                        memcpy(&f, b + i * es, 4);
+                        y = f;
+                        memcpy(&f, d + i * es, 4);
+                        got = f;
+                    } else if (t == NCD_DT_DOUBLE) {
+                        memcpy(&x, a + i * es, 8);
+                        memcpy(&y, b + i * es, 8);
+                        memcpy(&got, d + i * es, 8);
+                    } else {
+                        /* half and bfloat16: values are small integers or
+                         * powers of two, exactly representable */
+                        uint16_t h;
+                        float f;
+                        uint32_t u;
+                        memcpy(&h, a + i * es, 2);
+                        if (t == NCD_DT_BFLOAT16) {
+                            u = (uint32_t)h << 16;
+                            memcpy(&f, &u, 4);
+                            x = f;
+                            memcpy(&h, b + i * es, 2);
+                            u = (uint32_t)h << 16;
+                            memcpy(&f, &u, 4);
+                            y = f;
+                            memcpy(&h, d + i * es, 2);
+                            u = (uint32_t)h << 16;
+                            memcpy(&f, &u, 4);
+                            got = f;
+                        } else {
+                            memcpy(&h, a + i * es, 2);
+                            x = ncd__half_to_f32(h);
+                            memcpy(&h, b + i * es, 2);
+                            y = ncd__half_to_f32(h);
+                            memcpy(&h, d + i * es, 2);
+                            got = ncd__half_to_f32(h);
+                        }
+                    }
+                    double e;
+                    switch (op) {
+                    case NCD_OP_PROD:
+                        e = x * y;
+                        break;
+                    case NCD_OP_MAX:
+                        e = x > y ? x : y;
+                        break;
+                    case NCD_OP_MIN:
+                        e = x < y ? x : y;
+                        break;
+                    case NCD_OP_AVG:
+                        e = (x + y) / 2;
+                        break;
+                    case NCD_OP_MULSUM:
+                        e = 2 * x + 2 * y;
+                        break;
+                    default:
+                        e = x + y;
+                    }
+                    if (got != e)
+                        fail_msg("%s %s [%d]: %g op %g = %g, want %g",
+                                 ncd_perf_dtype_name(t), ncd_perf_op_name(op),
+                                 i, x, y, got, e);
+                } else {
+                    /* integers: compare in the type's width */
+                    memcpy(&xi, a + i * es, es);
+                    memcpy(&yi, b + i * es, es);
+                    int64_t gi = 0;
+                    memcpy(&gi, d + i * es, es);
+                    int sh = 64 - (int)es * 8;
+                    int sgn = t == NCD_DT_INT8 || t == NCD_DT_INT32 ||
+                              t == NCD_DT_INT64;
+                    uint64_t mask = es == 8 ? ~0ull : (1ull << es * 8) - 1;
+                    /* sign-extend signed types */
+                    if (sgn && sh) {
+                        xi = (int64_t)((uint64_t)xi << sh) >> sh;
+                        yi = (int64_t)((uint64_t)yi << sh) >> sh;
+                    }
+                    uint64_t ux = (uint64_t)xi, uy = (uint64_t)yi, e;
+                    switch (op) {
+                    case NCD_OP_PROD:
+                        e = ux * uy;
+                        break;
+                    case NCD_OP_MAX:
+                        e = sgn ? (uint64_t)(xi > yi ? xi : yi)
+                                : ((ux & mask) > (uy & mask) ? ux : uy);
+                        break;
+                    case NCD_OP_MIN:
+                        e = sgn ? (uint64_t)(xi < yi ? xi : yi)
+                                : ((ux & mask) < (uy & mask) ? ux : uy);
+                        break;
+                    case NCD_OP_AVG: {
+                        uint64_t s = (ux + uy) & mask;
+                        if (sgn) {
+                            int64_t ss = sh ? (int64_t)(s << sh) >> sh
+                                            : (int64_t)s;
+                            e = (uint64_t)(ss / 2);
+                        } else {
+                            e = s / 2;
+                        }
+                        break;
+                    }
+                    case NCD_OP_MULSUM:
+                        e = 2 * ux + 2 * uy;
+                        break;
+                    default:
+                        e = ux + uy;
+                    }
+                    if (((uint64_t)gi & mask) != (e & mask))
+                        fail_msg("%s %s [%d]: got %llx want %llx",
+                                 ncd_perf_dtype_name(t), ncd_perf_op_name(op),
+                                 i, (unsigned long long)((uint64_t)gi & mask),
+                                 (unsigned long long)(e & mask));
+                }
+            }
+        }
+    }
+    free(a);
+    free(b);
+    free(d);
+}
+
+static void test_half(void **state)
+{
+    (void)state;
+    /* every finite or infinite half survives a round trip */
+    for (uint32_t h = 0; h < 0x10000; h++) {
+        if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+            continue; /* NaN payloads are not preserved */
+        uint16_t back = ncd__f32_to_half(ncd__half_to_f32((uint16_t)h));
+        if (back != h)
+            fail_msg("half %#x -> %g -> %#x", h,
+                     ncd__half_to_f32((uint16_t)h), back);
+    }
+    /* rounding: nearest, ties to even; overflow; subnormals */
+    assert_int_equal(ncd__f32_to_half(1.0f + 0x1p-11f), 0x3c00);
+    assert_int_equal(ncd__f32_to_half(1.0f + 3 * 0x1p-11f), 0x3c02);
+    assert_int_equal(ncd__f32_to_half(65504.0f), 0x7bff);
+    assert_int_equal(ncd__f32_to_half(65519.0f), 0x7bff);
+    assert_int_equal(ncd__f32_to_half(65520.0f), 0x7c00);
+    assert_int_equal(ncd__f32_to_half(-1e9f), 0xfc00);
+    assert_int_equal(ncd__f32_to_half(0x1p-24f), 0x0001);
+    assert_int_equal(ncd__f32_to_half(0x1p-25f), 0x0000);
+    assert_int_equal(ncd__f32_to_half(3 * 0x1p-25f), 0x0002);
+    assert_int_equal(ncd__f32_to_half(0x1p-14f), 0x0400);
+    assert_true(ncd__half_to_f32(0x0001) == 0x1p-24f);
+    assert_true(ncd__half_to_f32(0xc000) == -2.0f);
+    assert_int_equal(ncd__f32_to_half(NAN) & 0x7e00, 0x7e00);
+    /* bfloat16 */
+    assert_int_equal(ncd__f32_to_bf16(1.0f), 0x3f80);
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+    assert_true(ncd__bf16_to_f32(0xc040) == -3.0f);
+}
+
+/* ---- interface matcher and launchers ------------------------------------ */
+
+static struct ncd_ctx *ctx_env(char **env)
+{
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(NULL, env, &ctx), 0);
+    return ctx;
+}
+
+static void test_launchers(void **state)
+{
+    (void)state;
+    struct ncd_launch L;
+    char *torch[] = {"RANK=3",        "WORLD_SIZE=8",      "LOCAL_RANK=1",
+                     "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=node0",
+                     "MASTER_PORT=29500", NULL};
+    struct ncd_ctx *ctx = ctx_env(torch);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_string_equal(L.launcher, "torchrun");
+    assert_int_equal(L.rank, 3);
+    assert_int_equal(L.size, 8);
+    assert_int_equal(L.local_rank, 1);
+    assert_string_equal(L.master_addr, "node0");
+    assert_int_equal(L.master_port, 29500);
+    ncd_ctx_free(ctx);
+
+    char *ompi[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
+                    "OMPI_COMM_WORLD_LOCAL_RANK=1", NULL};
+    ctx = ctx_env(ompi);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_string_equal(L.launcher, "Open MPI");
+    assert_true(L.is_mpi);
+    assert_int_equal(L.master_port, 0);
+    ncd_ctx_free(ctx);
+
+    char *paddle[] = {"PADDLE_TRAINER_ID=0", "PADDLE_TRAINERS_NUM=2",
+                      "PADDLE_LOCAL_RANK=0",
+                      "PADDLE_TRAINER_ENDPOINTS=10.0.0.1:6170,10.0.0.2:6170",
+                      NULL};
+    ctx = ctx_env(paddle);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_string_equal(L.launcher, "paddle");
+    assert_string_equal(L.master_addr, "10.0.0.1");
+    assert_int_equal(L.master_port, 6170);
+    ncd_ctx_free(ctx);
+
+    char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
+                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=3",
+                     "SLURM_JOB_NODELIST=gpu[007-010,012],login1", NULL};
+    ctx = ctx_env(slurm);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_string_equal(L.launcher, "Slurm srun");
+    assert_int_equal(L.size, 16);
+    assert_string_equal(L.master_addr, "gpu007");
+    assert_int_equal(L.master_port, 20000 + (4242 * 7 + 3) % 10000);
+    ncd_ctx_free(ctx);
+    char *slurm2[] = {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=2",
+                      "SLURM_NTASKS=8", "SLURM_JOB_ID=1",
+                      "SLURM_STEP_NODELIST=nodeA,nodeB",
+                      "MASTER_ADDR=10.0.0.9", "MASTER_PORT=1234", NULL};
+    ctx = ctx_env(slurm2);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_int_equal(L.size, 2); /* the step's tasks, not the job's */
+    assert_string_equal(L.master_addr, "10.0.0.9");
+    assert_int_equal(L.master_port, 1234);
+    ncd_ctx_free(ctx);
+
+    char *pmi[] = {"PMI_RANK=0", "PMI_SIZE=4", "MPI_LOCALRANKID=0", NULL};
+    ctx = ctx_env(pmi);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
+    assert_string_equal(L.launcher, "MPICH");
+    ncd_ctx_free(ctx);
+
+    char *garbage[] = {"RANK=x1", "WORLD_SIZE=2", NULL};
+    ctx = ctx_env(garbage);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
+    assert_non_null(strstr(ncd_ctx_errdetail(ctx), "RANK"));
+    ncd_ctx_free(ctx);
+
+    char *bad[] = {"RANK=4", "WORLD_SIZE=2", NULL};
+    ctx = ctx_env(bad);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
+    ncd_ctx_free(ctx);
+
+    char *none[] = {"HOME=/root", NULL};
+    ctx = ctx_env(none);
+    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 0);
+    ncd_ctx_free(ctx);
+
+    char hp[64];
+    int port;
+    assert_int_equal(ncd_perf_split_hostport("[fe80::1]:99", hp, sizeof hp,
+                                             &port),
+                     0);
+    assert_string_equal(hp, "fe80::1");
+    assert_int_equal(port, 99);
+    assert_int_equal(ncd_perf_split_hostport("host:0", hp, sizeof hp, &port),
+                     NCD_EINVAL);
+    assert_int_equal(ncd_perf_split_hostport("host", hp, sizeof hp, &port),
+                     NCD_EINVAL);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_counts),
+        cmocka_unit_test(test_busbw),
+        cmocka_unit_test(test_sweep),
+        cmocka_unit_test(test_parse_size),
+        cmocka_unit_test(test_names),
+        cmocka_unit_test(test_fmt_num),
+        cmocka_unit_test(test_fmt_table),
+        cmocka_unit_test(test_fmt_flags),
+        cmocka_unit_test(test_json),
+        cmocka_unit_test(test_checker_detects),
+        cmocka_unit_test(test_avg_ulp),
+        cmocka_unit_test(test_kernels),
+        cmocka_unit_test(test_half),
+        cmocka_unit_test(test_launchers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
