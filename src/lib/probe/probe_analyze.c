@@ -280,6 +280,8 @@ static void hostname_findings(const struct ncd_probe_result *r,
             else if (strcmp(first, c->resolved))
                 differ = 1;
         }
+        if (r->nhosts < 2)
+            loopback = 0; /* harmless when every rank is on this host */
         if (!differ && !unresolved && !foreign && !loopback)
             continue;
         enum ncd_severity sev =
@@ -320,7 +322,11 @@ static void hostname_findings(const struct ncd_probe_result *r,
         ncd_finding_fix(f, "Make /etc/hosts (or DNS) agree on every node: "
                            "%s should resolve to %s everywhere.",
                         k->host,
-                        k->nccl_addr[0] ? k->nccl_addr : k->addrs[0]);
+                        k->nccl_addr[0] && strncmp(k->nccl_addr, "127.", 4) &&
+                                strcmp(k->nccl_addr, "::1")
+                            ? k->nccl_addr
+                        : k->n_addrs ? k->addrs[0]
+                                     : "its data address");
     }
 }
 
@@ -337,7 +343,8 @@ static int rec_all_ok(const struct ncd_probe_result *r, char *common,
         else if (strcmp(common, r->ranks[i].rec_ifname))
             common[0] = 0;
         for (int j = 0; j < r->nranks; j++)
-            if (j != i && CELL(r, i, j)->rec_status != NCD_PROBE_OK)
+            if (r->host_of[j] != r->host_of[i] &&
+                CELL(r, i, j)->rec_status != NCD_PROBE_OK)
                 return 0;
     }
     return 1;

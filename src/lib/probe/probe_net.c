@@ -1033,7 +1033,13 @@ static void test_peer(struct ncd_probe *p, int j, struct ncd_probe_cell *c)
         if (c->status == NCD_PROBE_OK && pr->udp_port && p->o.mtu_probe)
             mtu_test(p, pr, c);
     }
-    if (pr->rec_port && pr->rec_addr[0]) {
+    /* the recommended interface matters between hosts only (ranks of one
+     * host talk through SHM/P2P; this also keeps -np runs on loopback) */
+    int same_host = !strcmp(pr->host, p->self.host) &&
+                    !strcmp(pr->boot_id, p->self.boot_id);
+    if (same_host) {
+        c->rec_status = NCD_PROBE_NOT_TRIED;
+    } else if (pr->rec_port && pr->rec_addr[0]) {
         tcp_test(p, j, pr->rec_addr, p->self.rec_if, pr->rec_port, 2, 0,
                  p->o.burst_bytes, &t);
         c->rec_status = t.status;
