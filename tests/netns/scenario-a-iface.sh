@@ -4,7 +4,9 @@
 #   that leads nowhere), ens3 (the data LAN through a switch, default route),
 #   docker0 with a container, virbr0.  NCCL (no NCCL_SOCKET_IFNAME) takes
 #   eno1; `probe` shows the pairs fail on eno1 and work on ens3; `check`
-#   recommends ens3.  With NCCL_SOCKET_IFNAME=ens3 everything connects.
+#   recommends ens3.  With NCCL_SOCKET_IFNAME=ens3 everything connects;
+#   a stale /etc/hosts entry on hostA shows as a host name that resolves
+#   differently on different hosts.
 . "$(dirname "$0")/lib.sh"
 tb_init
 tb_switch 10.10.0.254/24
@@ -43,6 +45,8 @@ tb_check "check on hostA: NCCL picks eno1, recommends ens3" "
     jq -e '.facts.network.nccl.bootstrap == \"eno1\"' $T/c.json &&
     jq -e '.recommended_env.NCCL_SOCKET_IFNAME == \"ens3\"' $T/c.json" $T/c.json
 
+# and a stale /etc/hosts on hostA: hostB's old address
+sed -i 's/^10.10.0.2 hostB$/10.10.0.99 hostB/' "/etc/netns/$(tb_ns A)/hosts"
 TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=ens3
 export TB_ENV_A TB_ENV_B
 st=0; tb_probe $T/q.json "A B" --timeout 1500 --burst 256K || st=$?
@@ -50,4 +54,6 @@ tb_check "with NCCL_SOCKET_IFNAME=ens3 on both: every pair connects, exit 0" "
     test $st -eq 0 &&
     jq -e '.matrix.cells[0][1].status == \"ok\" and .matrix.cells[1][0].status == \"ok\"' $T/q.json &&
     jq -e '.rank_matrix[0][1].bw_gbps > 0 and .rank_matrix[0][1].rtt_us > 0' $T/q.json" $T/q.json $T/probe.A.log $T/probe.B.log
+tb_check "hostB's name resolves differently on hostA (stale /etc/hosts): warning" "
+    jq -e '.findings[] | select(.id==\"net.hostname.resolves-differently\" and .severity==\"warning\") | (.title | test(\"hostB\")) and (.evidence | map(test(\"on hostA: hostB -> 10.10.0.99\")) | any)' $T/q.json" $T/q.json
 tb_done
