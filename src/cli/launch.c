@@ -189,6 +189,12 @@ int cli_launch_run(struct ncd_ctx *ctx, const struct cli_launch *L,
                 L->cmd, L->np, ln.launcher, ln.rank, ln.size);
         return NCD_EXIT_TOOL;
     }
+    if (L->np > 0 && L->rendezvous) {
+        cli_err("%s: -np forks the ranks on this host; --rendezvous joins "
+                "ranks started elsewhere: give one of them",
+                L->cmd);
+        return NCD_EXIT_TOOL;
+    }
     if (L->np > 1)
         return fork_np(ctx, L, fn, arg);
     struct cli_job job = {0};

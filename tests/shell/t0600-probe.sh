@@ -22,6 +22,20 @@ test_expect_success 'text report: rank table, matrix, pairs' "
     grep -q 'Reachability on NCCL' p.txt &&
     grep -q '0(.*) -> 1(.*) 127.0.0.1:[0-9]*  ok' p.txt
 "
+test_expect_success 'torchrun-style variables (RANK, WORLD_SIZE, MASTER_ADDR/PORT)' "
+    port=\$(python3 -c 'import socket; s=socket.socket(); s.bind((\"127.0.0.1\",0)); print(s.getsockname()[1])')
+    env RANK=1 LOCAL_RANK=1 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=\$port $P --burst 0 --json >r1.json 2>r1.err &
+    pid=\$!
+    env RANK=0 LOCAL_RANK=0 WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=\$port $P --burst 0 --json >r0.json &&
+    wait \$pid &&
+    jq -e '.launcher == \"torchrun\" and (.ranks | length == 2)' r0.json &&
+    jq -e '.rank_matrix[1][0].status == \"ok\"' r0.json &&
+    test ! -s r1.json
+"
+test_expect_success '-np with --rendezvous is refused' "
+    st=0; $P -np 2 --rendezvous 127.0.0.1:1 2>e.txt || st=\$?
+    test \$st -eq 3 && grep -q 'give one of them' e.txt
+"
 test_expect_success 'a single rank works (nothing to connect)' "
     $P --json >p1.json &&
     jq -e '.ranks | length == 1' p1.json

@@ -918,13 +918,28 @@ void ncd_probe_render_text(struct ncd_strbuf *out,
             }
             ncd_sb_putc(out, '\n');
         }
-        ncd_sb_puts(out, "\n  Pairs (from -> to: status, connect, round "
-                         "trip, burst bandwidth, DF probes):\n");
+        /* every pair for small jobs (or -v); else the failures and a
+         * summary of the others */
+        int all = r->nranks <= 8 || st->verbose, shown = 0, nok = 0;
+        float bwmin = 0, bwmax = 0, rttmax = 0;
+        ncd_sb_printf(out, "\n  Pairs%s (from -> to: status, connect, round "
+                           "trip, burst bandwidth, DF probes):\n",
+                      all ? "" : " that failed");
         for (int i = 0; i < r->nranks; i++)
             for (int j = 0; j < r->nranks; j++) {
                 if (i == j)
                     continue;
                 const struct ncd_probe_cell *c = CELL(r, i, j);
+                if (!all && c->status == NCD_PROBE_OK) {
+                    if (!nok++ || c->bw_gbps < bwmin)
+                        bwmin = c->bw_gbps;
+                    if (c->bw_gbps > bwmax)
+                        bwmax = c->bw_gbps;
+                    if (c->rtt_us > rttmax)
+                        rttmax = c->rtt_us;
+                    continue;
+                }
+                shown++;
                 ncd_sb_printf(out, "    %d(%s) -> %d(%s) %s:%d  %s", i,
                               r->ranks[i].host, j, r->ranks[j].host,
                               r->ranks[j].nccl_addr[0] ? r->ranks[j].nccl_addr
@@ -950,6 +965,17 @@ void ncd_probe_render_text(struct ncd_strbuf *out,
                                       (enum ncd_probe_status)c->rec_status));
                 ncd_sb_putc(out, '\n');
             }
+        if (!all && !shown)
+            ncd_sb_puts(out, "    (none)\n");
+        if (!all && nok) {
+            ncd_sb_printf(out, "    %d pairs ok: ", nok);
+            if (r->burst_bytes)
+                ncd_sb_printf(out, "burst %.3f-%.3f GB/s, ", (double)bwmin,
+                              (double)bwmax);
+            ncd_sb_printf(out, "round trip <= %.0f us (-v lists every "
+                               "pair)\n",
+                          (double)rttmax);
+        }
     }
     ncd_sb_putc(out, '\n');
 }
