@@ -233,7 +233,8 @@ enum ncd_probe_status ncd_probe_host_status(const struct ncd_probe_result *r,
  *    hosts, to loopback, to an address the host does not have, or not at
  *    all; duplicate host names on different machines;
  *  - version.mismatch: different NCCL versions across ranks;
- *  - perf.config.slow-pair: a pair far slower than the median;
+ *  - perf.config.slow-pair: a host pair more than 3x slower than the
+ *    median burst bandwidth in both directions;
  *  - ok findings for what passed.
  * The list is sorted worst first.  @return 0 or NCD_ENOMEM.
  */

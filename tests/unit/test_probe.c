@@ -241,6 +241,25 @@ static void test_duplicate_and_mtu(void **state)
     rel(r);
 }
 
+static void test_slow_pair(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(3);
+    cell(r, 0, 2)->bw_gbps = 0.1f;
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    assert_null(ncd_findings_find(&fl, "perf.config.slow-pair"));
+    ncd_findings_release(&fl);
+    cell(r, 2, 0)->bw_gbps = 0.2f;
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    struct ncd_finding *f = ncd_findings_find(&fl, "perf.config.slow-pair");
+    assert_non_null(f);
+    assert_int_equal(f->n_evidence, 1);
+    assert_non_null(strstr(f->evidence[0], "node0 <-> node2"));
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
 static void test_json(void **state)
 {
     (void)state;
@@ -390,6 +409,7 @@ int main(void)
         cmocka_unit_test(test_ifname_one_host),
         cmocka_unit_test(test_versions_hostnames),
         cmocka_unit_test(test_duplicate_and_mtu),
+        cmocka_unit_test(test_slow_pair),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_tune_file),

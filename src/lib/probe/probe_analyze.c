@@ -682,24 +682,30 @@ static void perf_findings(const struct ncd_probe_result *r,
             }
     float med = v[m / 2];
     free(v);
+    /* a slow link is slow both ways: one slow direction alone is usually
+     * a busy CPU during that burst, not the path */
     struct ncd_finding *f = NULL;
     for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            const struct ncd_probe_cell *c = CELL(r, i, j);
-            if (i == j || r->host_of[i] == r->host_of[j] ||
-                c->status != NCD_PROBE_OK || c->bw_gbps <= 0 ||
-                c->bw_gbps * 3 > med)
+        for (int j = i + 1; j < n; j++) {
+            const struct ncd_probe_cell *c = CELL(r, i, j),
+                                       *d = CELL(r, j, i);
+            if (r->host_of[i] == r->host_of[j] ||
+                c->status != NCD_PROBE_OK || d->status != NCD_PROBE_OK ||
+                c->bw_gbps <= 0 || d->bw_gbps <= 0 ||
+                c->bw_gbps * 3 > med || d->bw_gbps * 3 > med)
                 continue;
             if (!f)
                 f = ncd_findings_add(out, "perf.config.slow-pair",
                                      NCD_CAT_PERF_CONFIG, NCD_SEV_WARNING,
                                      "Some host pairs are more than 3x "
-                                     "slower than the median (%.3f GB/s)",
+                                     "slower both ways than the median "
+                                     "(%.3f GB/s)",
                                      (double)med);
             if (!f)
                 return;
-            ncd_finding_evidence(f, "%s -> %s: %.3f GB/s", r->ranks[i].host,
-                                 r->ranks[j].host, (double)c->bw_gbps);
+            ncd_finding_evidence(f, "%s <-> %s: %.3f / %.3f GB/s",
+                                 r->ranks[i].host, r->ranks[j].host,
+                                 (double)c->bw_gbps, (double)d->bw_gbps);
         }
     if (f) {
         ncd_finding_cause(f, "A ring runs at the speed of its slowest link: "

@@ -484,7 +484,8 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
         const char *note = i == winner           ? "<- best"
                            : set->c[i].baseline ? "(baseline)"
                            : s->within_noise    ? "within noise"
-                                                : "";
+                           : s->ratio < 1       ? "slower"
+                                                : "faster, not the best";
         ncd_sb_printf(out, "  %-44s %12.4g %8.1f%% %8.2fx  %s", lab,
                       s->median, s->spread * 100, s->ratio, note);
         if (runs[i].failed)
