@@ -549,6 +549,18 @@ static int tune_job(void *arg, struct ncd_ctx *ctx, const struct cli_job *job)
     if (ncd_pg_allgather(ctx, job->pg, &T->set, sizeof T->set, sets))
         goto pgfail;
     T->set = sets[0];
+    if (T->set.n < 0 || T->set.n > NCD_TUNE_MAX_CANDS)
+        T->set.n = 0;
+    for (int i = 0; i < T->set.n; i++) {
+        struct ncd_tune_cand *c = &T->set.c[i];
+        c->label[sizeof c->label - 1] = 0;
+        if (c->nvars < 0 || c->nvars > NCD_TUNE_MAX_VARS)
+            c->nvars = 0;
+        for (int k = 0; k < c->nvars; k++) {
+            c->vars[k].name[sizeof c->vars[k].name - 1] = 0;
+            c->vars[k].value[sizeof c->vars[k].value - 1] = 0;
+        }
+    }
     if (T->set.n == 0)
         goto out; /* rank 0 said why */
     char rdv[300];

@@ -1083,7 +1083,26 @@ int ncd_probe_run(struct ncd_ctx *ctx, struct ncd_probe *p,
             goto fail;
         }
         /* never trust a peer's strings to be terminated */
-        r->ranks[j].host[sizeof r->ranks[j].host - 1] = 0;
+        struct ncd_probe_rank *k = &r->ranks[j];
+#define TERM(f) k->f[sizeof k->f - 1] = 0
+        TERM(host);
+        TERM(boot_id);
+        TERM(nccl_if);
+        TERM(nccl_addr);
+        TERM(nccl_pass);
+        TERM(rec_if);
+        TERM(rec_addr);
+        TERM(rec_ifname);
+        TERM(socket_ifname);
+        TERM(nccl_version_src);
+        TERM(rdv_addr);
+        TERM(rdv_if);
+        TERM(listen_error);
+#undef TERM
+        if (k->n_addrs < 0 || k->n_addrs > 8)
+            k->n_addrs = 0;
+        for (int a = 0; a < 8; a++)
+            k->addrs[a][sizeof k->addrs[a] - 1] = 0;
     }
     /* how this rank resolves every host name */
     resolve_all(r, row, p->o.timeout_ms);
