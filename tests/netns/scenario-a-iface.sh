@@ -45,6 +45,12 @@ tb_check "check on hostA: NCCL picks eno1, recommends ens3" "
     jq -e '.facts.network.nccl.bootstrap == \"eno1\"' $T/c.json &&
     jq -e '.recommended_env.NCCL_SOCKET_IFNAME == \"ens3\"' $T/c.json" $T/c.json
 
+st=0; tb_in B env WORLD_SIZE=2 RANK=1 "$NCD_BIN" probe --rendezvous 10.10.0.1:29599 --rendezvous-timeout 2 >/dev/null 2>$T/rdv.err || st=$?
+tb_check "a rank that cannot reach the rendezvous names the address and its interface" "
+    test $st -eq 3 &&
+    grep -q 'process 1 cannot reach the rendezvous at 10.10.0.1:29599' $T/rdv.err &&
+    grep -q 'tried 10.10.0.1:29599 from local interface ens3 (address 10.10.0.2)' $T/rdv.err" $T/rdv.err
+
 # and a stale /etc/hosts on hostA: hostB's old address
 sed -i 's/^10.10.0.2 hostB$/10.10.0.99 hostB/' "/etc/netns/$(tb_ns A)/hosts"
 TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=ens3
