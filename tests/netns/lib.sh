@@ -57,6 +57,8 @@ tb_init() {
     ip netns add "ncdtb$TB_ID" 2>/dev/null ||
         tb_skip "cannot create network namespaces here (container without CAP_SYS_ADMIN?)"
     ip netns del "ncdtb$TB_ID"
+    mkdir -p /etc/netns 2>/dev/null && [ -w /etc/netns ] ||
+        tb_skip "cannot write /etc/netns (each host's /etc/hosts lives there)"
     trap tb_cleanup EXIT
     trap 'exit 130' INT TERM
 }
