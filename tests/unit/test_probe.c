@@ -14,7 +14,9 @@
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
+#include "ncd/netif.h"
 #include "ncd/probe.h"
+#include "ncd/recommend.h"
 #include "ncd/tune.h"
 
 /* A result of `hosts` hosts, one rank each, every pair ok, NCCL on ens3
@@ -400,6 +402,67 @@ static void test_tune_stats(void **state)
     free(s);
 }
 
+/* default candidates from recorded nodes */
+static void cands_of(const char *fixture, char **envp, int families,
+                     int local_only, const char *common,
+                     struct ncd_tune_set *s)
+{
+    char root[1024];
+    snprintf(root, sizeof root, "%s/tests/fixtures/sysroots/%s",
+             NCD_SOURCE_DIR, fixture);
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(root, envp, &ctx), 0);
+    struct ncd_netif_list nl = {0};
+    struct ncd_recommendation rec = {0};
+    assert_int_equal(ncd_netif_probe(ctx, &nl), 0);
+    assert_int_equal(ncd_recommend(ctx, &nl, &rec), 0);
+    assert_int_equal(ncd_tune_default_set(ctx, &nl, &rec, families,
+                                          local_only, common, s), 0);
+    ncd_recommendation_release(&rec);
+    ncd_netif_list_release(&nl);
+    ncd_ctx_free(ctx);
+}
+
+static int has_label(const struct ncd_tune_set *s, const char *label)
+{
+    for (int i = 0; i < s->n; i++)
+        if (!strcmp(s->c[i].label, label))
+            return 1;
+    return 0;
+}
+
+static void test_tune_defaults(void **state)
+{
+    (void)state;
+    struct ncd_tune_set *s = calloc(1, sizeof *s);
+    char *none[] = {NULL};
+    /* cloud VM: ens5 only; docker0/br-* are plumbing, lo only on one host */
+    cands_of("cloud-vm-ens5-docker", none, NCD_TUNE_ALL, 0, NULL, s);
+    assert_true(s->c[0].baseline);
+    assert_true(has_label(s, "NCCL_SOCKET_IFNAME==ens5"));
+    assert_false(has_label(s, "NCCL_SOCKET_IFNAME==docker0"));
+    assert_false(has_label(s, "NCCL_SOCKET_IFNAME==lo"));
+    assert_false(has_label(s, "NCCL_IB_DISABLE=1")); /* no HCA */
+    assert_false(has_label(s, "NCCL_SHM_DISABLE=1")); /* several hosts */
+    assert_true(has_label(s, "NCCL_SOCKET_NTHREADS=4 NCCL_NSOCKS_PERTHREAD=4"));
+    /* the value already set is not a candidate; a name missing on another
+     * host is not either */
+    char *set[] = {"NCCL_SOCKET_IFNAME==ens5", NULL};
+    cands_of("cloud-vm-ens5-docker", set, NCD_TUNE_IFNAME, 0, NULL, s);
+    assert_int_equal(s->n, 1);
+    cands_of("cloud-vm-ens5-docker", none, NCD_TUNE_IFNAME, 0, "eth0\0", s);
+    assert_int_equal(s->n, 1);
+    /* one host: loopback and SHM too */
+    cands_of("cloud-vm-ens5-docker", none, NCD_TUNE_IFNAME | NCD_TUNE_SHM, 1,
+             NULL, s);
+    assert_true(has_label(s, "NCCL_SOCKET_IFNAME==lo"));
+    assert_true(has_label(s, "NCCL_SHM_DISABLE=1"));
+    /* bare metal with an HCA: IB on/off */
+    cands_of("baremetal-8gpu-ipoib", none, NCD_TUNE_IB, 0, NULL, s);
+    assert_true(has_label(s, "NCCL_IB_DISABLE=1"));
+    free(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -414,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_tune_file),
         cmocka_unit_test(test_tune_stats),
+        cmocka_unit_test(test_tune_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
