@@ -762,11 +762,14 @@ void ncd__sock_rank_free(struct ncd__sock_rank *R)
 {
     if (!R)
         return;
-    /* A rank that stops because a peer died keeps its sockets open a
-     * moment, so the other ranks see the dead peer's hang-up before this
-     * rank's and name the right one. */
+    /* A rank that stops because a peer died (or hangs) keeps its sockets
+     * open a moment, so the other ranks see the dead peer's hang-up (or
+     * reach their own timeout on the hung peer) before this rank's
+     * hang-up, and name the right one. */
     if (atomic_load(&R->failed) && R->err_code == NCD_EPEER)
         usleep(300000);
+    else if (atomic_load(&R->failed) && R->err_code == NCD_ETIMEOUT)
+        usleep(1000000);
     if (R->helpers) {
         pthread_mutex_lock(&R->mu);
         R->quit = 1;
