@@ -320,5 +320,7 @@ tb_probe() {
         wait "$p" 2>/dev/null || ps=$?
         TB_RANK_STATUS="$TB_RANK_STATUS $ps"
     done
+    # shown by tb_check on failure (give "$TB_TMP/probe.status")
+    echo "exit status of rank 0: $st, of the other ranks:$TB_RANK_STATUS" >"$TB_TMP/probe.status"
     return $st
 }

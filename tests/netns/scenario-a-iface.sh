@@ -28,7 +28,7 @@ TB_RDV=10.10.0.1:29500
 T=$TB_TMP
 
 st=0; tb_probe $T/p.json "A B" --timeout 1500 --burst 256K || st=$?
-tb_check "probe exits 2 (errors found)" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log
+tb_check "probe exits 2 (errors found)" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "every rank reports NCCL's choice eno1 and the recommended ens3" "
     jq -e '[.ranks[] | select(.nccl_interface==\"eno1\" and .recommended_interface==\"ens3\")] | length == 2' $T/p.json" $T/p.json
 tb_check "matrix: hostA -> hostB fails on eno1 with no route" "
@@ -59,7 +59,7 @@ st=0; tb_probe $T/q.json "A B" --timeout 1500 --burst 256K || st=$?
 tb_check "with NCCL_SOCKET_IFNAME=ens3 on both: every pair connects, exit 0" "
     test $st -eq 0 &&
     jq -e '.matrix.cells[0][1].status == \"ok\" and .matrix.cells[1][0].status == \"ok\"' $T/q.json &&
-    jq -e '.rank_matrix[0][1].bw_gbps > 0 and .rank_matrix[0][1].rtt_us > 0' $T/q.json" $T/q.json $T/probe.A.log $T/probe.B.log
+    jq -e '.rank_matrix[0][1].bw_gbps > 0 and .rank_matrix[0][1].rtt_us > 0' $T/q.json" $T/q.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "hostB's name resolves differently on hostA (stale /etc/hosts): warning" "
     jq -e '.findings[] | select(.id==\"net.hostname.resolves-differently\" and .severity==\"warning\") | (.title | test(\"hostB\")) and (.evidence | map(test(\"on hostA: hostB -> 10.10.0.99\")) | any)' $T/q.json" $T/q.json
 tb_done

@@ -26,7 +26,7 @@ TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=ens3
 T=$TB_TMP
 
 st=0; tb_probe $T/p.json "A B" --timeout 1000 --burst 64K || st=$?
-tb_check "probe exits 2" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log
+tb_check "probe exits 2" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "matrix: hostA -> hostB timed out, hostB -> hostA ok" "
     jq -e '.matrix.cells[0][1].status == \"timed-out\" and .matrix.cells[1][0].status == \"ok\"' $T/p.json" $T/p.json
 tb_check "hostB's data port is in 41000-41099, its control port answers" "

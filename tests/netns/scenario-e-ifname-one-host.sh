@@ -26,7 +26,7 @@ T=$TB_TMP
 
 TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=eth0
 st=0; tb_probe $T/p1.json "A B" --timeout 1000 --burst 64K || st=$?
-tb_check "(1) probe exits 2" "test $st -eq 2" $T/p1.json $T/probe.A.log $T/probe.B.log
+tb_check "(1) probe exits 2" "test $st -eq 2" $T/p1.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "(1) hostB reports NCCL_SOCKET_IFNAME=eth0 and no NCCL interface" "
     jq -e '.ranks[1].host == \"hostB\" and .ranks[1].NCCL_SOCKET_IFNAME == \"eth0\" and .ranks[1].nccl_interface == null' $T/p1.json" $T/p1.json
 tb_check "(1) matrix cells to and from hostB: no-address" "
@@ -45,7 +45,7 @@ TB_ENV_B=NCCL_SOCKET_IFNAME=docker0
 st=0; tb_probe $T/p2.json "A B" --timeout 1000 --burst 64K || st=$?
 tb_check "(2) probe exits 2; hostB's NCCL address is 172.17.0.1 on docker0" "
     test $st -eq 2 &&
-    jq -e '.ranks[1].nccl_interface == \"docker0\" and .ranks[1].nccl_address == \"172.17.0.1\"' $T/p2.json" $T/p2.json $T/probe.A.log $T/probe.B.log
+    jq -e '.ranks[1].nccl_interface == \"docker0\" and .ranks[1].nccl_address == \"172.17.0.1\"' $T/p2.json" $T/p2.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "(2) hostA -> hostB refused (hostA's own docker0), hostB -> hostA ok" "
     jq -e '.matrix.cells[0][1].status == \"refused\" and .matrix.cells[1][0].status == \"ok\"' $T/p2.json" $T/p2.json
 tb_check "(2) finding: NCCL's interface does not reach, set NCCL_SOCKET_IFNAME=ens3" "

@@ -18,7 +18,7 @@ TB_RDV=10.10.0.1:29500
 TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=ens3
 T=$TB_TMP
 st=0; tb_probe $T/p.json "A B" --timeout 1000 --burst 0 || st=$?
-tb_check "probe exits 2" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log
+tb_check "probe exits 2" "test $st -eq 2" $T/p.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "ranks report MTU 1500 and 9000" "jq -e '[.ranks[].mtu] == [1500, 9000]' $T/p.json" $T/p.json
 tb_check "hostB -> hostA: DF packets up to 1500 arrive, a larger one is lost" "
     jq -e '.rank_matrix[1][0].mtu_ok == 1500 and .rank_matrix[1][0].mtu_lost > 1500' $T/p.json" $T/p.json

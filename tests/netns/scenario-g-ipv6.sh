@@ -19,7 +19,7 @@ TB_RDV="[fd00::1]:29500"
 TB_ENV_A=NCCL_SOCKET_IFNAME=ens3 TB_ENV_B=NCCL_SOCKET_IFNAME=ens3
 T=$TB_TMP
 st=0; tb_probe $T/p.json "A B" --timeout 1000 --burst 64K || st=$?
-tb_check "probe over IPv6 exits 0" "test $st -eq 0" $T/p.json $T/probe.A.log $T/probe.B.log
+tb_check "probe over IPv6 exits 0" "test $st -eq 0" $T/p.json $T/probe.A.log $T/probe.B.log $T/probe.status
 tb_check "NCCL's addresses are fd00::1 and fd00::2" "
     jq -e '[.ranks[].nccl_address] == [\"fd00::1\", \"fd00::2\"]' $T/p.json" $T/p.json
 tb_check "both directions ok, DF probes up to 1500 over IPv6, names resolve" "

@@ -898,105 +898,135 @@ static void first_addr(const struct addrinfo *ai, char *out, size_t outlen)
 }
 
 /*
- * Resolves the distinct host names of all ranks at once, with a deadline
- * (getaddrinfo_a: a dead DNS server must not stall the probe).  Requests
- * still running at the deadline are cancelled; those glibc cannot cancel
- * are left to finish on their own (their memory is not reclaimed).
+ * Name resolution with a deadline: a dead DNS server must not stall the
+ * probe.  A worker thread resolves the distinct names one after the other
+ * into a job it shares with the caller (reference counted); at the deadline
+ * the caller takes what is done and leaves; the last one out frees the job.
  */
+struct rjob {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs, n, done;
+    char (*names)[64];
+    char (*addr)[48];
+    char (*err)[48];
+};
+
+static void rjob_put(struct rjob *j)
+{
+    pthread_mutex_lock(&j->mu);
+    int last = --j->refs == 0;
+    pthread_mutex_unlock(&j->mu);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&j->mu);
+    pthread_cond_destroy(&j->cv);
+    free(j->names);
+    free(j->addr);
+    free(j->err);
+    free(j);
+}
+
+static void *resolver_main(void *arg)
+{
+    struct rjob *j = arg;
+    for (int i = 0; i < j->n; i++) {
+        char a[48] = "", e[48] = "";
+        struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                                 .ai_socktype = SOCK_STREAM};
+        struct addrinfo *ai = NULL;
+        int g = getaddrinfo(j->names[i], NULL, &hints, &ai);
+        if (g)
+            snprintf(e, sizeof e, "%s", gai_strerror(g));
+        else
+            first_addr(ai, a, sizeof a);
+        if (ai)
+            freeaddrinfo(ai);
+        pthread_mutex_lock(&j->mu);
+        memcpy(j->addr[i], a, sizeof a);
+        memcpy(j->err[i], e, sizeof e);
+        j->done = i + 1;
+        pthread_cond_broadcast(&j->cv);
+        pthread_mutex_unlock(&j->mu);
+    }
+    rjob_put(j);
+    return NULL;
+}
+
+/* Resolves every rank's host name as this rank sees it (row[j].resolved,
+ * or row[j].resolve_err), within timeout_ms in all. */
 static void resolve_all(struct ncd_probe_result *r, struct ncd_probe_cell *row,
                         int timeout_ms)
 {
     int n = r->nranks;
-    struct gaicb **list = calloc((size_t)n, sizeof *list);
-    int *of = calloc((size_t)n, sizeof *of), m = 0;
-    if (!list || !of) {
-        free(list);
+    struct rjob *j = calloc(1, sizeof *j);
+    int *of = calloc((size_t)n, sizeof *of);
+    if (j) {
+        j->names = calloc((size_t)n, sizeof *j->names);
+        j->addr = calloc((size_t)n, sizeof *j->addr);
+        j->err = calloc((size_t)n, sizeof *j->err);
+    }
+    if (!j || !of || !j->names || !j->addr || !j->err) {
+        if (j) {
+            free(j->names);
+            free(j->addr);
+            free(j->err);
+        }
+        free(j);
         free(of);
+        for (int k = 0; k < n; k++)
+            snprintf(row[k].resolve_err, sizeof row[k].resolve_err,
+                     "out of memory");
         return;
     }
-    static const struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                                          .ai_socktype = SOCK_STREAM};
-    for (int j = 0; j < n; j++) {
-        int k;
-        for (k = 0; k < j; k++)
-            if (!strcmp(r->ranks[k].host, r->ranks[j].host))
+    for (int k = 0; k < n; k++) {
+        int m;
+        for (m = 0; m < j->n; m++)
+            if (!strcmp(j->names[m], r->ranks[k].host))
                 break;
-        if (k < j) {
-            of[j] = of[k];
-            continue;
-        }
-        struct gaicb *g = calloc(1, sizeof *g);
-        char *name = strdup(r->ranks[j].host);
-        if (!g || !name) {
-            free(g);
-            free(name);
-            of[j] = -1;
-            continue;
-        }
-        g->ar_name = name;
-        g->ar_request = &hints;
-        of[j] = m;
-        list[m++] = g;
+        if (m == j->n)
+            snprintf(j->names[j->n++], sizeof j->names[0], "%s",
+                     r->ranks[k].host);
+        of[k] = m;
     }
-    if (m && getaddrinfo_a(GAI_NOWAIT, list, m, NULL) != 0) {
-        for (int i = 0; i < m; i++) {
-            free((char *)list[i]->ar_name);
-            free(list[i]);
-        }
-        m = 0;
+    pthread_mutex_init(&j->mu, NULL);
+    pthread_cond_init(&j->cv, NULL);
+    j->refs = 2;
+    pthread_t t;
+    if (pthread_create(&t, NULL, resolver_main, j) != 0) {
+        j->refs = 1;
+        rjob_put(j);
+        free(of);
+        for (int k = 0; k < n; k++)
+            snprintf(row[k].resolve_err, sizeof row[k].resolve_err,
+                     "cannot start the resolver");
+        return;
     }
-    double end = now_us() + timeout_ms * 1000.0;
-    for (;;) {
-        int busy = 0;
-        for (int i = 0; i < m; i++)
-            if (gai_error(list[i]) == EAI_INPROGRESS)
-                busy = 1;
-        double left = end - now_us();
-        if (!busy || left <= 0)
+    pthread_detach(t);
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&j->mu);
+    while (j->done < j->n)
+        if (pthread_cond_timedwait(&j->cv, &j->mu, &dl) != 0)
             break;
-        struct timespec ts = {.tv_sec = (time_t)(left / 1e6),
-                              .tv_nsec = (long)((left - (double)(time_t)(left /
-                                                 1e6) * 1e6) * 1e3)};
-        gai_suspend((const struct gaicb *const *)list, m, &ts);
-    }
-    int *leak = calloc((size_t)m + 1, sizeof *leak);
-    for (int i = 0; i < m; i++) {
-        int e = gai_error(list[i]);
-        if (e == EAI_INPROGRESS) {
-            gai_cancel(list[i]);
-            e = gai_error(list[i]);
-            if (e == EAI_INPROGRESS && leak)
-                leak[i] = 1;
-        }
-    }
-    for (int j = 0; j < n; j++) {
-        if (of[j] < 0 || of[j] >= m) {
-            snprintf(row[j].resolve_err, sizeof row[j].resolve_err, "%s",
-                     m ? "out of memory" : "resolver unavailable");
-            continue;
-        }
-        struct gaicb *g = list[of[j]];
-        int e = leak && leak[of[j]] ? EAI_INPROGRESS : gai_error(g);
-        if (e == 0)
-            first_addr(g->ar_result, row[j].resolved,
-                       sizeof row[j].resolved);
-        else if (e == EAI_INPROGRESS || e == EAI_CANCELED)
-            snprintf(row[j].resolve_err, sizeof row[j].resolve_err,
+    for (int k = 0; k < n; k++) {
+        int m = of[k];
+        if (m < j->done) {
+            memcpy(row[k].resolved, j->addr[m], sizeof row[k].resolved);
+            memcpy(row[k].resolve_err, j->err[m], sizeof row[k].resolve_err);
+        } else {
+            snprintf(row[k].resolve_err, sizeof row[k].resolve_err,
                      "no answer within %d ms", timeout_ms);
-        else
-            snprintf(row[j].resolve_err, sizeof row[j].resolve_err, "%s",
-                     gai_strerror(e));
+        }
     }
-    for (int i = 0; i < m; i++) {
-        if (leak && leak[i])
-            continue;
-        if (gai_error(list[i]) == 0 && list[i]->ar_result)
-            freeaddrinfo(list[i]->ar_result);
-        free((char *)list[i]->ar_name);
-        free(list[i]);
-    }
-    free(leak);
-    free(list);
+    pthread_mutex_unlock(&j->mu);
+    rjob_put(j);
     free(of);
 }
 
