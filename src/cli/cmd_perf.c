@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -71,6 +72,19 @@ static int parse_int(const char *s, const char *name, int *out)
         return -1;
     }
     *out = (int)v;
+    return 0;
+}
+
+/* parse_int plus a lower bound, with a message naming the option. */
+static int parse_int_min(const char *s, const char *name, int *out, int min)
+{
+    if (parse_int(s, name, out))
+        return -1;
+    if (*out < min) {
+        cli_err("invalid value '%s' for %s: must be at least %d", s, name,
+                min);
+        return -1;
+    }
     return 0;
 }
 
@@ -258,11 +272,11 @@ static int parse(struct perf_cli *P, int argc, char **argv)
     while ((c = getopt_long(argc, argv, SHORT_OPTS, long_opts, NULL)) != -1) {
         switch (c) {
         case 't':
-            if (parse_int(optarg, "-t", &o->nthreads) || o->nthreads < 1)
+            if (parse_int_min(optarg, "-t", &o->nthreads, 1))
                 return 1000 + 6;
             break;
         case 'g':
-            if (parse_int(optarg, "-g", &o->ngpus) || o->ngpus < 1)
+            if (parse_int_min(optarg, "-g", &o->ngpus, 1))
                 return 1000 + 6;
             break;
         case 'b':
@@ -282,20 +296,19 @@ static int parse(struct perf_cli *P, int argc, char **argv)
                 return 1000 + 255;
             break;
         case 'n':
-            if (parse_int(optarg, "-n", &o->iters) || o->iters < 0)
+            if (parse_int_min(optarg, "-n", &o->iters, 0))
                 return 1000 + 6;
             break;
         case 'm':
-            if (parse_int(optarg, "-m", &o->agg_iters) || o->agg_iters < 1)
+            if (parse_int_min(optarg, "-m", &o->agg_iters, 1))
                 return 1000 + 6;
             break;
         case 'w':
-            if (parse_int(optarg, "-w", &o->warmup_iters) ||
-                o->warmup_iters < 0)
+            if (parse_int_min(optarg, "-w", &o->warmup_iters, 0))
                 return 1000 + 6;
             break;
         case 'N':
-            if (parse_int(optarg, "-N", &o->run_cycles) || o->run_cycles < 0)
+            if (parse_int_min(optarg, "-N", &o->run_cycles, 0))
                 return 1000 + 6;
             break;
         case 'p':
@@ -303,7 +316,7 @@ static int parse(struct perf_cli *P, int argc, char **argv)
                 return 1000 + 6;
             break;
         case 'c':
-            if (parse_int(optarg, "-c", &o->check) || o->check < 0)
+            if (parse_int_min(optarg, "-c", &o->check, 0))
                 return 1000 + 6;
             break;
         case 'o':
@@ -346,11 +359,11 @@ static int parse(struct perf_cli *P, int argc, char **argv)
                 return 1000 + 6;
             break;
         case 'T':
-            if (parse_int(optarg, "-T", &o->timeout_s) || o->timeout_s < 0)
+            if (parse_int_min(optarg, "-T", &o->timeout_s, 0))
                 return 1000 + 6;
             break;
         case 'G':
-            if (parse_int(optarg, "-G", &o->cudagraph) || o->cudagraph < 0)
+            if (parse_int_min(optarg, "-G", &o->cudagraph, 0))
                 return 1000 + 6;
             if (o->cudagraph)
                 fprintf(stderr, "nccl-doctor: -G (CUDA graphs) is not "
@@ -486,6 +499,7 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
         close(lfd);
         return 1;
     }
+    pid_t parent = getpid();
     for (int i = 0; i < P->np; i++) {
         pid_t pid = fork();
         if (pid < 0) {
@@ -499,6 +513,10 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
             return 1;
         }
         if (pid == 0) {
+            /* Die with the launcher: no orphaned ranks if it is killed. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(3);
             free(pids);
             struct ncd_pg_params pp = {
                 .nprocs = P->np,
@@ -531,9 +549,33 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
     sigaction(SIGTERM, &sa_new, &sa_term);
     int status = 0, left = P->np, forwarded = 0;
     int status0 = 0;
+    /* Once a process fails, the others get the peer timeout (plus a
+     * margin) to notice and report; then the stragglers are killed, so a
+     * hung rank never hangs the launcher. */
+    struct timespec fail_at = {0, 0};
+    int killed = 0;
     while (left > 0) {
         int ws;
-        pid_t pid = waitpid(-1, &ws, 0);
+        pid_t pid = waitpid(-1, &ws, status ? WNOHANG : 0);
+        if (pid == 0) {
+            struct timespec now, nap = {0, 50 * 1000 * 1000};
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            if (!killed &&
+                now.tv_sec - fail_at.tv_sec > P->peer_timeout_s + 5) {
+                for (int i = 0; i < P->np; i++)
+                    if (pids[i] > 0) {
+                        fprintf(stderr,
+                                "nccl-doctor perf: process %d (pid %d) did "
+                                "not stop %d s after another process "
+                                "failed; killing it\n",
+                                i, (int)pids[i], P->peer_timeout_s + 5);
+                        kill(pids[i], SIGKILL);
+                    }
+                killed = 1;
+            }
+            nanosleep(&nap, NULL);
+            continue;
+        }
         if (pid < 0) {
             if (errno == EINTR) {
                 if (got_signal && !forwarded) {
@@ -568,8 +610,10 @@ static int fork_ranks(struct perf_cli *P, struct ncd_ctx *ctx)
         }
         if (idx == 0)
             status0 = st;
-        if (st && !status)
+        if (st && !status) {
             status = st;
+            clock_gettime(CLOCK_MONOTONIC, &fail_at);
+        }
     }
     sigaction(SIGINT, &sa_int, NULL);
     sigaction(SIGTERM, &sa_term, NULL);
@@ -593,6 +637,17 @@ static int run_job(struct perf_cli *P, struct ncd_ctx *ctx, int nprocs,
                             "number of ranks, not %d\n",
                     nranks);
         return 6;
+    }
+    if (ncd_perf_coll_has_root(o->coll) && o->root >= nranks) {
+        /* NCCL rejects it (ncclInvalidArgument); nccl-tests then fails
+         * with "Test NCCL failure ... invalid argument", status 3. */
+        if (proc == 0)
+            fprintf(stderr,
+                    "nccl-doctor perf: Test NCCL failure: invalid argument: "
+                    "root %d is not a rank (nranks %d; ranks are 0-%d, -1 "
+                    "runs every root)\n",
+                    o->root, nranks, nranks - 1);
+        return 3;
     }
     struct ncd_perf_job job = {
         .nprocs = nprocs,
@@ -832,6 +887,15 @@ int ncd_cmd_perf(int argc, char **argv)
         return 6;
     }
     free(av);
+    /* Checked before any rank starts, so no rank is left to fail later. */
+    if (P.o.json_path) {
+        size_t jl = strlen(P.o.json_path);
+        if (jl < 5 || strcmp(P.o.json_path + jl - 5, ".json") != 0) {
+            cli_err("-J/--output_file must end in .json ('%s')",
+                    P.o.json_path);
+            return 6;
+        }
+    }
     P.o.coll = (enum ncd_perf_coll)coll;
     /* nccl-tests' -T also bounds every wait of the socket backend */
     if (P.peer_timeout_s == 0)

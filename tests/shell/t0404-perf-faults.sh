@@ -98,4 +98,42 @@ RANK=1 WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$PORT \
 wait $P0; rc0=$?
 check "mismatched job size: root says so and fails" sh -c "
     [ $rc0 -ne 0 ] && grep -q 'disagree on the job size' '$TMP/w0.err'"
+# 5. a rank stopped for good: the launcher kills it once the others failed
+"$NCD_BIN" perf all_reduce -b 1M -e 1M -n 1000000 -np 3 --backend socket \
+    --peer-timeout 3 >"$TMP/s.out" 2>"$TMP/s.err" &
+P=$!
+wait_for "$TMP/s.out" '^#  Backend' 20
+sleep 0.5
+victim=$(pgrep -P $P | head -1)
+kill -STOP "$victim"
+start=$(date +%s)
+wait_pid $P 30; ended=$?
+took=$(( $(date +%s) - start ))
+kill -CONT "$victim" 2>/dev/null; kill -9 "$victim" 2>/dev/null
+check "stopped rank never resumed: launcher ends in time (${took}s)" sh -c "
+    [ $ended -eq 0 ] && grep -q 'did not stop' '$TMP/s.err' &&
+    grep -q 'no progress for 3 s' '$TMP/s.err'"
+
+# 6. the launcher killed with SIGKILL: its ranks die with it
+"$NCD_BIN" perf all_reduce -b 1M -e 1M -n 1000000 -np 2 --backend socket \
+    >"$TMP/l.out" 2>"$TMP/l.err" &
+P=$!
+wait_for "$TMP/l.out" '^#  Backend' 20
+kids=$(pgrep -P $P | tr '\n' ' ')
+kill -9 $P
+sleep 1
+alive=0
+# (a dead rank may stay a zombie until init reaps it: that is not alive)
+for k in $kids; do
+    st=$(ps -o stat= -p "$k" 2>/dev/null) || continue
+    case $st in Z*) ;; *) alive=$((alive+1)) ;; esac
+done
+for k in $kids; do kill -9 "$k" 2>/dev/null; done
+check "launcher killed: no orphaned ranks ($alive left)" [ "$alive" -eq 0 ]
+
+# 7. a root that is not a rank is an NCCL invalid-argument failure, not
+#    corrupted data
+st=0; perf broadcast -b 1K -e 1K -r 5 -np 2 --backend socket >"$TMP/r.out" 2>"$TMP/r.err" || st=$?
+check "root out of range: exit 3, invalid argument" sh -c "
+    [ $st -eq 3 ] && grep -q 'invalid argument' '$TMP/r.err'"
 finish
