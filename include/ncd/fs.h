@@ -85,6 +85,12 @@ int ncd_fs_exists(struct ncd_ctx *ctx, const char *path);
  */
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names);
 
+/**
+ * Natural-order comparison used by ncd_fs_list(): digit runs compare by
+ * value, so "eth2" < "eth10" and "rank9.log" < "rank10.log".
+ */
+int ncd_natcmp(const char *a, const char *b);
+
 /** Frees a list returned by ncd_fs_list(). */
 void ncd_fs_list_free(char **names, int n);
 

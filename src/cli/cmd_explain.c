@@ -17,6 +17,7 @@
 #include <zlib.h>
 
 #include "cmd.h"
+#include "ncd/fs.h"
 #include "ncd/error.h"
 #include "ncd/explain.h"
 
@@ -39,36 +40,9 @@ struct run {
     int nfiles, nfailed;
 };
 
-/* Natural order: rank2.log before rank10.log. */
-static int natcmp(const char *a, const char *b)
-{
-    while (*a && *b) {
-        if (*a >= '0' && *a <= '9' && *b >= '0' && *b <= '9') {
-            while (*a == '0')
-                a++;
-            while (*b == '0')
-                b++;
-            size_t la = strspn(a, "0123456789"), lb = strspn(b, "0123456789");
-            if (la != lb)
-                return la < lb ? -1 : 1;
-            int c = strncmp(a, b, la);
-            if (c)
-                return c;
-            a += la;
-            b += lb;
-            continue;
-        }
-        if (*a != *b)
-            return (unsigned char)*a - (unsigned char)*b;
-        a++;
-        b++;
-    }
-    return (unsigned char)*a - (unsigned char)*b;
-}
-
 static int cmp_names(const void *x, const void *y)
 {
-    return natcmp(*(char *const *)x, *(char *const *)y);
+    return ncd_natcmp(*(char *const *)x, *(char *const *)y);
 }
 
 /* Plain regular files: read() straight into the chunk buffer (zlib's

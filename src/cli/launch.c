@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,7 @@ static int fork_np(struct ncd_ctx *ctx, const struct cli_launch *L,
         return NCD_EXIT_TOOL;
     }
     int started = 0;
+    pid_t parent = getpid();
     for (int i = 0; i < L->np; i++) {
         pid_t pid = fork();
         if (pid < 0) {
@@ -70,6 +72,10 @@ static int fork_np(struct ncd_ctx *ctx, const struct cli_launch *L,
             break;
         }
         if (pid == 0) {
+            /* Die with the launcher: no orphaned ranks if it is killed. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            if (getppid() != parent)
+                _exit(NCD_EXIT_TOOL);
             free(pids);
             struct ncd_pg_params pp = {.nprocs = L->np,
                                        .proc = i,

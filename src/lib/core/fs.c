@@ -270,7 +270,7 @@ int ncd_fs_exists(struct ncd_ctx *ctx, const char *path)
 }
 
 /* Natural order: digit runs compare by value, so eth2 < eth10. */
-static int natcmp(const char *a, const char *b)
+int ncd_natcmp(const char *a, const char *b)
 {
     while (*a && *b) {
         if (isdigit((unsigned char)*a) && isdigit((unsigned char)*b)) {
@@ -302,7 +302,7 @@ static int natcmp(const char *a, const char *b)
 
 static int natcmp_q(const void *a, const void *b)
 {
-    return natcmp(*(char *const *)a, *(char *const *)b);
+    return ncd_natcmp(*(char *const *)a, *(char *const *)b);
 }
 
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
