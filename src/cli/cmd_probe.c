@@ -22,14 +22,12 @@ enum {
     OPT_TIMEOUT,
     OPT_BURST,
     OPT_NO_MTU,
-    OPT_NCCL_VERSION,
     OPT_RDV_TIMEOUT,
 };
 
 struct probe_cli {
     struct cli_common c;
     struct ncd_probe_opts o;
-    const char *ver;
     char ver_src[600];
 };
 
@@ -146,7 +144,6 @@ int ncd_cmd_probe(int argc, char **argv)
         {"rendezvous-timeout", required_argument, 0, OPT_RDV_TIMEOUT},
         {"burst", required_argument, 0, OPT_BURST},
         {"no-mtu", no_argument, 0, OPT_NO_MTU},
-        {"nccl-version", required_argument, 0, OPT_NCCL_VERSION},
         {0, 0, 0, 0},
     };
     struct probe_cli P;
@@ -212,9 +209,6 @@ int ncd_cmd_probe(int argc, char **argv)
         case OPT_NO_MTU:
             P.o.mtu_probe = 0;
             break;
-        case OPT_NCCL_VERSION:
-            P.ver = optarg;
-            break;
         default:
             cli_usage("probe", stderr);
             bad = 1;
@@ -237,7 +231,8 @@ int ncd_cmd_probe(int argc, char **argv)
         return NCD_EXIT_TOOL;
     }
     struct ncd_check_opts co;
-    if (cli_nccl_version(ctx, P.ver, &co, P.ver_src, sizeof P.ver_src) < 0) {
+    if (cli_nccl_version(ctx, P.c.nccl_version, &co, P.ver_src,
+                         sizeof P.ver_src) < 0) {
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }

@@ -729,6 +729,13 @@ int ncd_cmd_tune(int argc, char **argv)
             }
             break;
         case OPT_BACKEND:
+            if (strcmp(optarg, "socket") != 0 && strcmp(optarg, "nccl") != 0 &&
+                strcmp(optarg, "auto") != 0) {
+                cli_err("tune: --backend takes socket, nccl or auto, not "
+                        "'%s'",
+                        optarg);
+                bad = 1;
+            }
             T->backend = optarg;
             break;
         case OPT_RUN_TIMEOUT:

@@ -204,8 +204,9 @@ static int connect_retry(struct ncd_ctx *ctx, const char *host, int port,
                 r = e ? -1 : 0;
                 errno = e;
             } else {
-                r = -1;
+                /* poll timed out (0) or failed: say which */
                 errno = r == 0 ? ETIMEDOUT : errno;
+                r = -1;
             }
         }
         if (r == 0) {
@@ -223,9 +224,13 @@ static int connect_retry(struct ncd_ctx *ctx, const char *host, int port,
                     last == ECONNREFUSED ? NCD_ECONNREFUSED
                     : last == ETIMEDOUT  ? NCD_ETIMEOUT
                                          : NCD_EUNREACH,
-                    "connect to %s %s:%d returned %s, gave up after %d "
+                    "connect to %s %s:%d returned %s%s, gave up after %d "
                     "attempts",
-                    what, host, port, strerror(last), tries);
+                    what, host, port, strerror(last),
+                    last == ETIMEDOUT ? " (no answer: host down or packets "
+                                        "dropped by a firewall)"
+                                      : "",
+                    tries);
 }
 
 static int accept_deadline(struct ncd_ctx *ctx, int lfd, double deadline,
