@@ -108,6 +108,9 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
 /* Prints the usage of `cmd` to `f`. */
 void cli_usage(const char *cmd, FILE *f);
 
+/* Parses a decimal integer in [lo, hi] (the whole string); -1 otherwise. */
+int cli_parse_range(const char *s, long lo, long hi, long *out);
+
 /* Prints "nccl-doctor: <msg>\n" to stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

@@ -124,16 +124,6 @@ out:
     return status;
 }
 
-static int parse_pos(const char *s, long lo, long hi, long *out)
-{
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (!*s || *e || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 int ncd_cmd_probe(int argc, char **argv)
 {
     static const struct option lo[] = {
@@ -175,7 +165,7 @@ int ncd_cmd_probe(int argc, char **argv)
             free(av);
             return NCD_EXIT_OK;
         case OPT_NP:
-            if (parse_pos(optarg, 1, NCD_PROBE_MAX_RANKS, &np)) {
+            if (cli_parse_range(optarg, 1, NCD_PROBE_MAX_RANKS, &np)) {
                 cli_err("probe: -np takes 1..%d", NCD_PROBE_MAX_RANKS);
                 bad = 1;
             }
@@ -184,14 +174,14 @@ int ncd_cmd_probe(int argc, char **argv)
             rdv = optarg;
             break;
         case OPT_TIMEOUT:
-            if (parse_pos(optarg, 1, 600000, &v)) {
+            if (cli_parse_range(optarg, 1, 600000, &v)) {
                 cli_err("probe: --timeout takes milliseconds, 1..600000");
                 bad = 1;
             }
             P.o.timeout_ms = (int)v;
             break;
         case OPT_RDV_TIMEOUT:
-            if (parse_pos(optarg, 1, 3600, &rdv_timeout_s)) {
+            if (cli_parse_range(optarg, 1, 3600, &rdv_timeout_s)) {
                 cli_err("probe: --rendezvous-timeout takes seconds, 1..3600");
                 bad = 1;
             }

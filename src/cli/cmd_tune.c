@@ -632,9 +632,8 @@ out:
 
 static int parse_int(const char *s, int lo, int hi, int *out)
 {
-    char *e;
-    long v = strtol(s, &e, 10);
-    if (!*s || *e || v < lo || v > hi)
+    long v;
+    if (cli_parse_range(s, lo, hi, &v))
         return -1;
     *out = (int)v;
     return 0;

@@ -276,3 +276,14 @@ int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
     o->nccl_version_source = src;
     return 0;
 }
+
+int cli_parse_range(const char *s, long lo, long hi, long *out)
+{
+    char *e;
+    errno = 0;
+    long v = strtol(s, &e, 10);
+    if (!*s || *e || errno || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
