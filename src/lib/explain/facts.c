@@ -252,7 +252,7 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
         const char *q = p;
         long rv = 0, dv = 0;
         int any = 0;
-        while (q < ends[k] && *q >= '0' && *q <= '9') {
+        while (q < ends[k] && *q >= '0' && *q <= '9' && rv < 100000000) {
             rv = rv * 10 + (*q++ - '0');
             any = 1;
         }

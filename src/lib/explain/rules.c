@@ -126,17 +126,18 @@ int ncd__version_code(const char *s)
     int a = 0, b = 0, c = 0, k = 0;
     if (!s || !(*s >= '0' && *s <= '9'))
         return 0;
-    while (*s >= '0' && *s <= '9')
+    /* bounded: a fuzzed "99999999999.1" must not overflow */
+    while (*s >= '0' && *s <= '9' && a < 100000)
         a = a * 10 + (*s++ - '0');
     k++;
     if (*s == '.') {
         s++;
-        while (*s >= '0' && *s <= '9')
+        while (*s >= '0' && *s <= '9' && b < 100000)
             b = b * 10 + (*s++ - '0');
         k++;
         if (*s == '.') {
             s++;
-            while (*s >= '0' && *s <= '9')
+            while (*s >= '0' && *s <= '9' && c < 100000)
                 c = c * 10 + (*s++ - '0');
         }
     }
