@@ -166,6 +166,13 @@ static void rdv_failed(struct ncd_ctx *ctx, const struct cli_launch *L,
     char ifn[32], addr[64], why[256];
     int rr = ncd_probe_route_to(host, port, ifn, sizeof ifn, addr,
                                 sizeof addr, why, sizeof why);
+    if (proc == 0) {
+        /* The root is the rendezvous: the others did not reach it. */
+        fprintf(stderr, "nccl-doctor %s: the rendezvous at %s:%d (process 0) "
+                        "failed: %s\n",
+                L->cmd, host, port, ncd_ctx_errdetail(ctx));
+        return;
+    }
     fprintf(stderr,
             "nccl-doctor %s: process %d cannot reach the rendezvous at "
             "%s:%d: %s\n",

@@ -338,11 +338,28 @@ static int pg_root_accept(struct ncd_ctx *ctx, struct ncd_pg *pg, int lfd,
                                  sizeof peer, "processes to join the "
                                               "rendezvous");
         if (fd < 0) {
+            /* Name the processes that never came: that is where to look. */
+            char missing[256] = "";
+            int nm = 0;
+            for (int p = 1; p < pg->nprocs; p++) {
+                if (pg->fds[p] >= 0)
+                    continue;
+                size_t l = strlen(missing);
+                if (nm++ < 16 && l < sizeof missing - 16)
+                    snprintf(missing + l, sizeof missing - l, "%s%d",
+                             l ? ", " : "", p);
+            }
+            if (nm > 16)
+                snprintf(missing + strlen(missing),
+                         sizeof missing - strlen(missing), " and %d more",
+                         nm - 16);
             ncd_ctx_clear_error(ctx);
             return ncd_fail(ctx, fd,
                             "rendezvous root: only %d of %d processes "
-                            "joined before the timeout (%d s)",
-                            joined, pg->nprocs, pg->timeout_ms / 1000);
+                            "joined before the timeout (%d s); never joined: "
+                            "process %s",
+                            joined, pg->nprocs, pg->timeout_ms / 1000,
+                            missing);
         }
         struct pg_hello h;
         int err;
