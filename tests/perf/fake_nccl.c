@@ -205,51 +205,7 @@ EXPORT int ncclCommGetAsyncError(struct comm *cm, int *r)
 
 static const size_t esz[10] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
 
-/*
- * IEEE binary16 <-> binary32, round to nearest even, written out in
- * integer arithmetic so it builds with any compiler (_Float16 is not
- * available everywhere, e.g. clang before 15 on x86-64).
- */
-static float h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-    float f;
-    if (exp == 0) {
-        f = (float)man * 0x1p-24f; /* zero or subnormal: exact */
-        memcpy(&u, &f, 4);
-        u |= sign;
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static uint16_t f2h(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN: keep it quiet */
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x47800000u) /* >= 65536 and inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x38800000u) { /* below 2^-14: subnormal half */
-        float v;
-        memcpy(&v, &a, 4);
-        v *= 0x1p24f;                        /* 0 .. 1024 */
-        v = (v + 8388608.0f) - 8388608.0f;   /* round to nearest even */
-        return (uint16_t)(sign | (uint32_t)v);
-    }
-    uint32_t h = ((a >> 23) - 112) << 10 | ((a >> 13) & 0x3ffu);
-    uint32_t rem = a & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-        h++; /* may carry into the exponent, up to inf: correct */
-    return (uint16_t)(sign | h);
-}
+#include "perf/half.h"
 
 static double ld(int dt, const void *p, size_t i)
 {
@@ -258,7 +214,7 @@ static double ld(int dt, const void *p, size_t i)
     case 6: {
         uint16_t h;
         memcpy(&h, b, 2);
-        return h2f(h);
+        return ncd__h2f(h);
     }
     case 7: {
         float f;
@@ -286,7 +242,7 @@ static void st(int dt, void *p, size_t i, double v)
     char *b = (char *)p + i * esz[dt];
     switch (dt) {
     case 6: {
-        uint16_t h = f2h((float)v);
+        uint16_t h = ncd__f2h((float)v);
         memcpy(b, &h, 2);
         break;
     }

@@ -27,6 +27,7 @@ foreach(_fake nccl cudart)
     OUTPUT_NAME ${_fake}
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests/fakecuda)
   target_link_libraries(fake_${_fake} PRIVATE Threads::Threads)
+  target_include_directories(fake_${_fake} PRIVATE ${CMAKE_SOURCE_DIR}/src/lib)
 endforeach()
 set_target_properties(fake_nccl PROPERTIES SUFFIX ".so.2")
 set_target_properties(fake_cudart PROPERTIES SUFFIX ".so")

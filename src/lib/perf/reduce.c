@@ -27,61 +27,17 @@
 
 #define SC ((unsigned)NCD_PERF_MULSUM_SCALAR)
 
-/*
- * IEEE binary16 <-> binary32, round to nearest even, written out in
- * integer arithmetic so it builds with any compiler (_Float16 is not
- * available everywhere, e.g. clang before 15 on x86-64).
- */
-static inline float h2f(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
-    uint32_t exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
-    float f;
-    if (exp == 0) {
-        f = (float)man * 0x1p-24f; /* zero or subnormal: exact */
-        memcpy(&u, &f, 4);
-        u |= sign;
-    } else if (exp == 31) {
-        u = sign | 0x7f800000u | (man << 13);
-    } else {
-        u = sign | ((exp + 112) << 23) | (man << 13);
-    }
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline uint16_t f2h(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    uint32_t sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) /* NaN: keep it quiet */
-        return (uint16_t)(sign | 0x7e00u);
-    if (a >= 0x47800000u) /* >= 65536 and inf */
-        return (uint16_t)(sign | 0x7c00u);
-    if (a < 0x38800000u) { /* below 2^-14: subnormal half */
-        float v;
-        memcpy(&v, &a, 4);
-        v *= 0x1p24f;                        /* 0 .. 1024 */
-        v = (v + 8388608.0f) - 8388608.0f;   /* round to nearest even */
-        return (uint16_t)(sign | (uint32_t)v);
-    }
-    uint32_t h = ((a >> 23) - 112) << 10 | ((a >> 13) & 0x3ffu);
-    uint32_t rem = a & 0x1fffu;
-    if (rem > 0x1000u || (rem == 0x1000u && (h & 1u)))
-        h++; /* may carry into the exponent, up to inf: correct */
-    return (uint16_t)(sign | h);
-}
+#include "perf/half.h"
 
 /* Scalar conversions (used by the data pattern). */
 uint16_t ncd__f32_to_half(float f)
 {
-    return f2h(f);
+    return ncd__f2h(f);
 }
 
 float ncd__half_to_f32(uint16_t u)
 {
-    return h2f(u);
+    return ncd__h2f(u);
 }
 
 uint16_t ncd__f32_to_bf16(float f)
@@ -228,7 +184,7 @@ static inline uint16_t bf_st(float f)
 
 FLT_KERNELS(f32, float, float, ID, ID)
 FLT_KERNELS(f64, double, double, ID, ID)
-FLT_KERNELS(f16, uint16_t, float, h2f, f2h)
+FLT_KERNELS(f16, uint16_t, float, ncd__h2f, ncd__f2h)
 FLT_KERNELS(bf16, uint16_t, float, bf_ld, bf_st)
 
 #define DISPATCH(NAME, T, C)                                                   \

@@ -847,6 +847,19 @@ static void seg(size_t count, int n, int i, size_t es, size_t *off,
     *len = (base + (ui < rem ? 1 : 0)) * es;
 }
 
+/* Rank i's block: `count` elements each when the blocks are equal
+ * (all_gather/reduce_scatter), else seg()'s split of `count` over n. */
+static void block_of(size_t count, int n, int i, size_t es, int equal_blocks,
+                     size_t *off, size_t *len)
+{
+    if (equal_blocks) {
+        *off = (size_t)i * count * es;
+        *len = count * es;
+    } else {
+        seg(count, n, i, es, off, len);
+    }
+}
+
 #define CHK(x)                                                                 \
     do {                                                                       \
         if ((x) < 0) {                                                         \
@@ -887,12 +900,7 @@ static int direct_rs(struct ncd__sock_rank *R, const char *send, char *dst,
 {
     int n = R->nranks, me = R->rank;
     size_t mo, ml;
-    if (equal_blocks) {
-        mo = (size_t)me * count * es;
-        ml = count * es;
-    } else {
-        seg(count, n, me, es, &mo, &ml);
-    }
+    block_of(count, n, me, es, equal_blocks, &mo, &ml);
     /* dst = f(own block), then accumulate the others' */
     if (R->op == NCD_OP_MULSUM)
         ncd_perf_reduce_finish(R->dt, R->op, dst, send + mo, ml / es, n, 1);
@@ -902,12 +910,7 @@ static int direct_rs(struct ncd__sock_rank *R, const char *send, char *dst,
         if (p == me)
             continue;
         size_t po, pl;
-        if (equal_blocks) {
-            po = (size_t)p * count * es;
-            pl = count * es;
-        } else {
-            seg(count, n, p, es, &po, &pl);
-        }
+        block_of(count, n, p, es, equal_blocks, &po, &pl);
         CHK(add_send(R, p, send + po, pl, -1));
         CHK(add_acc(R, p, dst, ml, 1));
     }
@@ -922,23 +925,13 @@ static int direct_ag(struct ncd__sock_rank *R, const char *mine, char *recv,
 {
     int n = R->nranks, me = R->rank;
     size_t mo, ml;
-    if (equal_blocks) {
-        mo = (size_t)me * count * es;
-        ml = count * es;
-    } else {
-        seg(count, n, me, es, &mo, &ml);
-    }
+    block_of(count, n, me, es, equal_blocks, &mo, &ml);
     ncd__copy(recv + mo, mine, ml);
     for (int p = 0; p < n; p++) {
         if (p == me)
             continue;
         size_t po, pl;
-        if (equal_blocks) {
-            po = (size_t)p * count * es;
-            pl = count * es;
-        } else {
-            seg(count, n, p, es, &po, &pl);
-        }
+        block_of(count, n, p, es, equal_blocks, &po, &pl);
         CHK(add_send(R, p, recv + mo, ml, -1));
         CHK(add_recv(R, p, recv + po, pl));
     }
