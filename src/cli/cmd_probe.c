@@ -220,14 +220,12 @@ int ncd_cmd_probe(int argc, char **argv)
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
-    struct ncd_check_opts co;
-    if (cli_nccl_version(ctx, P.c.nccl_version, &co, P.ver_src,
+    if (cli_nccl_version(ctx, P.c.nccl_version, &P.o.nccl_version, P.ver_src,
                          sizeof P.ver_src) < 0) {
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
-    P.o.nccl_version = co.nccl_version;
-    P.o.nccl_version_src = co.nccl_version_source;
+    P.o.nccl_version_src = P.ver_src;
     /* every exchange waits at most for one step of pair tests */
     long step_ms = 4L * P.o.timeout_ms + 3000;
     struct cli_launch L = {.cmd = "probe",

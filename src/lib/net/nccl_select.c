@@ -18,48 +18,6 @@
 /* First NCCL versions with a behaviour change. */
 #define V_RUNNING_AND_VIRBR 22800 /* IFF_RUNNING filter; virbr demoted */
 
-int ncd_nccl_version_parse(const char *s, int *code)
-{
-    if (!s)
-        return NCD_EPARSE;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s == 'v' || *s == 'V')
-        s++;
-    int maj = 0, min = 0, pat = 0, n = 0;
-    if (sscanf(s, "%d.%d%n", &maj, &min, &n) < 2)
-        return NCD_EPARSE;
-    const char *rest = s + n;
-    if (*rest == '.') {
-        int m = 0;
-        if (sscanf(rest + 1, "%d%n", &pat, &m) < 1)
-            return NCD_EPARSE;
-        rest += 1 + m;
-    }
-    /* "-1" (package release) and "+cuda12.2" suffixes are fine. */
-    if (*rest && *rest != '-' && *rest != '+' && !isspace((unsigned char)*rest))
-        return NCD_EPARSE;
-    if (maj < 1 || maj > 9 || min < 0 || min > 99 || pat < 0 || pat > 99)
-        return NCD_EPARSE;
-    *code = maj * 10000 + min * 100 + pat;
-    return 0;
-}
-
-int ncd_nccl_version_from_code(int c)
-{
-    /* NCCL_VERSION_CODE was X*1000+Y*100+Z before 2.9 (NCCL nccl.h.in). */
-    if (c > 0 && c < 10000)
-        return (c / 1000) * 10000 + ((c % 1000) / 100) * 100 + c % 100;
-    return c;
-}
-
-const char *ncd_nccl_version_str(int code, char *buf, size_t len)
-{
-    snprintf(buf, len, "%d.%d.%d", code / 10000, (code / 100) % 100,
-             code % 100);
-    return buf;
-}
-
 void ncd_nccl_iflist_parse(const char *value, int max_tokens,
                            struct ncd_nccl_iflist *out)
 {

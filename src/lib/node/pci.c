@@ -13,60 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ncd_pci_is_bdf(const char *s, size_t n)
-{
-    /* dddd:bb:dd.f */
-    if (n != 12)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (i == 4 || i == 7) {
-            if (c != ':')
-                return 0;
-        } else if (i == 10) {
-            if (c != '.')
-                return 0;
-        } else if (!isxdigit((unsigned char)c)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int ncd_pci_path_split(const char *path, char *root, char (*chain)[16],
-                       int max)
-{
-    int n = 0;
-    root[0] = '\0';
-    const char *p = path;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        const char *e = strchr(p, '/');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == 0)
-            break;
-        if (ncd_pci_is_bdf(p, len)) {
-            if (n < max) {
-                for (size_t i = 0; i < len; i++)
-                    chain[n][i] = (char)tolower((unsigned char)p[i]);
-                chain[n][len] = '\0';
-            }
-            n++;
-        } else if (len > 3 && strncmp(p, "pci", 3) == 0 && len < 32) {
-            /* A new host bridge component restarts the chain. */
-            memcpy(root, p, len);
-            root[len] = '\0';
-            n = 0;
-        } else if (n > 0) {
-            /* Past the PCI functions (e.g. ".../net/eth0"): stop. */
-            break;
-        }
-        p += len;
-    }
-    return n < max ? n : max;
-}
-
 int ncd_pci_cfg_pcie_type(const unsigned char *cfg, size_t len)
 {
     if (len < 64)
