@@ -432,7 +432,7 @@ static int load_rule(struct loader *L, yaml_node_t *m)
     struct ncd_rules *r = L->r;
     if (m->type != YAML_MAPPING_NODE)
         return LFAIL(L, m, "a rule must be a mapping");
-    const char *id;
+    const char *id = NULL;
     int rc = check_keys(L, m, &id);
     if (rc < 0)
         return rc;
