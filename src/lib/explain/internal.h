@@ -1,10 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internals of the rule set, shared by the explain modules: the line
- * parser's helpers (line.c), the rule set and its loader (rules.c), the
- * literal prefilter and matcher (prefilter.c) and the self-test
- * (rules_check.c).  The scan state is in session.h, the reasoner's in
- * reason.h.  Include order: internal.h <- session.h <- reason.h.
+ * Internals of the rule set, shared by the explain modules.
+ *
+ * The modules of src/lib/explain/ (public API: include/ncd/explain.h):
+ *   line.c          one log line -> header + message (launcher prefixes,
+ *                   time stamps, NCCL's header formats)
+ *   rules.c         rules/NAME.yaml -> rules (through core/yaml.h)
+ *   prefilter.c     literal prefilter + PCRE2 matcher over the rule set
+ *   rules_check.c   the rules' self-test and their POSIX ERE form
+ *   explain.c       a scan: chunks -> lines -> facts + per-rule matches
+ *   facts.c         facts of NCCL INFO / nccl-tests lines, per process
+ *   facts_report.c  the facts as JSON and as `--facts` text
+ *   reason.c        matches + conditions -> ranked findings
+ *   cond_*.c        the conditions of derived rules, by family (cond.h)
+ *   input.c         files, gzip, directories, stdin, rules directories
+ * Headers: internal.h (this) <- session.h (scan state) <- reason.h
+ * (reasoner); cond.h (the condition list) stands alone.
  */
 #ifndef NCD_EXPLAIN_INTERNAL_H
 #define NCD_EXPLAIN_INTERNAL_H
