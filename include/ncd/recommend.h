@@ -118,7 +118,9 @@ extern "C" {
  *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
  *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
  *  "nccl":{"version","version_source","bootstrap":NAME|null,
- *          "bootstrap_address","socket":[NAMES],"pass"}}
+ *          "bootstrap_address" (as NCCL prints it: "fe80::1%eth0"),
+ *          "bootstrap_error": NCCL's WARN when it finds none, else null,
+ *          "socket":[NAMES],"socket_error":WARN|null,"pass"}}
  * New reference; NULL on allocation failure.
  */
 json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
