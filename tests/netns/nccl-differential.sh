@@ -295,6 +295,12 @@ sc_commid_ipv6_global() { setenv NCCL_COMM_ID "[fd00:11::9]:29500"; nic eth0 up 
 sc_commid_ipv6_ll_noscope() { setenv NCCL_COMM_ID "[fe80::9]:29500"; nic eth0 up; }
 sc_commid_ipv6_ll_scope() { setenv NCCL_COMM_ID "[fe80::9%eth1]:29500"; nic eth0 up; nic eth1 up; }
 sc_commid_ipv6_unbracketed() { setenv NCCL_COMM_ID "fd00:11::9:29500"; nic eth0 up 10.10.0.5/24; nic eth1 up fd00:11::5/64; }
+# the host is "2001", which getaddrinfo reads as the IPv4 address 0.0.7.209
+sc_commid_ipv6_unbracketed_num() { setenv NCCL_COMM_ID "2001:db8::9:29500"; nic eth0 up 10.10.0.5/24; nic eth1 up 2001:db8::5/64; }
+sc_commid_hostname_case() {
+    setenv NCCL_COMM_ID rank0:29500; hosts "10.99.0.9 other"; hosts "10.10.0.9 Rank0"
+    nic eth0 up 10.10.0.5/24
+}
 sc_commid_empty() { setenv NCCL_COMM_ID ""; nic eth0 up 10.10.0.5/24; }
 sc_commid_one_char() { setenv NCCL_COMM_ID x; nic eth0 up 10.10.0.5/24; }
 sc_commid_no_port() { setenv NCCL_COMM_ID 10.10.0.9; nic eth0 up 10.10.0.5/24; }
@@ -316,7 +322,8 @@ for s in eth_only ib_before_eth ib_no_carrier ib_admin_down ib_dormant \
     commid_subnet commid_no_subnet commid_ignores_ifname commid_no_carrier \
     commid_loopback commid_hostname_v4 commid_hostname_v6_first \
     commid_hostname_unknown commid_ipv6_global commid_ipv6_ll_noscope \
-    commid_ipv6_ll_scope commid_ipv6_unbracketed commid_empty \
+    commid_ipv6_ll_scope commid_ipv6_unbracketed commid_ipv6_unbracketed_num \
+    commid_hostname_case commid_empty \
     commid_one_char commid_no_port commid_port_zero commid_short_ipv4 \
     commid_leading_comma commid_bad_ipv6; do
     scenario "$s"
