@@ -134,9 +134,12 @@ struct ncd_nccl_choice {
                                   listening interface found", "Invalid
                                   NCCL_COMM_ID, ..."), NULL when it finds
                                   one or cannot be predicted; static */
-    const char *socket_error; /**< "NET/Socket : no interface found" when
-                                  the Socket transport finds none, else
-                                  NULL; static */
+    const char *socket_error; /**< the WARN that leaves the Socket
+                                  transport with no interface: "NET/Socket :
+                                  no interface found", or from 2.27 the
+                                  NCCL_COMM_ID parse WARN ("Net : No valid
+                                  [IPv6]:port pair found"...); NULL when it
+                                  finds one; static */
     int n_socket;            /**< Socket transport list (max 16) */
     char socket[16][NCD_IFNAME_MAX + 8];
     char socket_addr[16][64];

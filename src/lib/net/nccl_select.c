@@ -229,12 +229,13 @@ static int mask_eq(const unsigned char *a, const unsigned char *b, int bits)
  *    invalid.
  *  - The port is never range-checked: -1 becomes htons(-1) = 65535, 0
  *    stays 0, bigger values wrap to 16 bits.
- * Returns 0 with `remote` set, 2 when invalid (comm_id_error says why),
+ * Returns 0 with `remote` set, 2 when invalid (comm_id_error says why,
+ * *warn is NCCL's own WARN text, NULL where NCCL has none),
  * 1 when the answer is unknown here (capture without it, timeout), or
  * NCD_ENOMEM. */
 static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                          const char *v, struct ncd_nccl_choice *out,
-                         struct ncd_if_addr *remote)
+                         struct ncd_if_addr *remote, const char **warn)
 {
     memset(remote, 0, sizeof *remote);
     size_t len = strlen(v);
@@ -244,6 +245,7 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                  "%s: NCCL needs at least two characters ('Net : string is "
                  "null')",
                  len ? "one character" : "empty");
+        *warn = "Net : string is null";
         return 2;
     }
     if (v[0] == '[') {
@@ -255,6 +257,7 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
             snprintf(out->comm_id_error, sizeof out->comm_id_error,
                      "'[' without ']' ('Net : No valid [IPv6]:port pair "
                      "found')");
+            *warn = "Net : No valid [IPv6]:port pair found";
             return 2;
         }
         char ip[NI_MAXHOST] = "", ifn[IFNAMSIZ] = "";
@@ -301,6 +304,7 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
             snprintf(out->comm_id_error, sizeof out->comm_id_error,
                      "no host ('Net : No valid <IPv4_or_hostname>:<port> "
                      "pair found')");
+            *warn = "Net : No valid <IPv4_or_hostname>:<port> pair found";
             return 2;
         }
         if (hl >= 64) {
@@ -309,6 +313,7 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                      "a host part of %zu characters overflows NCCL's "
                      "64-byte buffer",
                      hl);
+            *warn = NULL;
             return 2;
         }
         snprintf(out->comm_id_host, sizeof out->comm_id_host, "%.*s",
@@ -324,6 +329,7 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
             snprintf(out->comm_id_error, sizeof out->comm_id_error,
                      "host '%s' does not resolve: %s",
                      out->comm_id_host, why);
+            *warn = "Net : error encountered when getting address info";
             return 2;
         }
         if (rc < 0) {
@@ -415,9 +421,10 @@ int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     const char *cid = ncd_getenv(ctx, "NCCL_COMM_ID");
     struct ncd_if_addr remote;
     int cid_rc = 1;
+    const char *cid_warn = NULL;
     if (cid) {
         out->comm_id_set = 1;
-        cid_rc = parse_comm_id(ctx, nl, cid, out, &remote);
+        cid_rc = parse_comm_id(ctx, nl, cid, out, &remote, &cid_warn);
         if (cid_rc == NCD_ENOMEM)
             return ncd_fail(ctx, NCD_ENOMEM, "resolving NCCL_COMM_ID");
         out->comm_id_invalid = cid_rc == 2;
@@ -442,8 +449,9 @@ int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
         out->pass = 1;
         if (!out->n_socket && list_cid && version >= V_COMMID_CHECKED &&
             out->comm_id_invalid) {
-            /* NCCLCHECK fails ncclFindInterfaces: nothing at all. */
-            out->socket_error = W_SOCK_NONE;
+            /* NCCLCHECK fails ncclFindInterfaces before the Socket
+             * transport's own WARN: nothing at all. */
+            out->socket_error = cid_warn ? cid_warn : W_SOCK_NONE;
             out->pass = 0;
             out->pass_name = "nothing: NCCL_COMM_ID does not parse";
             goto bootstrap;
