@@ -315,6 +315,9 @@ void ncd_var_check_value(const struct ncd_var_def *d, const char *value,
     values_text(d, vals, sizeof vals);
     if (!*value && d->type == NCD_VT_IFLIST)
         return; /* interface lists are judged by the interface checks */
+    if (!*value && strcmp(d->name, "NCCL_COMM_ID") == 0)
+        return; /* set but empty fails NCCL's bootstrap ("if (env)",
+                   src/bootstrap.cc): the NCCL_COMM_ID check says so */
     if (!*value) {
         if (d->type == NCD_VT_INT || d->type == NCD_VT_FLAG1)
             VERDICT(NCD_SEV_INFO, "empty: NCCL uses the default");
