@@ -87,7 +87,7 @@ test_expect_success 'a hard-linked file is refused, both names untouched' "
     st=0; $NCD env --write hl 2>err || st=\$?
     test \$st -eq 3 && grep -q 'hard links' err &&
     test \"\$(stat -c %h hl)\" = 2 && test \"\$(cat hl2)\" = mine &&
-    test \$(ls -A | grep -c ncd-tmp) -eq 0 &&
+    test \$(ls -A | grep -c '^\.hl\.ncd-tmp') -eq 0 &&
     $NCD env --write hl --dry-run 2>/dev/null | grep -q '^mine'
 "
 test_expect_success 'a chain of symlinks is followed to its end' "
@@ -137,7 +137,7 @@ test_expect_success 'an edit made during --write is detected, nothing lost' "
     st=0; wait \$pid || st=\$?
     test \$st -eq 3 && grep -q 're-run' ce.err &&
     printf 'orig\necho theirs\n' | cmp - ce &&
-    test \$(ls -A | grep -c ncd-tmp) -eq 0
+    test \$(ls -A | grep -c '^\.ce\.ncd-tmp') -eq 0
 "
 test_expect_success 'a file saved by an editor (renamed over) during --write is kept' "
     printf 'orig\n' >ce2 && start_paused ce2 pce2 &&
@@ -159,7 +159,7 @@ for s in $signals; do
         kill -${s%:*} \$pid &&
         st=0; wait \$pid || st=\$?
         test \$st -eq \$((128 + ${s#*:})) &&
-        test ! -e \"\$tmp\" && test \$(ls -A | grep -c ncd-tmp) -eq 0 &&
+        test ! -e \"\$tmp\" && test \$(ls -A | grep -c '^\.sig\.ncd-tmp') -eq 0 &&
         cmp sig sig.orig
     "
 done
@@ -176,7 +176,7 @@ test_expect_success 'four writers at once: one block, all succeed' "
     for i in 1 2 3 4; do $NCD env --write cw 2>cw.err.\$i & pids=\"\$pids \$!\"; done &&
     for p in \$pids; do wait \$p || { cat cw.err.*; return 1; }; done &&
     test \$(grep -c '^# >>> nccl-doctor >>>' cw) -eq 1 && test \"\$(head -1 cw)\" = mine &&
-    test \$(ls -A | grep -c ncd-tmp) -eq 0
+    test \$(ls -A | grep -c '^\.cw\.ncd-tmp') -eq 0
 "
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 &&
    su nobody -s /bin/sh -c "test -x '$NCD_BIN'" 2>/dev/null; then
