@@ -143,7 +143,8 @@ struct ncd_rc_opts {
  *   (.<name>.ncd-tmp.<pid>.XXXXXX) gets the original's mode (and owner,
  *   when run as root), is written and fsync'ed, then renamed over it; the
  *   directory is fsync'ed.  A new file is created with the umask's mode
- *   and without replacing one that appeared meanwhile.  The previous content
+ *   and without replacing one that appeared meanwhile (the update then
+ *   starts over with that file, up to 4 times).  The previous content
  *   is kept in <file>.nccl-doctor.bak.  On any failure (full disk,
  *   permissions) the original is left untouched and the temporary file
  *   removed.
@@ -168,7 +169,8 @@ struct ncd_rc_opts {
  *   edited with the comparison alone.
  * - Temporary files of this file left by a process that died (SIGKILL, a
  *   crash: its pid is gone, or the file is over a day old) are removed
- *   while the lock is held.
+ *   while the lock is held; when the file does not exist (nothing to lock)
+ *   only those over a minute old.
  * @param body         the block's lines (see ncd_rc_splice()); NULL removes.
  * @param opts         NULL for defaults.
  * @param action       receives what was done (or would be, with dry_run).
@@ -179,7 +181,7 @@ struct ncd_rc_opts {
  *         file, too large, symlink loop), NCD_EPERM (read-only, hard-linked,
  *         permissions), NCD_ETIMEOUT (locked by another process), NCD_EIO
  *         (changed by another program meanwhile, I/O error), NCD_EEXISTS
- *         (created by another program meanwhile), NCD_ENOSPC, NCD_ENOMEM.
+ *         (created by others at every try), NCD_ENOSPC, NCD_ENOMEM.
  *         The detail names the file and says that it was left unchanged.
  */
 int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,

@@ -178,6 +178,13 @@ test_expect_success 'four writers at once: one block, all succeed' "
     test \$(grep -c '^# >>> nccl-doctor >>>' cw) -eq 1 && test \"\$(head -1 cw)\" = mine &&
     test \$(ls -A | grep -c '^\.cw\.ncd-tmp') -eq 0
 "
+test_expect_success 'four writers creating the same file: one block, all succeed' "
+    pids= &&
+    for i in 1 2 3 4; do $NCD env --write cn 2>cn.err.\$i & pids=\"\$pids \$!\"; done &&
+    for p in \$pids; do wait \$p || { cat cn.err.*; return 1; }; done &&
+    test \$(grep -c '^# >>> nccl-doctor >>>' cn) -eq 1 &&
+    test \$(ls -A | grep -c '^\.cn\.ncd-tmp') -eq 0
+"
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 &&
    su nobody -s /bin/sh -c "test -x '$NCD_BIN'" 2>/dev/null; then
     test_expect_success 'a read-only file is not replaced (as an ordinary user)' "

@@ -24,6 +24,8 @@
 #define RC_MAX_LINKS 40          /* Linux's MAXSYMLINKS (linux/namei.h) */
 #define RC_MAX_BYTES (16u << 20) /* far above any shell rc file */
 #define RC_STALE_SECONDS (24 * 3600)
+#define RC_UNLOCKED_MIN_AGE 60 /* seconds */
+#define RC_CREATE_TRIES 4      /* the file created by another process */
 #define RC_TMP_TAG ".ncd-tmp."
 #define RC_TMP_BASE_MAX 200 /* of the file's name in a temporary name */
 #define RC_LOCK_DEFAULT_MS 10000
@@ -430,7 +432,7 @@ static int check_unchanged(struct ncd_ctx *ctx, const struct rc_file *f,
 /* Renames the temporary file over the target, or to the free name without
  * replacing a file created there meanwhile. */
 static int commit(struct ncd_ctx *ctx, const struct rc_file *f,
-                  const char *tmp)
+                  const char *tmp, int *raced)
 {
     if (f->exists) {
         if (rename(tmp, f->path) < 0)
@@ -448,19 +450,24 @@ static int commit(struct ncd_ctx *ctx, const struct rc_file *f,
                 unlink(tmp);
         }
     }
-    if (e == EEXIST)
+    if (e == EEXIST) {
+        *raced = 1;
         return ncd_fail(ctx, NCD_EEXISTS,
                         "%s was created by another program while "
-                        "nccl-doctor was writing it; nothing was written "
-                        "and its content is kept: re-run the command",
+                        "nccl-doctor was writing it, again and again; "
+                        "nothing was written: re-run the command",
                         f->path);
+    }
     return e ? fail_errno(ctx, e, "creating", f->path) : 0;
 }
 
 /* Removes temporary files of this target left by a process that died
  * (SIGKILL, crash, power loss): their pid is gone, or they are over a day
- * old.  Called with the lock held, so no live writer of this file is
- * between its mkstemp and its rename. */
+ * old.  With the lock held no live writer of this file is between its
+ * mkstemp and its rename.  Without it (the file does not exist yet: nothing
+ * to lock), only files over a minute old go: a pid from another host
+ * sharing the directory over NFS says nothing, but no write takes that
+ * long. */
 static void sweep_stale(const struct rc_file *f)
 {
     char prefix[RC_TMP_BASE_MAX + 32];
@@ -485,10 +492,13 @@ static void sweep_stale(const struct rc_file *f)
         struct stat st;
         if (fstatat(dirfd(d), name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
             !S_ISREG(st.st_mode) ||
-            (st.st_uid != geteuid() && st.st_uid != f->st.st_uid))
+            (st.st_uid != geteuid() &&
+             (!f->exists || st.st_uid != f->st.st_uid)))
             continue;
         int alive = kill((pid_t)pid, 0) == 0 || errno == EPERM;
-        if (alive && now - st.st_mtime < RC_STALE_SECONDS)
+        time_t age = now - st.st_mtime;
+        if ((alive && age < RC_STALE_SECONDS) ||
+            (!f->locked && age < RC_UNLOCKED_MIN_AGE))
             continue;
         unlinkat(dirfd(d), name, 0);
     }
@@ -497,7 +507,7 @@ static void sweep_stale(const struct rc_file *f)
 
 static int write_out(struct ncd_ctx *ctx, const struct rc_file *f,
                      const char *old, size_t oldlen, const char *neu,
-                     size_t newlen, const struct ncd_rc_opts *o)
+                     size_t newlen, const struct ncd_rc_opts *o, int *raced)
 {
     rc_tmpname tmp;
     int rc;
@@ -527,7 +537,7 @@ static int write_out(struct ncd_ctx *ctx, const struct rc_file *f,
     if (rc == 0 && f->exists)
         rc = check_unchanged(ctx, f, old, oldlen);
     if (rc == 0)
-        rc = commit(ctx, f, tmp);
+        rc = commit(ctx, f, tmp, raced);
     if (rc < 0) {
         tmp_drop(tmp, o->guard);
         return rc;
@@ -541,17 +551,13 @@ static int write_out(struct ncd_ctx *ctx, const struct rc_file *f,
     return 0;
 }
 
-int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
-                  const struct ncd_rc_opts *opts, enum ncd_rc_action *action,
-                  char **new_content)
+/* One attempt; *raced is set when the file appeared while it was being
+ * created, so that the caller starts over with it. */
+static int update_once(struct ncd_ctx *ctx, const char *path,
+                       const char *body, const struct ncd_rc_opts *o,
+                       enum ncd_rc_action *action, char **new_content,
+                       int *raced)
 {
-    static const struct ncd_rc_opts defaults;
-    const struct ncd_rc_opts *o = opts ? opts : &defaults;
-    *action = NCD_RC_UNCHANGED;
-    if (new_content)
-        *new_content = NULL;
-    if (!path || !*path)
-        return ncd_fail(ctx, NCD_EINVAL, "no file name given");
     struct rc_file f = {.fd = -1};
     char *old = NULL, *neu = NULL;
     size_t oldlen = 0, newlen = 0;
@@ -560,7 +566,7 @@ int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
         rc = read_fd(ctx, &f, &old, &oldlen);
     if (rc < 0 || (!f.exists && !body))
         goto out; /* an error, or nothing to remove */
-    if (f.locked)
+    if (!o->dry_run && (f.locked || !f.exists))
         sweep_stale(&f);
     int had_error = ncd_ctx_errcode(ctx) != NCD_OK;
     rc = ncd_rc_splice(ctx, old ? old : "", oldlen, body, &neu, &newlen);
@@ -578,7 +584,7 @@ int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
     if (!o->dry_run) {
         rc = check_policy(ctx, &f);
         if (rc == 0)
-            rc = write_out(ctx, &f, old, oldlen, neu, newlen, o);
+            rc = write_out(ctx, &f, old, oldlen, neu, newlen, o, raced);
         if (rc < 0)
             goto out;
     }
@@ -595,5 +601,31 @@ out:
         close(f.fd); /* releases the lock */
     free(old);
     free(neu);
+    return rc;
+}
+
+int ncd_rc_update(struct ncd_ctx *ctx, const char *path, const char *body,
+                  const struct ncd_rc_opts *opts, enum ncd_rc_action *action,
+                  char **new_content)
+{
+    static const struct ncd_rc_opts defaults;
+    const struct ncd_rc_opts *o = opts ? opts : &defaults;
+    *action = NCD_RC_UNCHANGED;
+    if (new_content)
+        *new_content = NULL;
+    if (!path || !*path)
+        return ncd_fail(ctx, NCD_EINVAL, "no file name given");
+    /* A file created by someone else while this one was being created is
+     * no conflict: start over with it (as when every node of a cluster
+     * writes the same file in a shared home). */
+    int had_error = ncd_ctx_errcode(ctx) != NCD_OK, rc;
+    for (int tries = 1;; tries++) {
+        int raced = 0;
+        rc = update_once(ctx, path, body, o, action, new_content, &raced);
+        if (!raced || tries == RC_CREATE_TRIES)
+            break;
+        if (!had_error)
+            ncd_ctx_clear_error(ctx);
+    }
     return rc;
 }
