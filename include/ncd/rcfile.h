@@ -118,7 +118,7 @@ struct ncd_rc_opts {
     /** Compute only: nothing is locked, written or swept. */
     int dry_run;
     /** How long to wait for another process's lock on the file; 0 means
-     *  10000 ms. */
+     *  30000 ms. */
     unsigned lock_timeout_ms;
     /** Where to record the temporary file in flight; NULL for none. */
     struct ncd_rc_guard *guard;

@@ -119,7 +119,7 @@ fi
 wait_for() {
     n=0
     while [ ! -s "$1" ]; do
-        n=$((n + 1)); [ $n -le 600 ] || return 1
+        n=$((n + 1)); [ $n -le 2400 ] || return 1 # 2 min: CI may be busy
         sleep 0.05
     done
 }

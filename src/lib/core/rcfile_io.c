@@ -28,7 +28,7 @@
 #define RC_CREATE_TRIES 4      /* the file created by another process */
 #define RC_TMP_TAG ".ncd-tmp."
 #define RC_TMP_BASE_MAX 200 /* of the file's name in a temporary name */
-#define RC_LOCK_DEFAULT_MS 10000
+#define RC_LOCK_DEFAULT_MS 30000
 #define RC_OPEN_TRIES 20 /* the name given to another file while we wait */
 
 /* The file at the end of the symlink chain. */
