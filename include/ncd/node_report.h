@@ -48,7 +48,9 @@ void ncd_node_check_text(struct ncd_strbuf *out, const struct ncd_node *n,
  *   "reasons":[...]}],
  *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
  *  "nccl":{"version","version_source","bootstrap":NAME|null,
- *          "bootstrap_address","socket":[NAMES],"pass"}}
+ *          "bootstrap_address" (as NCCL prints it: "fe80::1%eth0"),
+ *          "bootstrap_error": NCCL's WARN when it finds none, else null,
+ *          "socket":[NAMES],"socket_error":WARN|null,"pass"}}
  * Needs the NET part.  New reference; NULL on allocation failure.
  */
 json_t *ncd_node_ifaces_json(const struct ncd_node *n);

@@ -8,7 +8,8 @@
  *
  * Files are read through the sysroot (fs.h); everything else through the
  * functions below, which dispatch to the context's operations table:
- *  - live:   this machine (getifaddrs(3), statvfs(2), dlopen(3), NVML...);
+ *  - live:   this machine (getifaddrs(3), statvfs(2), dlopen(3), NVML,
+ *            getaddrinfo(3)...);
  *  - replay: a recorded tree: the answers `gather` wrote under
  *            <sysroot>/.ncd/ (formats: the "Records" section below, all
  *            implemented in src/lib/sys/records.c);
@@ -247,13 +248,8 @@ int ncd_sys_listen_ports(struct ncd_ctx *ctx, int **ports);
 int ncd_sys_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
                       int scope_id, int *port);
 
-/**
- * Resolves a host name to its first address (getaddrinfo(3), AI_ADDRCONFIG
- * off, IPv4 first).  Replay: <sysroot>/etc/hosts, then the .ncd/resolve
- * record.  @return 1 resolved, 0 not, NCD_ENOMEM.
- */
-int ncd_sys_resolve(struct ncd_ctx *ctx, const char *host,
-                    struct ncd_if_addr *out);
+/* Name resolution: ncd_resolve_first() in resolve.h (live getaddrinfo with
+ * a deadline; replay: numeric forms, .ncd/resolve, /etc/hosts). */
 
 /**
  * Whether recorded answers can be expected: 1 live (the system answers),
@@ -307,7 +303,8 @@ struct ncd_sysops {
     int (*identity)(struct ncd_ctx *, struct ncd_sys_identity *);
     int (*listen_ports)(struct ncd_ctx *, int **);
     int (*bind_test)(struct ncd_ctx *, int, const char *, int, int *);
-    int (*resolve)(struct ncd_ctx *, const char *, struct ncd_if_addr *);
+    int (*resolve)(struct ncd_ctx *, const char *, int, struct ncd_if_addr *,
+                   char *, size_t);
     int nvml_costly;      /**< see ncd_sys_nvml_costly() */
     int answers_visible;  /**< -1: ask the sysroot for .ncd/ (replay) */
     const char *where;    /**< see ncd_sys_where() */

@@ -9,6 +9,7 @@
 #include "ncd/node_report.h"
 #include "ncd/error.h"
 #include "ncd/rcfile.h"
+#include "rcedit.h"
 
 enum {
     OPT_FORMAT = CLI_OPT__NEXT,
@@ -42,7 +43,10 @@ static const char usage[] =
      "another format).  --write FILE keeps them in one marked block\n"
      "(# >>> nccl-doctor >>> ... # <<< nccl-doctor <<<) that re-runs replace\n"
      "in place; the file is replaced atomically, a backup is kept, and\n"
-     "nothing outside the block changes.  --remove takes the block out.\n";
+     "nothing outside the block changes.  --remove takes the block out and\n"
+     "gives back the original bytes.  Symbolic links are followed; a\n"
+     "hard-linked or read-only file is left alone (--dry-run shows the new\n"
+     "content); an edit made by another program meanwhile stops the update.\n";
 
 const struct cli_cmd cli_cmd_env = {
     "env", ncd_cmd_env,
@@ -113,8 +117,8 @@ int ncd_cmd_env(int argc, char **argv)
 
     if (remove_from) {
         enum ncd_rc_action act;
-        int rc = ncd_rc_update(ctx, remove_from, NULL, dry, &act,
-                               dry ? &preview : NULL, NULL);
+        int rc = cli_rc_update(ctx, remove_from, NULL, dry, &act,
+                               dry ? &preview : NULL);
         if (rc < 0) {
             cli_err("env --remove: %s: %s", ncd_strerror(rc),
                     ncd_ctx_errdetail(ctx));
@@ -158,8 +162,8 @@ int ncd_cmd_env(int argc, char **argv)
         struct ncd_strbuf body = {0};
         ncd_env_render(&body, env, NCD_ENV_SH, ncd_sb_str(&notes));
         enum ncd_rc_action act;
-        rc = ncd_rc_update(ctx, write_to, ncd_sb_str(&body), dry, &act,
-                           dry ? &preview : NULL, NULL);
+        rc = cli_rc_update(ctx, write_to, ncd_sb_str(&body), dry, &act,
+                           dry ? &preview : NULL);
         ncd_sb_release(&body);
         if (rc < 0) {
             cli_err("env --write: %s: %s", ncd_strerror(rc),

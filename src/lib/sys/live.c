@@ -452,31 +452,6 @@ static int live_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
     return rc;
 }
 
-static int live_resolve(struct ncd_ctx *ctx, const char *host,
-                        struct ncd_if_addr *out)
-{
-    (void)ctx;
-    struct addrinfo hints = {.ai_socktype = SOCK_STREAM};
-    struct addrinfo *ai = NULL;
-    if (getaddrinfo(host, NULL, &hints, &ai) != 0 || !ai)
-        return 0;
-    /* IPv4 first, as most launchers pick it. */
-    const struct addrinfo *pick = ai;
-    for (const struct addrinfo *p = ai; p; p = p->ai_next)
-        if (p->ai_family == AF_INET) {
-            pick = p;
-            break;
-        }
-    char txt[NI_MAXHOST];
-    int ok = getnameinfo(pick->ai_addr, pick->ai_addrlen, txt, sizeof txt,
-                         NULL, 0, NI_NUMERICHOST) == 0 &&
-             ncd_if_addr_from_string(out, txt,
-                                     pick->ai_family == AF_INET ? 32 : 128) ==
-                 0;
-    freeaddrinfo(ai);
-    return ok;
-}
-
 const struct ncd_sysops ncd__sys_live = {
     .name = "live",
     .getifaddrs = live_getifaddrs,
@@ -491,7 +466,7 @@ const struct ncd_sysops ncd__sys_live = {
     .identity = live_identity,
     .listen_ports = ncd__sys_listen_ports_files,
     .bind_test = live_bind_test,
-    .resolve = live_resolve,
+    .resolve = ncd__resolve_live,
     .nvml_costly = 1,
     .answers_visible = 1,
     .where = "",

@@ -474,21 +474,25 @@ void ncd__record_self_format(struct ncd_strbuf *out,
     ncd_sb_printf(out, "uid %ld\n", id->uid);
 }
 
-/* "<name> <address>" per line; "<name> -" for a name that did not resolve. */
-int ncd__record_resolve_lookup(const char *buf, size_t len, const char *host,
-                               struct ncd_if_addr *out)
+/* .ncd/resolve: "<name> <address> [<address>...]" per line in
+ * getaddrinfo's order, "<name> -" for a name that did not resolve; '#'
+ * starts a comment.  The first address is copied to `addr`. */
+int ncd__record_resolve_lookup(const char *buf, size_t len, const char *name,
+                               char *addr, size_t addrsz)
 {
-    size_t pos = 0, ll, hl = strlen(host);
+    size_t pos = 0, ll;
     const char *p;
     while (ncd_next_line(buf, len, &pos, &p, &ll)) {
-        if (ll <= hl + 1 || strncasecmp(p, host, hl) != 0 || p[hl] != ' ')
+        char line[512];
+        line_copy(line, sizeof line, p, ll);
+        char *save = NULL, *n = strtok_r(line, " \t\r", &save);
+        if (!n || *n == '#' || strcmp(n, name) != 0)
             continue;
-        char addr[80];
-        line_copy(addr, sizeof addr, p + hl + 1, ll - hl - 1);
-        if (strcmp(addr, "-") == 0)
+        char *a = strtok_r(NULL, " \t\r", &save);
+        if (!a || strcmp(a, "-") == 0)
             return -1;
-        int fam4 = strchr(addr, ':') == NULL;
-        return ncd_if_addr_from_string(out, addr, fam4 ? 32 : 128) == 0;
+        snprintf(addr, addrsz, "%s", a);
+        return 1;
     }
     return 0;
 }

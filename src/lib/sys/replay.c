@@ -195,38 +195,6 @@ static int replay_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
     return ncd_fail(ctx, NCD_ENOTLIVE, "bind test needs the live node");
 }
 
-/* <sysroot>/etc/hosts; "localhost" is 127.0.0.1 when not listed. */
-static int hosts_lookup(struct ncd_ctx *ctx, const char *name,
-                        struct ncd_if_addr *a)
-{
-    char *buf;
-    size_t len;
-    int found = 0;
-    if (ncd_fs_read(ctx, "/etc/hosts", 1 << 20, &buf, &len) == 0) {
-        found = ncd_hosts_lookup(buf, len, name, a);
-        free(buf);
-    }
-    ncd_ctx_clear_error(ctx);
-    if (!found && strcasecmp(name, "localhost") == 0)
-        found = ncd_if_addr_from_string(a, "127.0.0.1", 32) == 0;
-    return found;
-}
-
-static int replay_resolve(struct ncd_ctx *ctx, const char *host,
-                          struct ncd_if_addr *out)
-{
-    size_t len;
-    int rc;
-    char *buf = record(ctx, "resolve", 1 << 20, &len, &rc);
-    if (rc == NCD_ENOMEM)
-        return rc;
-    int r = buf ? ncd__record_resolve_lookup(buf, len, host, out) : 0;
-    free(buf);
-    if (r != 0)
-        return r > 0;
-    return hosts_lookup(ctx, host, out);
-}
-
 const struct ncd_sysops ncd__sys_replay = {
     .name = "replay",
     .getifaddrs = replay_getifaddrs,
@@ -241,7 +209,7 @@ const struct ncd_sysops ncd__sys_replay = {
     .identity = replay_identity,
     .listen_ports = ncd__sys_listen_ports_files,
     .bind_test = replay_bind_test,
-    .resolve = replay_resolve,
+    .resolve = ncd__resolve_replay,
     .nvml_costly = 0,
     .answers_visible = -1,
     .where = " in this capture",

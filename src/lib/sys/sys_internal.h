@@ -22,13 +22,20 @@ void ncd__record_nccl_version_format(struct ncd_strbuf *out, int code);
 int ncd__record_self_parse(const char *buf, struct ncd_sys_identity *out);
 void ncd__record_self_format(struct ncd_strbuf *out,
                              const struct ncd_sys_identity *id);
-/* 1 resolved, -1 recorded as unresolvable, 0 not recorded. */
-int ncd__record_resolve_lookup(const char *buf, size_t len, const char *host,
-                               struct ncd_if_addr *out);
+/* 1 found (first address in addr), -1 recorded as unresolvable, 0 not
+ * recorded. */
+int ncd__record_resolve_lookup(const char *buf, size_t len, const char *name,
+                               char *addr, size_t addrsz);
 void ncd__record_resolve_format(struct ncd_strbuf *out, const char *host,
                                 const struct ncd_if_addr *a);
 int ncd__listen_ports_parse(const char *buf, size_t len, int **ports,
                             size_t *n);
+
+/* The resolve operation (resolve.c), as ncd_resolve_first() documents. */
+int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                      struct ncd_if_addr *out, char *why, size_t whylen);
+int ncd__resolve_replay(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                        struct ncd_if_addr *out, char *why, size_t whylen);
 
 /* NVML answers. */
 void ncd__bdf_norm(const char *in, char *out);

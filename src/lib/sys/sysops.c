@@ -5,6 +5,7 @@
 #include "core/ctx_internal.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/resolve.h"
 #include "ncd/sysops.h"
 #include "sys/sys_internal.h"
 
@@ -201,12 +202,16 @@ int ncd_sys_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
     return rc;
 }
 
-int ncd_sys_resolve(struct ncd_ctx *ctx, const char *host,
-                    struct ncd_if_addr *out)
+int ncd_resolve_first(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                      struct ncd_if_addr *out, char *why, size_t whylen)
 {
     int rc;
     memset(out, 0, sizeof *out);
-    CALL(ctx, OP(ctx, resolve)(ctx, host, out));
+    if (why && whylen)
+        why[0] = '\0';
+    if (timeout_ms <= 0)
+        timeout_ms = NCD_RESOLVE_TIMEOUT_MS;
+    CALL(ctx, OP(ctx, resolve)(ctx, name, timeout_ms, out, why, whylen));
     return rc;
 }
 
@@ -402,14 +407,16 @@ static int rec_identity(struct ncd_ctx *ctx, struct ncd_sys_identity *out)
     return rc;
 }
 
-static int rec_resolve(struct ncd_ctx *ctx, const char *host,
-                       struct ncd_if_addr *out)
+static int rec_resolve(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                       struct ncd_if_addr *out, char *why, size_t whylen)
 {
     struct recorder *r = rec_of(ctx);
-    int rc = BASEOP(ctx, resolve)(ctx, host, out);
-    if (rc >= 0 && *host && !strchr(host, ' ') && !seen(r, "resolve", host))
-        ncd__record_resolve_format(rec(r, REC_RESOLVE), host,
-                                   rc > 0 ? out : NULL);
+    int rc = BASEOP(ctx, resolve)(ctx, name, timeout_ms, out, why, whylen);
+    /* an answer or "does not resolve"; not a timeout or a missing record */
+    if ((rc == 0 || rc == NCD_ENOENT) && *name && !strpbrk(name, " \t\n") &&
+        !seen(r, "resolve", name))
+        ncd__record_resolve_format(rec(r, REC_RESOLVE), name,
+                                   rc == 0 ? out : NULL);
     return rc;
 }
 
