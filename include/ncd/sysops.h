@@ -266,15 +266,13 @@ const char *ncd_sys_where(struct ncd_ctx *ctx);
 
 /**
  * Switches the context to the record table on top of its current one:
- * every later answer is also kept, and the environment (NCCL_*, CUDA_*,
- * launcher variables; secrets redacted) is recorded now.
+ * every later answer is also kept.  Recorded now: the environment
+ * (NCCL_*, CUDA_*, launcher variables; secrets redacted) as .ncd/env, and
+ * `tool` (e.g. "nccl-doctor 0.1.0") with the time as .ncd/gather-info
+ * ("tool <tool>" and "time <UTC ISO 8601>" lines).
  * @return 0, NCD_EEXISTS (already recording), NCD_ENOMEM.
  */
-int ncd_sys_record_begin(struct ncd_ctx *ctx);
-
-/** Adds a record written by the caller (e.g. "gather-info"). */
-int ncd_sys_record_add(struct ncd_ctx *ctx, const char *name,
-                       const char *data, size_t len);
+int ncd_sys_record_begin(struct ncd_ctx *ctx, const char *tool);
 
 /**
  * Calls `fn` for every record kept (name without ".ncd/", content), in a

@@ -391,8 +391,8 @@ static void test_record_replay(void **state)
 {
     (void)state;
     struct ncd_ctx *ctx = open_fixture("dgx-8gpu-4hca");
-    assert_int_equal(ncd_sys_record_begin(ctx), 0);
-    assert_int_equal(ncd_sys_record_begin(ctx), NCD_EEXISTS);
+    assert_int_equal(ncd_sys_record_begin(ctx, "test 1"), 0);
+    assert_int_equal(ncd_sys_record_begin(ctx, "test 2"), NCD_EEXISTS);
     assert_string_equal(ncd_sys(ctx)->name, "record");
     struct ncd_node n = {0};
     struct ncd_node_opts o = {.nvml = NCD_NVML_ALWAYS};
@@ -407,7 +407,8 @@ static void test_record_replay(void **state)
     assert_int_equal(ncd_sys_record_each(ctx, on_record, &r), 0);
     static const char *want[] = {"env",   "ifaddrs", "statvfs",  "dlopen",
                                  "nccl-libs", "nccl-version", "nvml",
-                                 "nft.json", "self", "resolve"};
+                                 "nft.json", "self", "resolve",
+                                 "gather-info"};
     for (size_t i = 0; i < sizeof want / sizeof *want; i++)
         if (!record_of(&r, want[i]))
             fail_msg("no %s record", want[i]);

@@ -19,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 enum gkind { G_FILE, G_LINK, G_DIR };
@@ -387,20 +386,9 @@ static int add_record(void *arg, const char *name, const char *data,
 static int record(struct gather *g)
 {
     struct ncd_ctx *ctx = g->ctx;
-    int rc = ncd_sys_record_begin(ctx);
+    int rc = ncd_sys_record_begin(ctx, "nccl-doctor " NCD_VERSION_STRING);
     if (rc < 0 || (rc = ask_probes(ctx)) < 0)
         return rc;
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    struct ncd_strbuf sb = {0};
-    ncd_sb_printf(&sb, "tool nccl-doctor %s\ntime %s\n", NCD_VERSION_STRING, ts);
-    rc = sb.oom ? NCD_ENOMEM
-                : ncd_sys_record_add(ctx, "gather-info", ncd_sb_str(&sb),
-                                     sb.len);
-    ncd_sb_release(&sb);
     /* A recorded sysroot's own .ncd/ files were copied first and win. */
     return rc < 0 ? rc : ncd_sys_record_each(ctx, add_record, g);
 }

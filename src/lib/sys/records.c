@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 /* Copies a line into a bounded buffer (truncating). */
 static void line_copy(char *dst, size_t n, const char *s, size_t l)
@@ -501,6 +502,18 @@ void ncd__record_resolve_format(struct ncd_strbuf *out, const char *host,
                                 const struct ncd_if_addr *a)
 {
     ncd_sb_printf(out, "%s %s\n", host, a ? a->addr : "-");
+}
+
+/* ---- .ncd/gather-info ------------------------------------------------------- */
+
+void ncd__record_gather_info_format(struct ncd_strbuf *out, const char *tool,
+                                    time_t when)
+{
+    struct tm tm;
+    char ts[64];
+    gmtime_r(&when, &tm);
+    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    ncd_sb_printf(out, "tool %s\ntime %s\n", tool ? tool : "?", ts);
 }
 
 /* ---- /proc/net/tcp ---------------------------------------------------------- */

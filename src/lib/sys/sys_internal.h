@@ -3,6 +3,8 @@
 #ifndef NCD_SYS_INTERNAL_H
 #define NCD_SYS_INTERNAL_H
 
+#include <time.h>
+
 #include "ncd/sysops.h"
 
 /* The tables (live.c, replay.c). */
@@ -28,6 +30,8 @@ int ncd__record_resolve_lookup(const char *buf, size_t len, const char *name,
                                char *addr, size_t addrsz);
 void ncd__record_resolve_format(struct ncd_strbuf *out, const char *host,
                                 const struct ncd_if_addr *a);
+void ncd__record_gather_info_format(struct ncd_strbuf *out, const char *tool,
+                                    time_t when);
 int ncd__listen_ports_parse(const char *buf, size_t len, int **ports,
                             size_t *n);
 

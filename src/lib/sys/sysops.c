@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- dispatch --------------------------------------------------------------- */
 
@@ -242,18 +243,14 @@ enum rec_id {
     REC_NFT,
     REC_SELF,
     REC_RESOLVE,
+    REC_GATHER_INFO,
     REC_N
 };
 
 static const char *const rec_names[REC_N] = {
     "env",          "ifaddrs", "statvfs", "dlopen",  "nccl-libs",
     "nccl-version", "nvml",    "nft.json", "self",   "resolve",
-};
-
-struct extra {
-    char *name;
-    char *data;
-    size_t len;
+    "gather-info",
 };
 
 struct recorder {
@@ -264,9 +261,6 @@ struct recorder {
     struct ncd_nvml_answer nvml;      /* formatted at the end (+ cuda) */
     int have_nvml, cuda;
     struct ncd_strbuf keys;           /* "\n<kind>:<key>\n" seen */
-    struct extra *extra;
-    size_t n_extra;
-    int oom;
 };
 
 static struct recorder *rec_of(struct ncd_ctx *ctx)
@@ -427,15 +421,10 @@ static void recorder_free(void *arg)
         ncd_sb_release(&r->rec[i]);
     ncd_sb_release(&r->keys);
     ncd_nvml_answer_release(&r->nvml);
-    for (size_t i = 0; i < r->n_extra; i++) {
-        free(r->extra[i].name);
-        free(r->extra[i].data);
-    }
-    free(r->extra);
     free(r);
 }
 
-int ncd_sys_record_begin(struct ncd_ctx *ctx)
+int ncd_sys_record_begin(struct ncd_ctx *ctx, const char *tool)
 {
     if (ncd__ctx_sys_state(ctx))
         return NCD_EEXISTS;
@@ -459,34 +448,11 @@ int ncd_sys_record_begin(struct ncd_ctx *ctx)
         r->ops.where = fallback(ctx)->where;
     ncd_sb_putc(&r->keys, '\n');
     ncd__record_env_format(ctx, rec(r, REC_ENV));
+    ncd__record_gather_info_format(rec(r, REC_GATHER_INFO), tool, time(NULL));
     ncd__ctx_set_sys_state(ctx, r, recorder_free);
     ncd_ctx_set_sysops(ctx, &r->ops);
-    return r->rec[REC_ENV].oom ? NCD_ENOMEM : 0;
-}
-
-int ncd_sys_record_add(struct ncd_ctx *ctx, const char *name,
-                       const char *data, size_t len)
-{
-    struct recorder *r = rec_of(ctx);
-    if (!r)
-        return NCD_EINVAL;
-    struct extra *nv = realloc(r->extra, (r->n_extra + 1) * sizeof *nv);
-    if (!nv)
-        return NCD_ENOMEM;
-    r->extra = nv;
-    struct extra *e = &nv[r->n_extra];
-    e->name = strdup(name);
-    e->data = malloc(len + 1);
-    if (!e->name || !e->data) {
-        free(e->name);
-        free(e->data);
-        return NCD_ENOMEM;
-    }
-    memcpy(e->data, data, len);
-    e->data[len] = '\0';
-    e->len = len;
-    r->n_extra++;
-    return 0;
+    return r->rec[REC_ENV].oom || r->rec[REC_GATHER_INFO].oom ? NCD_ENOMEM
+                                                              : 0;
 }
 
 int ncd_sys_record_each(struct ncd_ctx *ctx,
@@ -510,11 +476,6 @@ int ncd_sys_record_each(struct ncd_ctx *ctx,
         if (r->rec[i].oom)
             return NCD_ENOMEM;
         int rc = fn(arg, rec_names[i], ncd_sb_str(&r->rec[i]), r->rec[i].len);
-        if (rc < 0)
-            return rc;
-    }
-    for (size_t i = 0; i < r->n_extra; i++) {
-        int rc = fn(arg, r->extra[i].name, r->extra[i].data, r->extra[i].len);
         if (rc < 0)
             return rc;
     }
