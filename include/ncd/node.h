@@ -47,8 +47,11 @@ extern "C" {
 
 /** The parts of a node, one per component (bit numbers). */
 enum ncd_node_part {
-    NCD_PART_ENV = 0,   /**< environment after NCCL's config files; the
-                             variable catalog */
+    NCD_PART_ENV = 0,   /**< environment after NCCL's config files */
+    NCD_PART_CATALOG,   /**< the NCCL variable catalog the environment is
+                             judged by (data compiled in, not read from the
+                             node; a part so that only the checks that need
+                             it pay for loading it) */
     NCD_PART_SYSTEM,    /**< host name, NCCL version to predict, who runs */
     NCD_PART_PLATFORM,  /**< VM / WSL (kernel, DMI), IOMMU */
     NCD_PART_PCI,       /**< PCI tree, GPUs, NICs, NVLink (topo.h) */
@@ -108,9 +111,10 @@ struct ncd_node {
                                    value never NULL here) */
         size_t n;
         struct ncd_conf_result conf;
-        struct ncd_var_catalog catalog;
-        int have_catalog;
     } env;
+
+    /** NCD_PART_CATALOG (data/nccl-vars.yaml). */
+    struct ncd_var_catalog catalog;
 
     /** NCD_PART_SYSTEM. */
     struct {

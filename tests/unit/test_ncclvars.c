@@ -219,7 +219,9 @@ static void test_env_check(void **state)
     struct ncd_check_opts o = {.only = "ncclenv"};
     struct ncd_node n = {0};
     assert_int_equal(ncd_node_probe(ctx, NULL, ncd_checks_parts(&o), &n), 0);
-    assert_int_equal(n.filled, NCD_PART_BIT(NCD_PART_ENV) | NCD_PART_BIT(NCD_PART_RDMA));
+    assert_int_equal(n.filled, NCD_PART_BIT(NCD_PART_ENV) |
+                                   NCD_PART_BIT(NCD_PART_CATALOG) |
+                                   NCD_PART_BIT(NCD_PART_RDMA));
     assert_int_equal(ncd_run_checks(&n, &o, &l), 0);
     static const struct {
         const char *id;

@@ -139,7 +139,7 @@ int ncd_check_ncclenv(const struct ncd_node *n,
 {
     (void)opts;
     const struct ncd_conf_result *cp = &n->env.conf;
-    const struct ncd_var_catalog *cat = &n->env.catalog;
+    const struct ncd_var_catalog *cat = &n->catalog;
     struct ncd_finding *f;
     int rc = 0;
     /* Config-file settings, and the ones the environment overrides. */

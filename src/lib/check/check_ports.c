@@ -43,8 +43,7 @@ int ncd_check_ports(const struct ncd_node *n, const struct ncd_check_opts *opts,
 {
     (void)opts;
     struct ncd_finding *f;
-    const struct ncd_var_catalog *cat =
-        n->env.have_catalog ? &n->env.catalog : NULL;
+    const struct ncd_var_catalog *cat = &n->catalog;
     int rc = 0, lo = n->ports.lo, hi = n->ports.hi;
     int range_known = n->ports.range_known;
     /* Names in the variable catalog (real ones, or known non-NCCL ones
@@ -53,7 +52,7 @@ int ncd_check_ports(const struct ncd_node *n, const struct ncd_check_opts *opts,
         const char *name = n->env.v[i].name, *value = n->env.v[i].value;
         if (!is_port_myth(name))
             continue;
-        if (cat && (ncd_var_find(cat, name) || ncd_var_find_gone(cat, name)))
+        if (ncd_var_find(cat, name) || ncd_var_find_gone(cat, name))
             continue;
         ADD("env.invalid.nccl-port-range", NCD_CAT_ENV_INVALID,
             NCD_SEV_WARNING, "%s is not an NCCL variable: NCCL has no port "

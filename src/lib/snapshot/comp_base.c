@@ -33,13 +33,14 @@ int ncd__comp_env(struct ncd_ctx *ctx, const struct ncd_node_opts *o,
         if (!n->env.v[i].name || !n->env.v[i].value)
             return NCD_ENOMEM;
     }
-    rc = ncd_var_catalog_builtin(ctx, &n->env.catalog);
-    if (rc < 0) {
-        ncd_var_catalog_release(&n->env.catalog);
-        return rc;
-    }
-    n->env.have_catalog = 1;
     return 0;
+}
+
+int ncd__comp_catalog(struct ncd_ctx *ctx, const struct ncd_node_opts *o,
+                      struct ncd_node *n)
+{
+    (void)o;
+    return ncd_var_catalog_builtin(ctx, &n->catalog);
 }
 
 int ncd__comp_system(struct ncd_ctx *ctx, const struct ncd_node_opts *o,

@@ -24,8 +24,8 @@ static const struct component {
 };
 
 static const char *const part_names[NCD_PART__N] = {
-    "env", "system", "platform", "pci",  "rdma",
-    "net", "shm",    "container", "libs", "ports",
+    "env", "catalog", "system", "platform", "pci", "rdma",
+    "net", "shm",     "container", "libs",   "ports",
 };
 
 const char *ncd_node_part_name(enum ncd_node_part p)
@@ -101,8 +101,8 @@ void ncd_node_release(struct ncd_node *n)
     }
     free(n->env.v);
     ncd_nccl_conf_release(&n->env.conf);
-    if (n->env.have_catalog)
-        ncd_var_catalog_release(&n->env.catalog);
+    if (n->filled & NCD_PART_BIT(NCD_PART_CATALOG))
+        ncd_var_catalog_release(&n->catalog);
     ncd_topo_release(&n->topo);
     ncd_rdma_release(&n->rdma.r);
     free(n->rdma.prov);
