@@ -3,16 +3,19 @@
  * @file ctx.h
  * @brief The libncd context: sysroot, injected environment, error buffer.
  *
- * Every probe and check takes a struct ncd_ctx.  It holds
+ * Every probe takes a struct ncd_ctx (checks take the node snapshot it
+ * filled, node.h).  It holds
  *  - the sysroot: the directory that stands for "/" when files such as
  *    /sys/class/net or /proc/mounts are read (hwloc's HWLOC_FSROOT is the
  *    model).  "/" means this machine ("live"); anything else is a recorded
- *    tree (a fixture or a `gather` capture) and probes that need system calls
- *    (getifaddrs, statvfs, dlopen) then read their recorded answers from
- *    <sysroot>/.ncd/ or report that they cannot see;
- *  - a private copy of the environment.  Checks read variables through
+ *    tree (a fixture or a `gather` capture);
+ *  - the table of system operations (sysops.h): the answers that are not
+ *    files (getifaddrs, statvfs, dlopen, NVML...), live, replayed from
+ *    <sysroot>/.ncd/, or recorded;
+ *  - a private copy of the environment.  Probes read variables through
  *    ncd_getenv(), never getenv(), so tests inject any NCCL_* value;
  *  - the error detail buffer (first failure wins, see error.h).
+ * Tools open one with ncd_ctx_open(); ncd_ctx_new() is the primitive.
  *
  * A context is not thread-safe; use one per thread.
  */
