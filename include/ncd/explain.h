@@ -275,9 +275,9 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
  * then framework wrappers, then consequences (including matches a derived
  * finding explains), then context and info.  Finding ids are rule ids;
  * evidence lines read "<input>:<line>: <normalised line>" (at most 6 kept
- * per finding, plus a count).  With nothing found, one info finding
- * ("explain.nothing-found") says so and what to collect.  Call once, after
- * the last ncd_explain_end().
+ * per finding, plus a count).  No known failure adds no finding (0 is
+ * returned; "nothing found" is not a category).  Call once, after the last
+ * ncd_explain_end().
  * @return the number of findings added, NCD_ENOMEM, or NCD_EINVAL when
  *         called a second time.
  */

@@ -17,8 +17,9 @@
  *             claims);
  *   MAIN      facts across the whole input;
  *   FALLBACK  only when nothing before found a problem (severity >=
- *             warning): where a silent job stopped;
- *   EMPTY     only when nothing at all was found.
+ *             warning): where a silent job stopped.
+ * No known failure is no finding (explain's report says so); it is not a
+ * condition and has no category.
  *
  * Adding a condition: a line here, its function in the family's file, a
  * row in rules/README.md's table and a rule with `when:` in rules/NAME.yaml
@@ -34,7 +35,6 @@
     X(init_hang_nvls, "init-hang-nvls", FALLBACK)                             \
     X(init_hang_bootstrap, "init-hang-bootstrap", FALLBACK)                   \
     X(init_hang_connect, "init-hang-connect", FALLBACK)                       \
-    X(nothing_found, "nothing-found", EMPTY)                                  \
     /* cond_iface.c: which interface NCCL bootstraps and connects on */      \
     X(iface_linklocal, "iface-linklocal", MAIN)                               \
     X(iface_virtual, "iface-virtual", MAIN)                                   \
@@ -73,7 +73,6 @@ enum ncd__cond_phase {
     NCD__PH_WARNS,
     NCD__PH_MAIN,
     NCD__PH_FALLBACK,
-    NCD__PH_EMPTY,
     NCD__PH__COUNT
 };
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Conditions for logs whose cause no rule names: WARN lines no rule claims,
- * NCCL's error trail, where a silent init stopped, and nothing at all.
+ * NCCL's error trail, where a silent init stopped.
  */
 #define _GNU_SOURCE
 #include "explain/reason.h"
@@ -103,19 +103,4 @@ int ncd__cond_init_hang_bootstrap(struct ncd__reason *rs, size_t rule)
 int ncd__cond_init_hang_connect(struct ncd__reason *rs, size_t rule)
 {
     return init_hang(rs, rule, PH_CONNECT);
-}
-
-/* Nothing found: say so, with what to do next. */
-int ncd__cond_nothing_found(struct ncd__reason *rs, size_t rule)
-{
-    struct ncd__hit *h = ncd__hit_new(rs, rule);
-    if (!h)
-        return NCD_ENOMEM;
-    char n[32];
-    snprintf(n, sizeof n, "%llu", rs->ex->nccl_lines);
-    ncd__hit_var(h, "nccl_lines", n);
-    snprintf(n, sizeof n, "%llu", rs->ex->lines);
-    ncd__hit_var(h, "lines", n);
-    h->seq = 0;
-    return 1;
 }

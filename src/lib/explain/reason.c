@@ -453,8 +453,6 @@ static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
 static int run_phase(struct ncd__reason *rs, enum ncd__cond_phase ph)
 {
     const struct ncd_rules *R = rs->ex->rules;
-    if (ph == NCD__PH_EMPTY && rs->n)
-        return 0;
     if (ph == NCD__PH_FALLBACK)
         for (size_t i = 0; i < rs->n; i++)
             if (rs->v[i].sev >= NCD_SEV_WARNING)
