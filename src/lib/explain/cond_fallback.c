@@ -48,7 +48,8 @@ int ncd__cond_error_trail(struct ncd__reason *rs, size_t rule)
     snprintf(code, sizeof code, "%s (%d)",
              ex->trail_code < 8 ? results[ex->trail_code] : "error",
              ex->trail_code);
-    h->cat = ncd__category_for_src(ex->trail_file, strlen(ex->trail_file));
+    h->cat = ncd__category_for_src(ex->rules, ex->trail_file,
+                                   strlen(ex->trail_file));
     ncd__hit_var(h, "file", ex->trail_file);
     ncd__hit_var(h, "result", code);
     ncd__hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, ex->trail_src),

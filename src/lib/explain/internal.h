@@ -69,6 +69,8 @@ struct ncd__rule {
     size_t n_ex_match, n_ex_nomatch;
     char **absorbs;
     size_t nabsorbs;
+    char **files; /* `files:` NCCL source globs (src/-relative), or NULL */
+    size_t nfiles;
     int cond; /* enum ncd__cond named by `when`, -1 for a pattern rule */
     int vmin, vmax; /* version codes M*10000+m*100+p; vmax exclusive; 0 open */
 };
@@ -91,6 +93,10 @@ struct ncd_rules {
                         consecutive windows in the bitmap */
     struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
     size_t ngrams;
+    /* subsystem rules: `files:` and neither patterns nor `when`, by
+     * priority (highest first); they claim WARN lines of those files */
+    size_t *file_rules;
+    size_t nfile_rules;
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)
@@ -126,13 +132,29 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);
 void ncd__matcher_release(struct ncd__matcher *m);
 
 /*
- * Best pattern rule for a normalised line: returns the rule index or -1.
- * `version` (0 unknown) filters rules by their NCCL version range.
- * On a match m->md holds the match of pattern *pat.
+ * Best rule for a normalised line: returns the rule index or -1.
+ * `version` (0 unknown) filters rules by their NCCL version range.  `src`
+ * (src_len bytes, NULL for none) is the NCCL source file a WARN names
+ * ("transport/net_ib.cc"): rules with `files:` apply only to WARNs of those
+ * files, and subsystem rules (files, no patterns) claim such a WARN unless
+ * a pattern rule of at least their priority does.  On a pattern match
+ * m->md holds the match of pattern *pat; a subsystem rule sets *pat to
+ * SIZE_MAX.
  */
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
-                      size_t *pat);
+                      const char *src, size_t src_len, size_t *pat);
+
+/* 1 when NCCL source file src[0, len) matches one of the rule's `files:`
+ * globs (fnmatch, '*' crosses '/'; a build path before "src/" is
+ * ignored). */
+int ncd__rule_file_match(const struct ncd__rule *rule, const char *src,
+                         size_t len);
+
+/* The highest-priority subsystem rule whose `files:` match src applying to
+ * `version`, or -1. */
+long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
+                    int version);
 
 /* ---- rules.c ---- */
 

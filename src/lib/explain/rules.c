@@ -73,6 +73,7 @@ static void rule_release(struct ncd__rule *r)
     ncd__strv_free(r->ex_match, r->n_ex_match);
     ncd__strv_free(r->ex_nomatch, r->n_ex_nomatch);
     ncd__strv_free(r->absorbs, r->nabsorbs);
+    ncd__strv_free(r->files, r->nfiles);
 }
 
 void ncd_rules_free(struct ncd_rules *rules)
@@ -95,6 +96,7 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->grams);
     free(rules->pat_order);
     free(rules->pat_rank);
+    free(rules->file_rules);
     free(rules);
 }
 
@@ -206,7 +208,8 @@ static const char *str(struct loader *L, yaml_node_t *m, const char *key)
 static const char *const rule_keys[] = {
     "id",     "category", "severity", "role",          "priority",
     "title",  "patterns", "cause",    "fix",           "env",
-    "source", "when",     "absorbs",  "nccl_versions", "examples", NULL};
+    "source", "when",     "absorbs",  "nccl_versions", "examples",
+    "files",  NULL};
 
 /* Every key known, the required ones present, the id new. */
 static int check_keys(struct loader *L, yaml_node_t *m, const char **idp)
@@ -408,9 +411,11 @@ static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
     size_t np = 0;
     yaml_node_t *pn = get(L, m, "patterns");
     int rc = ncd__yaml_strv(&L->y, pn, "patterns", NCD_EINVAL, &pv, &np);
-    if (rc == 0 && !np && !ru->when)
-        rc = LFAIL(L, m, "rule '%s' has neither 'patterns' nor 'when'", id);
-    if (rc == 0 && np && (!ru->n_ex_match || !ru->n_ex_nomatch))
+    if (rc == 0 && !np && !ru->when && !ru->nfiles)
+        rc = LFAIL(L, m, "rule '%s' has neither 'patterns', 'files' nor 'when'",
+                   id);
+    if (rc == 0 && (np || (ru->nfiles && !ru->when)) &&
+        (!ru->n_ex_match || !ru->n_ex_nomatch))
         rc = LFAIL(L, m, "rule '%s' needs examples.match and examples.no_match",
                    id);
     if (rc < 0) {
@@ -424,6 +429,24 @@ static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
     while (i < np)
         free(pv[i++]); /* after a failure: not reached */
     free(pv);
+    return rc;
+}
+
+/* files: NCCL source files relative to NCCL's src/, fnmatch globs
+ * ("transport/net_ib*.cc", "graph/x*.cc"). */
+static int load_files(struct loader *L, yaml_node_t *m, const char *id,
+                      struct ncd__rule *ru)
+{
+    yaml_node_t *fn = get(L, m, "files");
+    int rc = ncd__yaml_strv(&L->y, fn, "files", NCD_EINVAL, &ru->files,
+                            &ru->nfiles);
+    for (size_t i = 0; rc == 0 && i < ru->nfiles; i++)
+        if (!ru->files[i][0] || ru->files[i][0] == '/' ||
+            strlen(ru->files[i]) > 100)
+            rc = LFAIL(L, fn,
+                       "'files' of '%s': '%s' is not a path relative to "
+                       "NCCL's src/ (at most 100 characters)",
+                       id, ru->files[i]);
     return rc;
 }
 
@@ -457,7 +480,8 @@ static int load_rule(struct loader *L, yaml_node_t *m)
                              NCD_EINVAL, &ru->ex_match, &ru->n_ex_match)) < 0 ||
         (rc = ncd__yaml_strv(&L->y, get(L, ex, "no_match"),
                              "examples.no_match", NCD_EINVAL, &ru->ex_nomatch,
-                             &ru->n_ex_nomatch)) < 0)
+                             &ru->n_ex_nomatch)) < 0 ||
+        (rc = load_files(L, m, id, ru)) < 0)
         return rc;
     return load_patterns(L, m, id, ru);
 }
@@ -542,6 +566,7 @@ int ncd_rules_info(const struct ncd_rules *rules, size_t i,
     o->nccl_versions = r->versions;
     o->source = r->source;
     o->n_patterns = r->npats;
+    o->n_files = r->nfiles;
     o->n_match_examples = r->n_ex_match;
     o->n_nomatch_examples = r->n_ex_nomatch;
     return 0;

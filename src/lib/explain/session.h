@@ -124,6 +124,14 @@ struct ncd__gpu {
     uint64_t line;
 };
 
+/* The WARN lines of one NCCL source file ("graph/search.cc"), whichever
+ * rule claimed them: conditions ask "did this subsystem fail". */
+struct ncd__wfile {
+    char name[64];
+    struct ncd__rec rec;
+};
+#define NCD__MAX_WFILES 32
+
 /* One PyTorch watchdog time-out: which rank, which collective. */
 struct ncd__wd {
     int rank;
@@ -151,6 +159,8 @@ struct ncd_explain {
     /* matches */
     struct ncd__rec *recs;    /* per rule */
     struct ncd__rec unmatched[NCD_CAT__COUNT];
+    struct ncd__wfile wfiles[NCD__MAX_WFILES];
+    size_t nwfiles;
     /* facts */
     struct ncd__proc *procs;
     size_t nprocs, capprocs;
@@ -198,7 +208,10 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
-enum ncd_category ncd__category_for_src(const char *src, size_t len);
+/* The category of the subsystem rule whose `files:` name src (the source
+ * file of a WARN or of an error trail), net.unreachable when none does. */
+enum ncd_category ncd__category_for_src(const struct ncd_rules *r,
+                                        const char *src, size_t len);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
                   uint64_t line);
