@@ -58,6 +58,7 @@
     X(env_slow_settings, "env-slow-settings", MAIN)                           \
     X(env_ib_range, "env-ib-range", MAIN)                                     \
     X(env_differs, "env-differs", MAIN)                                       \
+    X(override_failed, "override-failed", MAIN)                               \
     /* cond_framework.c: PyTorch / Paddle reports across ranks */            \
     X(watchdog_desync, "watchdog-desync", MAIN)                               \
     X(watchdog_missing, "watchdog-missing", MAIN)

@@ -238,7 +238,8 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
         ex->info_lines += ll.level == NCD_LOG_INFO;
         pr = ncd__proc_get(ex, &ll);
     }
-    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#')
+    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#' || ll.text[0] == 'N' ||
+        ll.text[0] == 'e')
         ncd__facts_line(ex, &ll, pr);
 
     size_t pat;

@@ -394,11 +394,41 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     g->line = ex->lineno;
 }
 
+/* "NCCL_X=value" or "export NCCL_X=value": a setting shown by `env`, a
+ * launcher or a job script; kept like NCCL's own echo. */
+static void env_dump_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    if (STARTS(m, ml, "export ")) {
+        m += 7;
+        ml -= 7;
+    }
+    if (!STARTS(m, ml, "NCCL_"))
+        return;
+    size_t n = 5;
+    while (n < ml && ((m[n] >= 'A' && m[n] <= 'Z') ||
+                      (m[n] >= '0' && m[n] <= '9') || m[n] == '_'))
+        n++;
+    if (n == 5 || n >= ml || m[n] != '=' || memchr(m + n, ' ', ml - n))
+        return;
+    const char *v = m + n + 1;
+    size_t vl = ml - n - 1;
+    if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+        v++;
+        vl -= 2;
+    }
+    add_env(ex, ll, m, n, v, vl);
+}
+
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr)
 {
     if (ll->level == NCD_LOG_NONE) {
-        tests_line(ex, ll);
+        if (ll->text[0] == '#')
+            tests_line(ex, ll);
+        else
+            env_dump_line(ex, ll);
         return;
     }
     if (!pr)

@@ -182,6 +182,38 @@ int ncd__rec_absorbed(const struct ncd_explain *ex, size_t rule,
     return best != NULL;
 }
 
+int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
+                         const char *s)
+{
+    const struct ncd_rules *R = ex->rules;
+    const struct ncd__rule *r = &R->v[rule];
+    if (!r->npats)
+        return 0;
+    pcre2_match_data *md = pcre2_match_data_create(R->max_match_captures + 1,
+                                                   NULL);
+    if (!md)
+        return NCD_ENOMEM;
+    int hit = 0;
+    for (size_t k = 0; k < r->npats && !hit; k++)
+        hit = pcre2_match(R->pats[r->pat0 + k].re, (PCRE2_SPTR)s, strlen(s), 0,
+                          0, md, NULL) >= 0;
+    pcre2_match_data_free(md);
+    return hit;
+}
+
+const struct ncd__rec *ncd__rule_warns(const struct ncd_explain *ex,
+                                       size_t rule)
+{
+    const struct ncd__rule *r = &ex->rules->v[rule];
+    const struct ncd__rec *best = NULL;
+    for (size_t i = 0; i < ex->nwfiles; i++)
+        if (ncd__rule_file_match(r, ex->wfiles[i].name,
+                                 strlen(ex->wfiles[i].name)) &&
+            (!best || ex->wfiles[i].rec.first_seq < best->first_seq))
+            best = &ex->wfiles[i].rec;
+    return best;
+}
+
 void ncd__proc_where(const struct ncd__proc *p, char *out, size_t osz)
 {
     if (p->rank >= 0)

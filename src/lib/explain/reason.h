@@ -31,6 +31,7 @@ struct ncd__hit {
     char *ev[NCD__MAX_EVID];
     size_t nev;
     int no_absorb; /* this hit does not explain the rule's `absorbs` */
+    uint64_t explains_seq; /* first line of the failure it explains, or 0 */
 };
 
 struct ncd__reason {
@@ -91,6 +92,17 @@ const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name);
  * framework summaries (in *first, may be NULL).  0 when none matched. */
 int ncd__rec_absorbed(const struct ncd_explain *ex, size_t rule,
                       const struct ncd__rec **first);
+
+/* 1 when one of derived rule `rule`'s patterns matches the fact string s
+ * (a variable "NAME=VALUE", a GPU name); 0 when none does or it has none;
+ * NCD_ENOMEM. */
+int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
+                         const char *s);
+
+/* The WARN lines of the first NCCL source file (in input order) that the
+ * rule's `files:` name, or NULL. */
+const struct ncd__rec *ncd__rule_warns(const struct ncd_explain *ex,
+                                       size_t rule);
 
 /* "node1 pid 10 (rank 3)", "node1 pid 10", "node1" or "this log". */
 void ncd__proc_where(const struct ncd__proc *p, char *out, size_t osz);
