@@ -116,12 +116,191 @@ static void test_override_forced_feature(void **state)
     done(ex, &fl);
 }
 
+/* ---------------------------------------------------------- peers */
+
+/* NCCL 2.19.3 src/misc/socket.cc:714: ncclSocketToString prints "" for a
+ * family it does not know, hence "address  with". */
+static const char garbage_warn[] =
+    "node2:525781:525957 [0] misc/socket.cc:714 NCCL WARN ncclSocketInit: connecting to address  with family 0 is neither AF_INET(2) nor AF_INET6(10)\n";
+
+static void test_peer_garbage_address(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    char log[2048];
+    snprintf(log, sizeof log,
+             "node2:525781:525781 [0] NCCL INFO Bootstrap : Using ens7:10.0.0.31<0>\n"
+             "node2:525781:525781 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+             "node2:525781:525957 [0] NCCL INFO NET/Socket : Using [0]ens7:10.0.0.31<0>\n"
+             "%s", garbage_warn);
+    struct ncd_explain *ex = first(log, "version.peer-garbage-address", &fl);
+    assert_int_equal(fl.v[0].category, NCD_CAT_VERSION_MISMATCH);
+    assert_non_null(strstr(fl.v[0].cause, "ens7"));
+    assert_null(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"));
+    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
+    done(ex, &fl);
+    /* no interface of its own: the address is its own, unset (IFNAME) */
+    snprintf(log, sizeof log,
+             "node2:5:5 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth9\n%s",
+             garbage_warn);
+    ex = first(log, "net.ifname-no-match", &fl);
+    assert_null(ncd_findings_find(&fl, "version.peer-garbage-address"));
+    done(ex, &fl);
+    ex = first(garbage_warn, "socket.family-garbage", &fl);
+    done(ex, &fl);
+    /* two versions logged: the version mismatch says it all */
+    snprintf(log, sizeof log,
+             "node1:7:7 [0] NCCL INFO NCCL version 2.20.5+cuda12.3\n"
+             "node2:525781:525781 [0] NCCL INFO Bootstrap : Using ens7:10.0.0.31<0>\n"
+             "node2:525781:525781 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n%s",
+             garbage_warn);
+    ex = first(log, "version.nccl-mismatch", &fl);
+    assert_null(ncd_findings_find(&fl, "version.peer-garbage-address"));
+    done(ex, &fl);
+}
+
+/* NCCL 2.27.3 src/misc/socket.cc: "%s: connect to %s returned %s, exceeded
+ * error retry count after %d attempts". */
+static void test_peer_loopback(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    static const char head[] =
+        "node1:10:10 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0\n"
+        "node1:10:10 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n";
+    static const char warn[] =
+        "node1:10:20 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 127.0.1.1<43125> returned Connection refused, exceeded error retry count after 35 attempts\n";
+    char log[2048];
+    snprintf(log, sizeof log,
+             "%snode1:10:20 [0] NCCL INFO comm 0x5 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n%s",
+             head, warn);
+    struct ncd_explain *ex = first(log, "net.peer-loopback", &fl);
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IFNAME);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_non_null(strstr(fl.v[0].cause, "does not exclude lo"));
+    done(ex, &fl);
+    /* one node: loopback is where the peers are */
+    snprintf(log, sizeof log,
+             "%snode1:10:20 [0] NCCL INFO comm 0x5 rank 0 nRanks 8 nNodes 1 localRanks 8 localRank 0 MNNVL 0\n%s",
+             head, warn);
+    ex = first(log, "socket.connect-failed", &fl);
+    assert_null(ncd_findings_find(&fl, "net.peer-loopback"));
+    done(ex, &fl);
+}
+
+/* Paddle's TCP store (paddle/phi/core/distributed/store/tcp_utils.cc). */
+static void test_peer_unusable_address(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = first(
+        "I1127 21:34:05.015228 3935673 tcp_utils.cc:107] Retry to connect to 0.1.68.146:63314 while the server is not yet listening.\n",
+        "net.peer-unusable-address", &fl);
+    done(ex, &fl);
+    ex = first("I1127 21:34:05.015228 3935673 tcp_utils.cc:107] Retry to connect to 10.0.0.1:63314 while the server is not yet listening.\n",
+               "paddle.store-connect-retry", &fl);
+    done(ex, &fl);
+    ex = first("node1:1:2 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 224.0.0.1<5000> returned Connection timed out, exceeded error retry count after 35 attempts\n",
+               "net.peer-unusable-address", &fl);
+    done(ex, &fl);
+}
+
+static void test_peer_refused(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    static const char hosts[] =
+        "node1:10:10 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>\n"
+        "node1:10:10 [0] NCCL INFO comm 0x5 rank 0 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n"
+        "node2:20:20 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n"
+        "node2:20:20 [0] NCCL INFO comm 0x6 rank 8 nRanks 16 nNodes 2 localRanks 8 localRank 0 MNNVL 0\n";
+    char log[2048];
+    /* the address of a process of the job: it is gone */
+    snprintf(log, sizeof log,
+             "%snode1:10:20 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 10.0.0.2<43125> returned Connection refused, exceeded error retry count after 35 attempts\n",
+             hosts);
+    struct ncd_explain *ex = first(log, "net.peer-refused", &fl);
+    assert_non_null(strstr(fl.v[0].cause, "node2"));
+    done(ex, &fl);
+    /* every node is here and none has that address: a stale address */
+    snprintf(log, sizeof log,
+             "%snode1:10:20 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 10.0.0.99<43125> returned Connection refused, exceeded error retry count after 35 attempts\n",
+             hosts);
+    ex = first(log, "net.peer-refused", &fl);
+    assert_non_null(strstr(fl.v[0].cause, "stale"));
+    done(ex, &fl);
+    /* a time-out is not a refusal */
+    snprintf(log, sizeof log,
+             "%snode1:10:20 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 10.0.0.2<43125> returned Connection timed out, exceeded error retry count after 35 attempts\n",
+             hosts);
+    ex = first(log, "socket.connect-failed", &fl);
+    assert_null(ncd_findings_find(&fl, "net.peer-refused"));
+    done(ex, &fl);
+}
+
+/* ---------------------------------------------------------- odd host out */
+
+/* NCCL 2.19.3 src/transport/net.cc: "[send]" lines are printed by the
+ * sender, "[receive]" lines by the receiver. */
+static void test_gdr_odd_host(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct src s[] = {
+        {"node1.log",
+         "node1:1:2 [1] NCCL INFO Channel 00/0 : 9[1] -> 2[1] [send] via NET/IB/0/GDRDMA\n"
+         "node1:1:2 [1] NCCL INFO Channel 00/0 : 2[1] -> 9[1] [receive] via NET/IB/0/GDRDMA\n"},
+        {"node2.log",
+         "node2:5:6 [1] NCCL INFO Channel 00/0 : 9[1] -> 2[1] [receive] via NET/IB/1\n"
+         "node2:5:6 [1] NCCL INFO Channel 00/0 : 2[1] -> 9[1] [send] via NET/IB/1\n"}};
+    struct ncd_explain *ex = scan(s, 2, 0, &fl);
+    assert_true(fl.n > 0);
+    assert_string_equal(fl.v[0].id, "net.peer-gdr-missing");
+    assert_int_equal(fl.v[0].severity, NCD_SEV_ERROR);
+    assert_non_null(strstr(fl.v[0].title, "host node1 but not on node2"));
+    done(ex, &fl);
+    /* header stripped: ranks stand in for hosts (a warning) */
+    ex = first("[0] NCCL INFO Channel 00/0 : 9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+               "[0] NCCL INFO Channel 00/0 : 9[1a000] -> 2[6b000] [receive] via NET/IB/1\n",
+               "net.peer-gdr-missing", &fl);
+    assert_int_equal(fl.v[0].severity, NCD_SEV_WARNING);
+    assert_non_null(strstr(fl.v[0].title, "rank 9 but not on 2"));
+    done(ex, &fl);
+    /* two ranks of one host differ: PCI distance, not a module */
+    struct src one[] = {{"node1.log",
+        "node1:1:2 [0] NCCL INFO Channel 00/0 : 0[0] -> 8[0] [send] via NET/IB/0/GDRDMA\n"
+        "node1:3:4 [7] NCCL INFO Channel 00/0 : 7[7] -> 15[7] [send] via NET/IB/3\n"}};
+    ex = scan(one, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "net.peer-gdr-missing"));
+    done(ex, &fl);
+}
+
+/* NCCL 2.19.3 src/transport/nvls.cc: "NVLS multicast support is %savailable
+ * on dev %d". */
+static void test_nvls_odd_host(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = first(
+        "node1:1:2 [0] NCCL INFO NVLS multicast support is available on dev 0\n"
+        "node2:3:4 [0] NCCL INFO NVLS multicast support is not available on dev 0\n",
+        "gpu.host-nvls-missing", &fl);
+    assert_non_null(strstr(fl.v[0].title, "on node1 but not on node2"));
+    done(ex, &fl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_override_graph_file),
         cmocka_unit_test(test_override_topo_file_and_wrappers),
         cmocka_unit_test(test_override_forced_feature),
+        cmocka_unit_test(test_peer_garbage_address),
+        cmocka_unit_test(test_peer_loopback),
+        cmocka_unit_test(test_peer_unusable_address),
+        cmocka_unit_test(test_peer_refused),
+        cmocka_unit_test(test_gdr_odd_host),
+        cmocka_unit_test(test_nvls_odd_host),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -49,6 +49,14 @@
     X(version_mismatch, "version-mismatch", MAIN)                             \
     X(plugin_mismatch, "plugin-mismatch", MAIN)                               \
     X(tests_header_mismatch, "tests-header-mismatch", MAIN)                   \
+    /* cond_peer.c: addresses that came from a peer */                     \
+    X(peer_garbage_address, "peer-garbage-address", MAIN)                     \
+    X(peer_loopback, "peer-loopback", MAIN)                                   \
+    X(peer_unusable_address, "peer-unusable-address", MAIN)                   \
+    X(peer_refused, "peer-refused", MAIN)                                     \
+    /* cond_hosts.c: the odd host out */                                   \
+    X(peer_gdr_missing, "peer-gdr-missing", MAIN)                             \
+    X(host_nvls_missing, "host-nvls-missing", MAIN)                           \
     /* cond_gpu.c: GPUs and hosts as NCCL saw them */                        \
     X(hosts_merged, "hosts-merged", MAIN)                                     \
     X(consumer_gpu_p2p, "consumer-gpu-p2p", MAIN)                             \

@@ -68,6 +68,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->hosts);
     free(ex->phash);
     free(ex->gpus);
+    free(ex->rnet);
     free(ex->wd);
     free(ex->roles);
     free(ex->first_ts);

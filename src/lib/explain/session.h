@@ -82,6 +82,7 @@ struct ncd__proc {
     uint16_t gdr_on, gdr_off;
     uint32_t t_p2p, t_shm, t_net, t_netgdr, t_collnet;
     int8_t nvls; /* -1 unknown, 0 unavailable, 1 available */
+    uint64_t nvls_line;
     uint8_t phase;
     uint32_t last_src;
     uint64_t last_line, last_seq;
@@ -132,6 +133,19 @@ struct ncd__wfile {
 };
 #define NCD__MAX_WFILES 32
 
+/* Per rank, from its NET connection lines ("a[..] -> b[..] [send] via
+ * NET/IB/0/GDRDMA" is printed by rank a, "[receive]" by rank b, NCCL
+ * src/transport/net.cc): how many used GPU Direct RDMA.  Rank-keyed, so
+ * lines whose header was stripped still count. */
+struct ncd__rnet {
+    int32_t rank; /* -1 free slot */
+    uint32_t proc; /* process that printed the first line */
+    uint32_t net, gdr;
+    uint32_t src;
+    uint64_t line; /* first line with GDR (gdr) or without (no GDR) */
+};
+#define NCD__RNET_SLOTS 4096
+
 /* One PyTorch watchdog time-out: which rank, which collective. */
 struct ncd__wd {
     int rank;
@@ -161,6 +175,8 @@ struct ncd_explain {
     struct ncd__rec unmatched[NCD_CAT__COUNT];
     struct ncd__wfile wfiles[NCD__MAX_WFILES];
     size_t nwfiles;
+    struct ncd__rnet *rnet; /* NCD__RNET_SLOTS, allocated on first use */
+    size_t nrnet;
     /* facts */
     struct ncd__proc *procs;
     size_t nprocs, capprocs;
