@@ -289,6 +289,120 @@ static void test_nvls_odd_host(void **state)
     done(ex, &fl);
 }
 
+/* ---------------------------------------------------------- errno advice */
+
+/* NCCL 2.7.8 src/misc/ibvwrap.cc: "Call to %s failed with error %s";
+ * 2.27.7: "Call to ibv_modify_qp failed with %d %s, on dev %s:%d, ...". */
+static void test_ib_errno_enodev(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = first(
+        "node1:76786:76786 [0] NCCL INFO NET/IB : Using [0]mlx5_3:1/RoCE ; OOB eth1:10.0.0.81<0>\n"
+        "NCCL version 2.7.8+cuda10.2\n"
+        "node1:76786:77145 [3] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error No such device\n",
+        "ib.verb-errno", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_IB_HCA"), "^mlx5_3");
+    assert_non_null(strstr(fl.v[0].title, "ENODEV"));
+    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
+    done(ex, &fl);
+    /* the line names the HCA (2.24+) among several */
+    ex = first("node1:5:5 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
+               "node1:5:9 [0] misc/ibvwrap.cc:301 NCCL WARN Call to ibv_modify_qp failed with 19 No such device, on dev mlx5_1:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.1, remote GID ::ffff:10.0.0.2\n",
+               "ib.verb-errno", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_IB_HCA"), "^mlx5_1");
+    done(ex, &fl);
+    /* several HCAs and a line that does not say which: no guess */
+    ex = first("node1:5:5 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE ; OOB eth0:10.0.0.1<0>\n"
+               "node1:5:9 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error No such device errno 19\n",
+               "ib.verb-errno", &fl);
+    assert_null(env_of(&fl.v[0], "NCCL_IB_HCA"));
+    done(ex, &fl);
+    /* an errno the table does not know keeps the verb's rule */
+    ex = first("node1:5:9 [0] misc/ibvwrap.cc:301 NCCL WARN Call to ibv_modify_qp failed with 16 Device or resource busy, on dev mlx5_1:1, curr state INIT, next state RTR, local GID index 3, local GID N/A, remote GID N/A\n",
+               "ib.modify-qp", &fl);
+    done(ex, &fl);
+}
+
+/* ETIMEDOUT: GID index 0 before 2.21 (RoCE), cross-rail from 2.21
+ * (NCCL 2.30.7 printIbModifyQpHint); the QP message dates a log without a
+ * version line (2.24.3+). */
+static void test_ib_errno_timeout_by_version(void **state)
+{
+    (void)state;
+    static const char warn_old[] =
+        "node1:5:9 [0] misc/ibvwrap.cc:284 NCCL WARN Call to ibv_modify_qp failed with error Connection timed out errno 110\n";
+    struct ncd_findings fl = {0};
+    char log[1024];
+    snprintf(log, sizeof log,
+             "node1:5:5 [0] NCCL INFO NCCL version 2.19.3+cuda12.3\n"
+             "node1:5:5 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n%s",
+             warn_old);
+    struct ncd_explain *ex = first(log, "ib.verb-errno", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"), "3");
+    done(ex, &fl);
+    snprintf(log, sizeof log,
+             "node1:5:5 [0] NCCL INFO NCCL version 2.23.4+cuda12.6\n"
+             "node1:5:5 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE ; OOB eth0:10.0.0.1<0>\n%s",
+             warn_old);
+    ex = first(log, "ib.verb-errno", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_CROSS_NIC"), "0");
+    assert_null(env_of(&fl.v[0], "NCCL_IB_GID_INDEX"));
+    done(ex, &fl);
+    ex = first("[2026-03-13 22:26:02] node1:7:7 [5] misc/ibvwrap.cc:262 NCCL WARN Call to ibv_modify_qp failed with 110 Connection timed out, on dev mlx5_5:1, curr state INIT, next state RTR, local GID index 3, local GID ::ffff:10.0.0.1, remote GID ::ffff:10.0.1.2\n",
+               "ib.verb-errno", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_CROSS_NIC"), "0");
+    done(ex, &fl);
+}
+
+/* A suggestion of a variable the logged NCCL does not read is dropped
+ * (data/nccl-vars.yaml since / removed). */
+static void test_env_by_release(void **state)
+{
+    (void)state;
+    static const char rule[] =
+        "rules:\n"
+        "  - id: t.frob\n"
+        "    category: gpu.fabric\n"
+        "    severity: error\n"
+        "    title: t\n"
+        "    patterns: ['frobnicate failed']\n"
+        "    cause: c\n    fix: f\n    nccl_versions: any\n    source: test\n"
+        "    env: {NCCL_NVLS_ENABLE: '0', NCCL_IB_GDR_LEVEL: '2', NCCL_P2P_DISABLE: '1'}\n"
+        "    examples: {match: ['frobnicate failed'], no_match: ['frobnicate ok']}\n";
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_int_equal(ncd_rules_load_buf(ctx, r, "t.yaml", rule, strlen(rule)), 1);
+    static const struct {
+        const char *version;
+        const char *nvls, *gdr_level;
+    } cases[] = {
+        {"node1:1:1 [0] NCCL INFO NCCL version 2.16.5+cuda12.0\n", NULL, NULL},
+        {"node1:1:1 [0] NCCL INFO NCCL version 2.18.6+cuda12.2\n", "0", NULL},
+        {"node1:1:1 [0] NCCL INFO NCCL version 2.3.7+cuda10.0\n", NULL, "2"},
+        {"", "0", "2"}, /* no version: nothing can be ruled out */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char log[512];
+        snprintf(log, sizeof log, "%snode1:1:1 [0] x.cc:1 NCCL WARN frobnicate failed\n",
+                 cases[i].version);
+        struct ncd_explain *ex;
+        struct ncd_findings fl = {0};
+        assert_int_equal(ncd_explain_new(ctx, r, &ex), 0);
+        ncd_explain_begin(ex, "v.log");
+        ncd_explain_feed(ex, log, strlen(log));
+        assert_true(ncd_explain_finish(ex, &fl) >= 1);
+        const struct ncd_finding *f = ncd_findings_find(&fl, "t.frob");
+        assert_non_null(f);
+        const char *a = env_of(f, "NCCL_NVLS_ENABLE"), *b = env_of(f, "NCCL_IB_GDR_LEVEL");
+        if ((a == NULL) != (cases[i].nvls == NULL) || (b == NULL) != (cases[i].gdr_level == NULL))
+            fail_msg("case %zu: NVLS_ENABLE %s, IB_GDR_LEVEL %s", i, a ? a : "-", b ? b : "-");
+        assert_string_equal(env_of(f, "NCCL_P2P_DISABLE"), "1");
+        done(ex, &fl);
+    }
+    ncd_rules_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -301,6 +415,9 @@ int main(void)
         cmocka_unit_test(test_peer_refused),
         cmocka_unit_test(test_gdr_odd_host),
         cmocka_unit_test(test_nvls_odd_host),
+        cmocka_unit_test(test_ib_errno_enodev),
+        cmocka_unit_test(test_ib_errno_timeout_by_version),
+        cmocka_unit_test(test_env_by_release),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -45,6 +45,7 @@
     X(ib_fallback, "ib-fallback", MAIN)                                       \
     X(gdr_off, "gdr-off", MAIN)                                               \
     X(socket_multinode, "socket-multinode", MAIN)                             \
+    X(ib_verb_errno, "ib-verb-errno", MAIN)                                   \
     /* cond_version.c: processes or builds that disagree */                  \
     X(version_mismatch, "version-mismatch", MAIN)                             \
     X(plugin_mismatch, "plugin-mismatch", MAIN)                               \

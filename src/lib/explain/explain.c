@@ -17,6 +17,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->ctx = ctx;
     ex->rules = rules;
     ex->lastproc = -1;
+    ex->curproc = -1;
     ex->part = malloc(NCD_LOG_MAX_LINE + 1);
     ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
@@ -181,6 +182,7 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
     e->text = strndup(ll->text, tl);
     if (e->text)
         ncd__sanitize(e->text, strlen(e->text));
+    e->proc = (int32_t)ex->curproc;
     e->src = src;
     e->line = line;
     e->seq = ex->seq;
@@ -239,6 +241,7 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
         ex->info_lines += ll.level == NCD_LOG_INFO;
         pr = ncd__proc_get(ex, &ll);
     }
+    ex->curproc = pr ? (long)(pr - ex->procs) : -1;
     if (ll.level != NCD_LOG_NONE || ll.text[0] == '#' || ll.text[0] == 'N' ||
         ll.text[0] == 'e')
         ncd__facts_line(ex, &ll, pr);

@@ -163,6 +163,12 @@ void ncd__strv_free(char **v, size_t n);
 
 /* "2.19.3" -> 21903; 0 when not a version. */
 int ncd__version_code(const char *s);
+/* A version range as rules write it: "any", or tokens ">=2.19" "<2.20.1"
+ * (also ">", "<=", "=="); bounds as codes, vmax exclusive, 0 open.
+ * 0, or -1 when malformed. */
+int ncd__versions_parse(const char *s, int *vmin, int *vmax);
+/* 1 when `version` (a code; 0 = unknown, always in) is in [vmin, vmax). */
+int ncd__version_in(int vmin, int vmax, int version);
 int ncd__rule_applies(const struct ncd__rule *rule, int version);
 long ncd__rules_find(const struct ncd_rules *r, const char *id);
 

@@ -114,6 +114,7 @@ void ncd__hit_from_rec(struct ncd__hit *h, const struct ncd__rec *rec)
         return;
     h->seq = rec->first_seq;
     h->ts = rec->first_ts;
+    h->from = rec;
 }
 
 static void hits_release(struct ncd__reason *rs)
@@ -129,6 +130,8 @@ static void hits_release(struct ncd__reason *rs)
     free(rs->v);
     if (rs->vars_state == 1)
         ncd_var_catalog_release(&rs->vars);
+    if (rs->iberr_state == 1)
+        ncd__iberr_release(&rs->iberr);
 }
 
 /* ----------------------------------------------------------- facts */
@@ -150,6 +153,31 @@ const struct ncd__rec *ncd__rec_of(const struct ncd_explain *ex,
 {
     long k = ncd__rules_find(ex->rules, id);
     return k >= 0 && ex->recs[k].count ? &ex->recs[k] : NULL;
+}
+
+int ncd__rec_version(const struct ncd_explain *ex, const struct ncd__rec *rec)
+{
+    if (rec && rec->nev) {
+        const struct ncd__evid *e = &rec->ev[0];
+        if (e->proc >= 0 && (size_t)e->proc < ex->nprocs &&
+            ex->procs[e->proc].vcode)
+            return ex->procs[e->proc].vcode;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (p->vcode && (e->host[0] ? strcmp(p->host, e->host) == 0
+                                        : p->src == e->src))
+                return p->vcode;
+        }
+    }
+    int v = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        int c = ex->procs[i].vcode;
+        if (c && v && c != v)
+            return 0;
+        if (c)
+            v = c;
+    }
+    return v;
 }
 
 const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name)
@@ -235,6 +263,17 @@ const struct ncd_var_catalog *ncd__reason_vars(struct ncd__reason *rs, int *rc)
     }
     *rc = rs->vars_state < 0 ? rs->vars_state : 0;
     return rs->vars_state == 1 ? &rs->vars : NULL;
+}
+
+const struct ncd__iberr_table *ncd__reason_iberr(struct ncd__reason *rs,
+                                                 int *rc)
+{
+    if (rs->iberr_state == 0) {
+        int r = ncd__iberr_builtin(rs->ex->ctx, &rs->iberr);
+        rs->iberr_state = r < 0 ? r : 1;
+    }
+    *rc = rs->iberr_state < 0 ? rs->iberr_state : 0;
+    return rs->iberr_state == 1 ? &rs->iberr : NULL;
 }
 
 /* ----------------------------------------------------------- interfaces */
@@ -349,6 +388,11 @@ static char *expand(const char *tpl, const struct ncd__hit *h,
     return ncd_sb_detach(&sb);
 }
 
+char *ncd__hit_expand(const struct ncd__hit *h, const char *tpl)
+{
+    return expand(tpl, h, NULL);
+}
+
 /* ----------------------------------------------------------- ranking */
 
 static int group_of(const struct ncd__hit *h)
@@ -368,11 +412,12 @@ static int earlier(const struct ncd__hit *a, const struct ncd__hit *b)
 {
     if (a->ts >= 0 && b->ts >= 0 && a->ts != b->ts)
         return a->ts < b->ts ? -1 : 1;
-    if (a->ts < 0 && b->ts < 0 && a->rec && b->rec && a->rec->nev &&
-        b->rec->nev && a->rec->ev[0].src != b->rec->ev[0].src &&
-        a->rec->ev[0].rank >= 0 && b->rec->ev[0].rank >= 0 &&
-        a->rec->ev[0].rank != b->rec->ev[0].rank)
-        return a->rec->ev[0].rank < b->rec->ev[0].rank ? -1 : 1;
+    const struct ncd__rec *ra = a->rec ? a->rec : a->from;
+    const struct ncd__rec *rb = b->rec ? b->rec : b->from;
+    if (a->ts < 0 && b->ts < 0 && ra && rb && ra->nev && rb->nev &&
+        ra->ev[0].src != rb->ev[0].src && ra->ev[0].rank >= 0 &&
+        rb->ev[0].rank >= 0 && ra->ev[0].rank != rb->ev[0].rank)
+        return ra->ev[0].rank < rb->ev[0].rank ? -1 : 1;
     if (a->seq != b->seq)
         return a->seq < b->seq ? -1 : 1;
     return 0;
@@ -424,10 +469,29 @@ static void emit_evidence(const struct ncd_explain *ex,
                              (unsigned long long)rec->count);
 }
 
-static void emit_env(const struct ncd_explain *ex, const struct ncd__hit *h,
+int ncd__var_in_release(struct ncd__reason *rs, const char *name,
+                        int version)
+{
+    int rc;
+    const struct ncd_var_catalog *cat = ncd__reason_vars(rs, &rc);
+    if (!version || !cat)
+        return 1;
+    const struct ncd_var_def *d = ncd_var_find(cat, name);
+    if (d && d->since && version < ncd__version_code(d->since))
+        return 0;
+    const struct ncd_var_gone *g = ncd_var_find_gone(cat, name);
+    if (g && g->removed && version >= ncd__version_code(g->removed))
+        return 0;
+    return 1;
+}
+
+static void emit_env(struct ncd__reason *rs, const struct ncd__hit *h,
                      struct ncd_finding *f)
 {
+    const struct ncd_explain *ex = rs->ex;
     const struct ncd__rule *r = &ex->rules->v[h->rule];
+    /* never suggest a variable the logged NCCL does not read */
+    int version = ncd__rec_version(ex, h->rec);
     /* NCCL ignores NCCL_IB_GID_INDEX on InfiniBand link layer ports
      * (nccl-facts.md §4): drop the suggestion when every port NCCL listed
      * is /IB. */
@@ -448,16 +512,18 @@ static void emit_env(const struct ncd_explain *ex, const struct ncd__hit *h,
         /* a value the logs could not determine ("<the interface ...>")
          * stays in the fix text: never suggest exporting a placeholder */
         int placeholder = v && v[0] == '<';
-        if (nm && nm[0] && !strchr(nm, '{') && !placeholder)
+        if (nm && nm[0] && !strchr(nm, '{') && !placeholder &&
+            ncd__var_in_release(rs, nm, version))
             ncd_finding_env(f, nm, v);
         free(nm);
         free(v);
     }
 }
 
-static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
+static int emit(struct ncd__reason *rs, const struct ncd__hit *h,
                 struct ncd_findings *out)
 {
+    const struct ncd_explain *ex = rs->ex;
     const struct ncd__rule *r = &ex->rules->v[h->rule];
     char *title = expand(r->title, h, h->rec);
     if (!title)
@@ -475,7 +541,7 @@ static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
         ncd_finding_fix(f, "%s", x);
     free(c);
     free(x);
-    emit_env(ex, h, f);
+    emit_env(rs, h, f);
     return 0;
 }
 
@@ -535,12 +601,13 @@ static int rank_and_emit(struct ncd__reason *rs, struct ncd_findings *out)
     size_t base = out->n;
     for (size_t i = 0; i < rs->n; i++) {
         const struct ncd__hit *h = &rs->v[i];
-        int rc = emit(ex, h, out);
+        int rc = emit(rs, h, out);
         if (rc < 0)
             return rc;
         ex->roles[i] = h->role;
         ex->first_ts[i] = h->ts;
-        ex->first_rank[i] = h->rec && h->rec->nev ? h->rec->ev[0].rank : -1;
+        const struct ncd__rec *fr = h->rec ? h->rec : h->from;
+        ex->first_rank[i] = fr && fr->nev ? fr->ev[0].rank : -1;
     }
     ex->nroles = rs->n;
     return (int)(out->n - base);

@@ -137,8 +137,7 @@ int ncd__version_code(const char *s)
     return a * 10000 + b * 100 + c;
 }
 
-/* "any" | tokens ">=2.19" "<2.20.1" (also ">", "<=", "=="). */
-static int parse_versions(const char *s, int *vmin, int *vmax)
+int ncd__versions_parse(const char *s, int *vmin, int *vmax)
 {
     *vmin = *vmax = 0;
     if (strcmp(s, "any") == 0)
@@ -175,15 +174,20 @@ static int parse_versions(const char *s, int *vmin, int *vmax)
     return 0;
 }
 
-int ncd__rule_applies(const struct ncd__rule *rule, int version)
+int ncd__version_in(int vmin, int vmax, int version)
 {
     if (!version)
         return 1;
-    if (rule->vmin && version < rule->vmin)
+    if (vmin && version < vmin)
         return 0;
-    if (rule->vmax && version >= rule->vmax)
+    if (vmax && version >= vmax)
         return 0;
     return 1;
+}
+
+int ncd__rule_applies(const struct ncd__rule *rule, int version)
+{
+    return ncd__version_in(rule->vmin, rule->vmax, version);
 }
 
 /* ---------------------------------------------------------------- YAML */
@@ -272,7 +276,7 @@ static int load_head(struct loader *L, yaml_node_t *m, const char *id,
         ru->priority = (int)pv;
     }
     const char *vers = str(L, m, "nccl_versions");
-    if (parse_versions(vers, &ru->vmin, &ru->vmax) < 0)
+    if (ncd__versions_parse(vers, &ru->vmin, &ru->vmax) < 0)
         return LFAIL(L, get(L, m, "nccl_versions"),
                      "bad nccl_versions '%s' (\"any\" or \">=2.19 <2.20\")",
                      vers);

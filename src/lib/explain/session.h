@@ -17,6 +17,7 @@
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
 
 struct ncd__evid {
+    int32_t proc; /* index in procs of the line's process, -1 none */
     uint32_t src;
     uint64_t line;
     uint64_t seq;
@@ -182,6 +183,7 @@ struct ncd_explain {
     size_t nprocs, capprocs;
     int32_t *phash;
     long lastproc;
+    long curproc; /* process of the line being scanned, -1 none */
     int procs_dropped;
     struct ncd__host *hosts;
     size_t nhosts, caphosts;
