@@ -403,6 +403,46 @@ static void test_env_by_release(void **state)
     ncd_rules_free(r);
 }
 
+/* ---------------------------------------------------------- libraries */
+
+/* NCCL 2.14.3 src/init.cc:1270 rejects the INT_MIN that 2.17+'s
+ * NCCL_CONFIG_INITIALIZER writes (NCCL_CONFIG_UNDEF_INT). */
+static void test_config_from_another_header(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = first(
+        "node1:1234:1234 [0] NCCL INFO NCCL version 2.14.3+cuda11.7\n"
+        "\n"
+        "node1:1234:1234 [0] init.cc:1270 NCCL WARN Invalid config blocking attribute value -2147483648\n",
+        "lib.header-mismatch", &fl);
+    assert_int_equal(fl.v[0].category, NCD_CAT_LIB_NCCL);
+    done(ex, &fl);
+    ex = first("node1:1234:1234 [0] init.cc:1270 NCCL WARN Invalid config blocking attribute value 3\n",
+               "nccl.api-misuse", &fl);
+    done(ex, &fl);
+}
+
+/* ---------------------------------------------------------- NVLS */
+
+/* NCCL 2.18.5 src/transport/nvls.cc: CUCHECK's "Cuda failure %d '%s'" is
+ * an NVLS (Fabric Manager) problem there, a CUDA one elsewhere. */
+static void test_cuda_failure_by_file(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = first(
+        "node1:12098:12098 [2] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
+        "node1:12098:12141 [2] transport/nvls.cc:244 NCCL WARN Cuda failure 1 'invalid argument'\n"
+        "node1:12098:12141 [2] NCCL INFO transport/nvls.cc:394 -> 1\n",
+        "nvls.cuda-failure", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_NVLS_ENABLE"), "0");
+    done(ex, &fl);
+    ex = first("node1:12098:12141 [2] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n",
+               "cuda.other", &fl);
+    done(ex, &fl);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -418,6 +458,8 @@ int main(void)
         cmocka_unit_test(test_ib_errno_enodev),
         cmocka_unit_test(test_ib_errno_timeout_by_version),
         cmocka_unit_test(test_env_by_release),
+        cmocka_unit_test(test_config_from_another_header),
+        cmocka_unit_test(test_cuda_failure_by_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
