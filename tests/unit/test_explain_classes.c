@@ -15,7 +15,9 @@
 
 #include <stdlib.h>
 
+#include "explain/internal.h"
 #include "explain_scan.h"
+#include "ncd/knownbugs.h"
 
 /* Scans one log; fails the test unless finding 0 is `id` (dumps all). */
 static struct ncd_explain *first(const char *log, const char *id,
@@ -28,6 +30,17 @@ static struct ncd_explain *first(const char *log, const char *id,
         fail_msg("first finding: want %s", id ? id : "none");
     }
     return ex;
+}
+
+/* The role the reasoner gave finding `id` (fails when absent). */
+static enum ncd_rule_role role_of(const struct ncd_explain *ex,
+                                  const struct ncd_findings *fl, const char *id)
+{
+    for (size_t i = 0; i < fl->n; i++)
+        if (strcmp(fl->v[i].id, id) == 0)
+            return ncd_explain_role(ex, i);
+    fail_msg("no finding %s", id);
+    return NCD_ROLE_CONTEXT;
 }
 
 static void done(struct ncd_explain *ex, struct ncd_findings *fl)
@@ -58,7 +71,7 @@ static void test_override_graph_file(void **state)
     /* one override names the failure, and the WARN follows as its
      * consequence */
     assert_null(ncd_findings_find(&fl, "env.override-topo-file"));
-    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
+    assert_int_equal(role_of(ex, &fl, "nccl.file.topology"), NCD_ROLE_CONSEQUENCE);
     done(ex, &fl);
 }
 
@@ -137,7 +150,7 @@ static void test_peer_garbage_address(void **state)
     assert_int_equal(fl.v[0].category, NCD_CAT_VERSION_MISMATCH);
     assert_non_null(strstr(fl.v[0].cause, "ens7"));
     assert_null(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"));
-    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
+    assert_int_equal(role_of(ex, &fl, "socket.family-garbage"), NCD_ROLE_CONSEQUENCE);
     done(ex, &fl);
     /* no interface of its own: the address is its own, unset (IFNAME) */
     snprintf(log, sizeof log,
@@ -304,7 +317,7 @@ static void test_ib_errno_enodev(void **state)
         "ib.verb-errno", &fl);
     assert_string_equal(env_of(&fl.v[0], "NCCL_IB_HCA"), "^mlx5_3");
     assert_non_null(strstr(fl.v[0].title, "ENODEV"));
-    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
+    assert_int_equal(role_of(ex, &fl, "ib.modify-qp"), NCD_ROLE_CONSEQUENCE);
     done(ex, &fl);
     /* the line names the HCA (2.24+) among several */
     ex = first("node1:5:5 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>\n"
@@ -443,6 +456,208 @@ static void test_cuda_failure_by_file(void **state)
     done(ex, &fl);
 }
 
+/* ---------------------------------------------------------- known bugs */
+
+/* Entries in the schema of data/nccl-known-bugs.yaml (include/ncd/
+ * knownbugs.h); facts from NCCL's release notes as that file cites. */
+static const char sample_bugs[] =
+    "bugs:\n"
+    "  - id: t-uds-split\n"
+    "    summary: 'cuMem UDS connection fails with ncclCommSplit: the UDS socket name is reused'\n"
+    "    kind: error\n"
+    "    area: sys.shm\n"
+    "    affected: '>=2.20.3 <2.20.5'\n"
+    "    fixed: '2.20.5'\n"
+    "    signature:\n"
+    "      - 'UDS: Binding to socket [^ ]+ failed : Address already in use'\n"
+    "    signature_source: 'log in issue #1185 (2.20.3)'\n"
+    "    source: ['https://github.com/NVIDIA/nccl/issues/1185']\n"
+    "  - id: t-match-subnet\n"
+    "    summary: 'With NCCL_COMM_ID the bootstrap picks an interface outside its subnet, often lo'\n"
+    "    kind: error\n"
+    "    area: net.iface-choice\n"
+    "    affected: '>=2.29.2 <2.30.3'\n"
+    "    fixed: '2.30.3'\n"
+    "    signature:\n"
+    "      - 'NCCL_COMM_ID set by environment to'\n"
+    "      - 'Bootstrap ?: Using lo:127\\.0\\.0\\.1'\n"
+    "    signature_source: 'PR #2047'\n"
+    "    source: ['https://github.com/NVIDIA/nccl/pull/2047']\n"
+    "  - id: t-no-signature\n"
+    "    summary: 'a hang the log does not show'\n"
+    "    kind: hang\n"
+    "    area: timeout\n"
+    "    affected: '<2.19.1'\n"
+    "    fixed: '2.19.1'\n"
+    "    source: ['https://github.com/NVIDIA/nccl/commit/f9c3dc251e0f']\n";
+
+static void test_known_bugs_loader(void **state)
+{
+    (void)state;
+    struct ncd_known_bugs kb;
+    assert_int_equal(ncd_known_bugs_load(ctx, sample_bugs, strlen(sample_bugs), "s.yaml", &kb), 0);
+    assert_int_equal(kb.n, 3);
+    assert_int_equal(kb.v[0].vmin, 22003);
+    assert_int_equal(kb.v[0].vmax, 22005);
+    assert_int_equal(kb.v[0].fixed_code, 22005);
+    assert_int_equal(kb.v[1].n_signature, 2);
+    assert_true(ncd_known_bug_affects(&kb.v[0], 22003));
+    assert_false(ncd_known_bug_affects(&kb.v[0], 22005));
+    assert_false(ncd_known_bug_affects(&kb.v[2], 0)); /* unknown: no */
+    ncd_known_bugs_release(&kb);
+    static const struct {
+        const char *yaml, *detail;
+    } bad[] = {
+        {"bugs: 3\n", "expected a mapping with a 'bugs:' list"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: flaky\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    source: [x]\n", "unknown kind 'flaky'"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: slow\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    source: [x]\n", "must be a finding category"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.18.1'\n    source: [x]\n", "the fixing release 2.18.1 is affected"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: 'soon'\n    fixed: '2.19.1'\n    source: [x]\n", "are not NCCL versions"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    signature: [x]\n    source: [x]\n",
+         "needs 'signature_source'"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n", "no 'source'"},
+        {"bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    source: [x]\n"
+         "  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+         "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    source: [x]\n", "duplicate bug id 'a'"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        ncd_ctx_clear_error(ctx);
+        assert_int_equal(ncd_known_bugs_load(ctx, bad[i].yaml, strlen(bad[i].yaml), "b.yaml", &kb),
+                         NCD_EPARSE);
+        if (!strstr(ncd_ctx_errdetail(ctx), bad[i].detail) || !strstr(ncd_ctx_errdetail(ctx), "b.yaml"))
+            fail_msg("case %zu: %s", i, ncd_ctx_errdetail(ctx));
+        assert_int_equal(kb.n, 0);
+        ncd_known_bugs_release(&kb);
+    }
+    /* a signature the prefilter cannot use is refused, the rules unchanged */
+    static const char nolit[] =
+        "bugs:\n  - id: a\n    summary: s\n    kind: hang\n    area: timeout\n"
+        "    affected: '<2.19.1'\n    fixed: '2.19.1'\n    signature: ['[0-9]+ x']\n"
+        "    signature_source: s\n    source: [x]\n";
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_true(ncd_rules_load_builtin(ctx, r) > 0);
+    struct ncd_rule_info before, after;
+    long kr = ncd__rules_find(r, "version.known-bug");
+    assert_true(kr >= 0);
+    ncd_rules_info(r, (size_t)kr, &before);
+    ncd_ctx_clear_error(ctx);
+    assert_int_equal(ncd__rules_attach_bugs(ctx, r, "n.yaml", nolit, strlen(nolit)), NCD_EINVAL);
+    assert_non_null(strstr(ncd_ctx_errdetail(ctx), "literal of 4+"));
+    ncd_rules_info(r, (size_t)kr, &after);
+    assert_int_equal(before.n_patterns, after.n_patterns);
+    ncd_rules_free(r);
+}
+
+/* Scans `log` with the built-in rules plus the sample bugs. */
+static struct ncd_rules *bug_rules;
+
+static struct ncd_explain *scan_bugs(const char *log, struct ncd_findings *fl)
+{
+    struct ncd_rules *r;
+    struct ncd_explain *ex;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_true(ncd_rules_load_builtin(ctx, r) > 0);
+    ncd_ctx_clear_error(ctx);
+    if (ncd__rules_attach_bugs(ctx, r, "s.yaml", sample_bugs, strlen(sample_bugs)) < 0)
+        fail_msg("%s", ncd_ctx_errdetail(ctx));
+    assert_int_equal(ncd_explain_new(ctx, r, &ex), 0);
+    ncd_explain_begin(ex, "bug.log");
+    ncd_explain_feed(ex, log, strlen(log));
+    ncd_explain_end(ex);
+    assert_true(ncd_explain_finish(ex, fl) >= 0);
+    bug_rules = r; /* the scan uses them: freed by free_bugs_scan */
+    return ex;
+}
+
+static void free_bugs_scan(struct ncd_explain *ex, struct ncd_findings *fl)
+{
+    done(ex, fl);
+    ncd_rules_free(bug_rules);
+    bug_rules = NULL;
+}
+
+/* NCCL 2.20.3 src/misc/ipcsocket.cc:57 "UDS: Binding to socket %s failed :
+ * %s (%d)"; 2.29.2 src/bootstrap.cc "Bootstrap: Using%s". */
+static void test_known_bug_tied_to_version(void **state)
+{
+    (void)state;
+    static const char uds[] =
+        "\n"
+        "node1:7:9 [1] misc/ipcsocket.cc:57 NCCL WARN UDS: Binding to socket /tmp/nccl-socket-1-deadbeef failed : Address already in use (98)\n";
+    struct ncd_findings fl = {0};
+    char log[1024];
+    snprintf(log, sizeof log, "node1:7:7 [1] NCCL INFO NCCL version 2.20.3+cuda12.3\n%s", uds);
+    struct ncd_explain *ex = scan_bugs(log, &fl);
+    dump(&fl);
+    assert_true(fl.n >= 2);
+    assert_string_equal(fl.v[0].id, "version.known-bug");
+    assert_int_equal(fl.v[0].category, NCD_CAT_VERSION_KNOWN_BUG);
+    assert_non_null(strstr(fl.v[0].title, "2.20.3"));
+    assert_non_null(strstr(fl.v[0].title, "fixed in 2.20.5"));
+    /* the rule that explains the line still does, as a cause too */
+    assert_int_equal(role_of(ex, &fl, "p2p.uds-blocked"), NCD_ROLE_ROOT);
+    free_bugs_scan(ex, &fl);
+    /* the fixed release, and a log without a version: no bug claimed */
+    snprintf(log, sizeof log, "node1:7:7 [1] NCCL INFO NCCL version 2.20.5+cuda12.3\n%s", uds);
+    ex = scan_bugs(log, &fl);
+    assert_null(ncd_findings_find(&fl, "version.known-bug"));
+    free_bugs_scan(ex, &fl);
+    ex = scan_bugs(uds, &fl);
+    assert_null(ncd_findings_find(&fl, "version.known-bug"));
+    free_bugs_scan(ex, &fl);
+    /* two signatures: both in one process */
+    ex = scan_bugs("node1:5:5 [0] NCCL INFO NCCL version 2.29.3+cuda12.9\n"
+                   "node1:5:5 [0] NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500\n"
+                   "node1:5:5 [0] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>\n",
+                   &fl);
+    const struct ncd_finding *f = ncd_findings_find(&fl, "version.known-bug");
+    assert_non_null(f);
+    assert_non_null(strstr(f->title, "fixed in 2.30.3"));
+    free_bugs_scan(ex, &fl);
+    /* ... not one in each of two processes */
+    ex = scan_bugs("node1:5:5 [0] NCCL INFO NCCL version 2.29.3+cuda12.9\n"
+                   "node1:5:5 [0] NCCL INFO NCCL_COMM_ID set by environment to 10.0.0.1:29500\n"
+                   "node2:6:6 [0] NCCL INFO NCCL version 2.29.3+cuda12.9\n"
+                   "node2:6:6 [0] NCCL INFO Bootstrap: Using lo:127.0.0.1<0>\n",
+                   &fl);
+    assert_null(ncd_findings_find(&fl, "version.known-bug"));
+    free_bugs_scan(ex, &fl);
+}
+
+/* The list of this build, when it has one, loads and attaches. */
+static void test_known_bugs_builtin(void **state)
+{
+    (void)state;
+    struct ncd_known_bugs kb;
+    int rc = ncd_known_bugs_builtin(ctx, &kb);
+    if (rc == NCD_ENOENT) {
+        ncd_known_bugs_release(&kb);
+        skip(); /* data/nccl-known-bugs.yaml is not in this tree yet */
+    }
+    if (rc < 0)
+        fail_msg("%s", ncd_ctx_errdetail(ctx));
+    assert_true(kb.n > 0);
+    size_t nsig = 0;
+    for (size_t i = 0; i < kb.n; i++)
+        nsig += kb.v[i].n_signature;
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_true(ncd_rules_load_builtin(ctx, r) > 0);
+    struct ncd_rule_info ri;
+    ncd_rules_info(r, (size_t)ncd__rules_find(r, "version.known-bug"), &ri);
+    assert_int_equal(ri.n_patterns, nsig);
+    ncd_rules_free(r);
+    ncd_known_bugs_release(&kb);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -460,6 +675,9 @@ int main(void)
         cmocka_unit_test(test_env_by_release),
         cmocka_unit_test(test_config_from_another_header),
         cmocka_unit_test(test_cuda_failure_by_file),
+        cmocka_unit_test(test_known_bugs_loader),
+        cmocka_unit_test(test_known_bug_tied_to_version),
+        cmocka_unit_test(test_known_bugs_builtin),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -230,7 +230,9 @@ static long brute(const struct ncd_rules *r, pcre2_match_data *md,
 {
     for (size_t k = 0; k < r->npats; k++) {
         size_t p = r->pat_order[k];
-        if (r->v[r->pats[p].rule].when)
+        /* derived rules' patterns never claim a line; rules with `files:`
+         * need a WARN's source file (the caller passes none) */
+        if (r->v[r->pats[p].rule].when || r->v[r->pats[p].rule].nfiles)
             continue;
         if (pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, md, NULL) >= 0)
             return (long)r->pats[p].rule;

@@ -50,6 +50,7 @@
     X(version_mismatch, "version-mismatch", MAIN)                             \
     X(plugin_mismatch, "plugin-mismatch", MAIN)                               \
     X(tests_header_mismatch, "tests-header-mismatch", MAIN)                   \
+    X(known_bug, "known-bug", MAIN)                                           \
     /* cond_peer.c: addresses that came from a peer */                     \
     X(peer_garbage_address, "peer-garbage-address", MAIN)                     \
     X(peer_loopback, "peer-loopback", MAIN)                                   \

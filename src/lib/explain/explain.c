@@ -21,8 +21,9 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->part = malloc(NCD_LOG_MAX_LINE + 1);
     ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
+    ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH * sizeof *ex->phash);
-    if (!ex->part || !ex->scratch || !ex->recs || !ex->phash ||
+    if (!ex->part || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
         ncd__matcher_init(&ex->m, rules) < 0) {
         ncd_explain_free(ex);
         return NCD_ENOMEM;
@@ -55,6 +56,10 @@ void ncd_explain_free(struct ncd_explain *ex)
     if (ex->recs)
         for (size_t i = 0; i < ex->rules->n; i++)
             ncd__rec_release(&ex->recs[i]);
+    if (ex->obsrecs)
+        for (size_t i = 0; i < ex->rules->nobs; i++)
+            ncd__rec_release(&ex->obsrecs[i]);
+    free(ex->obsrecs);
     for (size_t i = 0; i < NCD_CAT__COUNT; i++)
         ncd__rec_release(&ex->unmatched[i]);
     for (size_t i = 0; i < ex->nwfiles; i++)
@@ -257,6 +262,9 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
         ncd__facts_watchdog(ex, &ll);
     if (ll.level == NCD_LOG_WARN)
         warn_file_add(ex, &ll);
+    for (size_t o = 0; o < ex->m.nobs; o++) /* known bugs' signatures */
+        ncd__rec_add(ex, &ex->obsrecs[ex->rules->pats[ex->m.obs[o]].obs_slot],
+                     &ll, ex->nsrc - 1, ex->lineno);
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0 && pat != SIZE_MAX)

@@ -461,9 +461,10 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 {
     memset(m, 0, sizeof *m);
     m->md = pcre2_match_data_create(r->max_match_captures + 1, NULL);
+    m->md_obs = pcre2_match_data_create(r->max_match_captures + 1, NULL);
     m->cand = malloc((r->npats + 1) * sizeof *m->cand);
     m->seen = calloc(r->npats + 1, 1);
-    if (!m->md || !m->cand || !m->seen) {
+    if (!m->md || !m->md_obs || !m->cand || !m->seen) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;
     }
@@ -473,6 +474,7 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 void ncd__matcher_release(struct ncd__matcher *m)
 {
     pcre2_match_data_free(m->md);
+    pcre2_match_data_free(m->md_obs);
     free(m->cand);
     free(m->seen);
     memset(m, 0, sizeof *m);
@@ -525,6 +527,7 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
     long frule = src ? ncd__file_rule(r, src, src_len, version) : -1;
     int fprio = frule >= 0 ? r->v[frule].priority : -1;
     m->ncand = 0;
+    m->nobs = 0;
     if (len < 4 || !r->nlits)
         goto none;
     const unsigned char *t = (const unsigned char *)text;
@@ -559,9 +562,19 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
     int done = 0;
     for (size_t c = 0; c < m->ncand; c++) {
         m->seen[m->cand[c]] = 0;
+        size_t p = r->pat_order[m->cand[c]];
+        if (r->pats[p].bug >= 0) {
+            /* a known bug's signature: noted, never the claim */
+            if (m->nobs < NCD__MAX_OBS_PER_LINE &&
+                (!version || ncd_known_bug_affects(
+                                 &r->bugs.v[r->pats[p].bug], version)) &&
+                pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0,
+                            m->md_obs, NULL) >= 0)
+                m->obs[m->nobs++] = p;
+            continue;
+        }
         if (done)
             continue;
-        size_t p = r->pat_order[m->cand[c]];
         const struct ncd__rule *ru = &r->v[r->pats[p].rule];
         if (ru->priority < fprio) {
             done = 1; /* candidates come by priority: the file rule wins */

@@ -69,6 +69,7 @@ struct ncd__hit *ncd__hit_new(struct ncd__reason *rs, size_t rule)
     h->role = r->role;
     h->ts = -1;
     h->seq = UINT64_MAX;
+    h->derived = r->cond >= 0;
     return h;
 }
 
@@ -434,6 +435,9 @@ static int cmp_hits(const void *x, const void *y)
     int e = earlier(a, b);
     if (e)
         return e;
+    /* the same line: what a condition concluded from it comes first */
+    if (a->derived != b->derived)
+        return b->derived - a->derived;
     return a->rule < b->rule ? -1 : a->rule > b->rule;
 }
 

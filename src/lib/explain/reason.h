@@ -32,6 +32,7 @@ struct ncd__hit {
     char *ev[NCD__MAX_EVID];
     size_t nev;
     int no_absorb; /* this hit does not explain the rule's `absorbs` */
+    int derived;   /* from a condition (ranks first at the same moment) */
     uint64_t explains_seq; /* first line of the failure it explains, or 0 */
 };
 

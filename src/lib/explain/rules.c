@@ -97,6 +97,7 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->pat_order);
     free(rules->pat_rank);
     free(rules->file_rules);
+    ncd_known_bugs_release(&rules->bugs);
     free(rules);
 }
 
@@ -340,20 +341,22 @@ static int groups_ok(const char *pat)
     return 1;
 }
 
-/* Compiles pattern `src` (taken over, freed on error) of the last rule and
- * adds its prefilter literals (pattern rules only). */
-static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
+/*
+ * Compiles pattern `src` (taken over, freed on error) as a pattern of rule
+ * `rule`, an observer of known bug `bug` when bug >= 0, and adds its
+ * prefilter literals unless `literals` is 0.  0, NCD_ENOMEM, or
+ * NCD_EINVAL with the reason in why[].
+ */
+static int pattern_append(struct ncd_rules *r, char *src, size_t rule,
+                          int bug, int literals, char *why, size_t whysz)
 {
-    struct ncd_rules *r = L->r;
-    struct ncd__rule *ru = &r->v[r->n - 1];
-    int rc;
     if (!groups_ok(src)) {
-        rc = LFAIL(L, pn,
-                   "pattern '%s': only (?:...) and (?<name>...) groups are "
-                   "allowed (no inline flags or look-arounds)",
-                   src);
+        snprintf(why, whysz,
+                 "pattern '%s': only (?:...) and (?<name>...) groups are "
+                 "allowed (no inline flags or look-arounds)",
+                 src);
         free(src);
-        return rc;
+        return NCD_EINVAL;
     }
     int err;
     PCRE2_SIZE off;
@@ -363,10 +366,10 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
     if (!re) {
         PCRE2_UCHAR buf[256];
         pcre2_get_error_message(err, buf, sizeof buf);
-        rc = LFAIL(L, pn, "pattern '%s' does not compile: %s at offset %zu",
-                   src, (char *)buf, (size_t)off);
+        snprintf(why, whysz, "pattern '%s' does not compile: %s at offset %zu",
+                 src, (char *)buf, (size_t)off);
         free(src);
-        return rc;
+        return NCD_EINVAL;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
     uint32_t cap = 0;
@@ -384,20 +387,25 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
         r->pats = nv;
         r->capp = nc;
     }
-    r->pats[r->npats].src = src;
-    r->pats[r->npats].re = re;
-    r->pats[r->npats].rule = r->n - 1;
+    struct ncd__pattern *pt = &r->pats[r->npats];
+    pt->src = src;
+    pt->re = re;
+    pt->rule = rule;
+    pt->bug = bug;
+    pt->obs_slot = bug >= 0 ? (int)r->nobs++ : -1;
     r->npats++;
-    ru->npats++;
-    if (ru->when)
-        return 0; /* derived rules match fact strings, not lines */
+    r->v[rule].npats++;
+    if (!literals)
+        return 0;
     char **lits;
     int nl = ncd__literals_extract(src, &lits);
-    if (nl < 0)
-        return LFAIL(L, pn,
-                     "pattern '%s' has an alternative without a literal of 4+ "
-                     "characters (the prefilter needs one)",
-                     src);
+    if (nl < 0) {
+        snprintf(why, whysz,
+                 "pattern '%s' has an alternative without a literal of 4+ "
+                 "characters (the prefilter needs one)",
+                 src);
+        return NCD_EINVAL;
+    }
     for (int j = 0; j < nl; j++)
         if (ncd__literal_add(r, lits[j], r->npats - 1) < 0) {
             free_items(lits, (size_t)j, (size_t)nl);
@@ -406,6 +414,17 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
         }
     free(lits);
     return 0;
+}
+
+/* A pattern of the rule being loaded; derived rules' patterns match fact
+ * strings, not lines, and need no literals. */
+static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
+{
+    struct ncd_rules *r = L->r;
+    char why[512];
+    int rc = pattern_append(r, src, r->n - 1, -1, !r->v[r->n - 1].when, why,
+                            sizeof why);
+    return rc == NCD_EINVAL ? LFAIL(L, pn, "%s", why) : rc;
 }
 
 static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
@@ -495,9 +514,13 @@ static void rollback(struct ncd_rules *r, size_t n0, size_t np0, size_t nl0)
     while (r->n > n0)
         rule_release(&r->v[--r->n]);
     while (r->npats > np0) {
-        r->npats--;
-        free(r->pats[r->npats].src);
-        pcre2_code_free(r->pats[r->npats].re);
+        struct ncd__pattern *pt = &r->pats[--r->npats];
+        if (pt->rule < r->n)
+            r->v[pt->rule].npats--; /* a rule that stays (observers) */
+        if (pt->bug >= 0)
+            r->nobs--;
+        free(pt->src);
+        pcre2_code_free(pt->re);
     }
     while (r->nlits > nl0)
         free(r->lits[--r->nlits].s);
@@ -535,6 +558,62 @@ out:
     return (int)(rules->n - n0);
 }
 
+int ncd__rules_attach_bugs(struct ncd_ctx *ctx, struct ncd_rules *r,
+                           const char *name, const char *buf, size_t len)
+{
+    size_t rule = 0;
+    while (rule < r->n && r->v[rule].cond != NCD__COND_known_bug)
+        rule++;
+    if (rule == r->n)
+        return 0; /* no rule reports them */
+    struct ncd_known_bugs add;
+    int rc = ncd_known_bugs_load(ctx, buf, len, name, &add);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < add.n && rc == 0; i++)
+        for (size_t j = 0; j < r->bugs.n && rc == 0; j++)
+            if (strcmp(add.v[i].id, r->bugs.v[j].id) == 0)
+                rc = ncd_fail(ctx, NCD_EINVAL, "%s: bug '%s' is known already",
+                              name, add.v[i].id);
+    struct ncd_known_bug *nv =
+        rc == 0 ? realloc(r->bugs.v, (r->bugs.n + add.n + 1) * sizeof *nv)
+                : NULL;
+    if (rc == 0 && !nv)
+        rc = NCD_ENOMEM;
+    if (rc < 0) {
+        ncd_known_bugs_release(&add);
+        return rc;
+    }
+    /* the observers index r->bugs: append, remember how to undo */
+    r->bugs.v = nv;
+    size_t b0 = r->bugs.n, np0 = r->npats, nl0 = r->nlits;
+    memcpy(r->bugs.v + b0, add.v, add.n * sizeof *add.v);
+    r->bugs.n += add.n;
+    free(add.v);
+    if (!r->v[rule].npats)
+        r->v[rule].pat0 = r->npats;
+    char why[512];
+    for (size_t b = b0; b < r->bugs.n && rc == 0; b++)
+        for (size_t k = 0; k < r->bugs.v[b].n_signature && rc == 0; k++) {
+            char *src = strdup(r->bugs.v[b].signature[k]);
+            rc = src ? pattern_append(r, src, rule, (int)b, 1, why, sizeof why)
+                     : NCD_ENOMEM;
+            if (rc == NCD_EINVAL)
+                rc = ncd_fail(ctx, NCD_EINVAL, "%s: bug %s: %s", name,
+                              r->bugs.v[b].id, why);
+        }
+    if (rc == 0)
+        rc = ncd__prefilter_build(r);
+    if (rc < 0) {
+        rollback(r, r->n, np0, nl0);
+        for (size_t i = b0; i < r->bugs.n; i++) /* strings, not the array */
+            ncd__known_bug_free(&r->bugs.v[i]);
+        r->bugs.n = b0;
+        ncd__prefilter_build(r);
+    }
+    return rc;
+}
+
 int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
 {
     int total = 0;
@@ -550,7 +629,13 @@ int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
             return rc;
         total += rc;
     }
-    return total;
+    /* known bugs' signatures, where this build has the list */
+    const struct ncd_embedded_file *kb =
+        ncd_embedded_find("data/nccl-known-bugs.yaml");
+    int rc = kb ? ncd__rules_attach_bugs(ctx, rules, kb->name,
+                                         (const char *)kb->data, kb->size)
+                : 0;
+    return rc < 0 ? rc : total;
 }
 
 int ncd_rules_info(const struct ncd_rules *rules, size_t i,

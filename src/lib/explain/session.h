@@ -173,6 +173,7 @@ struct ncd_explain {
     char *scratch;
     /* matches */
     struct ncd__rec *recs;    /* per rule */
+    struct ncd__rec *obsrecs; /* per observer pattern (known-bug signature) */
     struct ncd__rec unmatched[NCD_CAT__COUNT];
     struct ncd__wfile wfiles[NCD__MAX_WFILES];
     size_t nwfiles;
