@@ -302,6 +302,31 @@ static void test_nvls_odd_host(void **state)
     done(ex, &fl);
 }
 
+/* Hosts that bootstrap on different interfaces, and a failed connection
+ * (NCCL 2.27.3 formats). */
+static void test_host_iface_differs(void **state)
+{
+    (void)state;
+    struct ncd_findings fl = {0};
+    static const char hosts[] =
+        "node1:1:1 [0] NCCL INFO Bootstrap: Using ib0:10.1.0.1<0>\n"
+        "node2:2:2 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.2<0>\n"
+        "node3:3:3 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.3<0>\n";
+    char log[1024];
+    snprintf(log, sizeof log,
+             "%snode1:1:5 [0] misc/socket.cc:611 NCCL WARN socketPollConnect: connect to 10.0.0.2<43125> returned Connection timed out, exceeded error retry count after 35 attempts\n",
+             hosts);
+    struct ncd_explain *ex = first(log, "net.host-iface-differs", &fl);
+    assert_string_equal(env_of(&fl.v[0], "NCCL_SOCKET_IFNAME"), "eth0");
+    assert_non_null(strstr(fl.v[0].title, "eth0 on node2, node3, ib0 on node1"));
+    done(ex, &fl);
+    /* nothing failed: different names alone are fine */
+    struct src s1[] = {{"ok.log", hosts}};
+    ex = scan(s1, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "net.host-iface-differs"));
+    done(ex, &fl);
+}
+
 /* ---------------------------------------------------------- errno advice */
 
 /* NCCL 2.7.8 src/misc/ibvwrap.cc: "Call to %s failed with error %s";
@@ -670,6 +695,7 @@ int main(void)
         cmocka_unit_test(test_peer_refused),
         cmocka_unit_test(test_gdr_odd_host),
         cmocka_unit_test(test_nvls_odd_host),
+        cmocka_unit_test(test_host_iface_differs),
         cmocka_unit_test(test_ib_errno_enodev),
         cmocka_unit_test(test_ib_errno_timeout_by_version),
         cmocka_unit_test(test_env_by_release),

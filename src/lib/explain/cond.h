@@ -59,6 +59,7 @@
     /* cond_hosts.c: the odd host out */                                   \
     X(peer_gdr_missing, "peer-gdr-missing", MAIN)                             \
     X(host_nvls_missing, "host-nvls-missing", MAIN)                           \
+    X(host_iface_differs, "host-iface-differs", MAIN)                         \
     /* cond_gpu.c: GPUs and hosts as NCCL saw them */                        \
     X(hosts_merged, "hosts-merged", MAIN)                                     \
     X(consumer_gpu_p2p, "consumer-gpu-p2p", MAIN)                             \

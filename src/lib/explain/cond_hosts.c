@@ -158,3 +158,68 @@ int ncd__cond_host_nvls_missing(struct ncd__reason *rs, size_t rule)
                    "NVLS multicast support is available",
                    "NVLS multicast support is not available");
 }
+
+/* The bootstrap interface differs between hosts (ib0 here, eth0 there)
+ * and connections failed: NCCL picked per host (IPoIB first when there is
+ * one), so the hosts may sit on different networks. */
+int ncd__cond_host_iface_differs(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    const struct ncd__rec *fail = NULL;
+    if (!ncd__rec_absorbed(ex, rule, &fail))
+        return 0;
+    /* the interface most hosts use, and the hosts that use another */
+    struct {
+        char name[24];
+        struct group hosts;
+    } by[4];
+    size_t nby = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        if (!p->host[0] || !p->nboot)
+            continue;
+        size_t k = 0;
+        while (k < nby && strcmp(by[k].name, p->boot[0].name) != 0)
+            k++;
+        if (k == nby) {
+            if (nby == 4)
+                continue;
+            memset(&by[nby], 0, sizeof by[nby]);
+            snprintf(by[nby].name, sizeof by[0].name, "%s", p->boot[0].name);
+            nby++;
+        }
+        group_add(&by[k].hosts, p->host, p->src, p->boot_line);
+    }
+    if (nby < 2)
+        return 0;
+    /* the most common; on a tie the one that is not IPoIB (Ethernet is
+     * the network every node has) */
+    size_t major = 0;
+    for (size_t k = 1; k < nby; k++)
+        if (by[k].hosts.n > by[major].hosts.n ||
+            (by[k].hosts.n == by[major].hosts.n &&
+             strncmp(by[major].name, "ib", 2) == 0 &&
+             strncmp(by[k].name, "ib", 2) != 0))
+            major = k;
+    size_t minor = major == 0 ? 1 : 0;
+    for (size_t k = 0; k < nby; k++)
+        if (k != major && by[k].hosts.n < by[minor].hosts.n)
+            minor = k;
+    /* virtual, loopback or link-local choices are the iface-* rules' */
+    for (size_t k = 0; k < nby; k++)
+        if (ncd__ifname_virtual(by[k].name) || strcmp(by[k].name, "lo") == 0)
+            return 0;
+    char has[64], lacks[64];
+    snprintf(has, sizeof has, "bootstrap on %s", by[major].name);
+    snprintf(lacks, sizeof lacks, "bootstrap on %s", by[minor].name);
+    int rc = odd_hit(rs, rule, &by[major].hosts, &by[minor].hosts, "host",
+                     has, lacks);
+    if (rc > 0) {
+        struct ncd__hit *h = &rs->v[rs->n - 1];
+        ncd__hit_var(h, "iface", by[major].name);
+        ncd__hit_var(h, "other_iface", by[minor].name);
+        ncd__hit_ev_rec(ex, h, fail);
+        ncd__hit_from_rec(h, fail);
+    }
+    return rc;
+}
