@@ -146,6 +146,12 @@ struct ncd_check_opts;
 int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
                      struct ncd_check_opts *o, char *src, size_t srclen);
 
+/* Usage texts kept beside their commands' option tables (git's
+ * builtin/<cmd>.c); main.c's commands[] points at them. */
+extern const char cli_usage_perf[];
+extern const char cli_usage_probe[];
+extern const char cli_usage_tune[];
+
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);

@@ -3,8 +3,8 @@
  * perf: collective table (counts, busbw factors, sweep) against
  * hand-computed tables, the nccl-tests output format against the format
  * strings and the sample of ../shared/reference/nccl-tests-and-errors.md
- * A2, JSON keys, the data checker, the reduction kernels, the
- * NCCL_SOCKET_IFNAME matcher and launcher detection.
+ * A2, JSON keys, the data checker and the reduction kernels.  Launchers:
+ * test_job.c.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -659,108 +659,6 @@ static void test_half(void **state)
     assert_true(ncd__bf16_to_f32(0xc040) == -3.0f);
 }
 
-/* ---- interface matcher and launchers ------------------------------------ */
-
-static struct ncd_ctx *ctx_env(char **env)
-{
-    struct ncd_ctx *ctx;
-    assert_int_equal(ncd_ctx_new(NULL, env, &ctx), 0);
-    return ctx;
-}
-
-static void test_launchers(void **state)
-{
-    (void)state;
-    struct ncd_launch L;
-    char *torch[] = {"RANK=3",        "WORLD_SIZE=8",      "LOCAL_RANK=1",
-                     "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=node0",
-                     "MASTER_PORT=29500", NULL};
-    struct ncd_ctx *ctx = ctx_env(torch);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "torchrun");
-    assert_int_equal(L.rank, 3);
-    assert_int_equal(L.size, 8);
-    assert_int_equal(L.local_rank, 1);
-    assert_string_equal(L.master_addr, "node0");
-    assert_int_equal(L.master_port, 29500);
-    ncd_ctx_free(ctx);
-
-    char *ompi[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
-                    "OMPI_COMM_WORLD_LOCAL_RANK=1", NULL};
-    ctx = ctx_env(ompi);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "Open MPI");
-    assert_true(L.is_mpi);
-    assert_int_equal(L.master_port, 0);
-    ncd_ctx_free(ctx);
-
-    char *paddle[] = {"PADDLE_TRAINER_ID=0", "PADDLE_TRAINERS_NUM=2",
-                      "PADDLE_LOCAL_RANK=0",
-                      "PADDLE_TRAINER_ENDPOINTS=10.0.0.1:6170,10.0.0.2:6170",
-                      NULL};
-    ctx = ctx_env(paddle);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "paddle");
-    assert_string_equal(L.master_addr, "10.0.0.1");
-    assert_int_equal(L.master_port, 6170);
-    ncd_ctx_free(ctx);
-
-    char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
-                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=3",
-                     "SLURM_JOB_NODELIST=gpu[007-010,012],login1", NULL};
-    ctx = ctx_env(slurm);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "Slurm srun");
-    assert_int_equal(L.size, 16);
-    assert_string_equal(L.master_addr, "gpu007");
-    assert_int_equal(L.master_port, 20000 + (4242 * 7 + 3) % 10000);
-    ncd_ctx_free(ctx);
-    char *slurm2[] = {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=2",
-                      "SLURM_NTASKS=8", "SLURM_JOB_ID=1",
-                      "SLURM_STEP_NODELIST=nodeA,nodeB",
-                      "MASTER_ADDR=10.0.0.9", "MASTER_PORT=1234", NULL};
-    ctx = ctx_env(slurm2);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_int_equal(L.size, 2); /* the step's tasks, not the job's */
-    assert_string_equal(L.master_addr, "10.0.0.9");
-    assert_int_equal(L.master_port, 1234);
-    ncd_ctx_free(ctx);
-
-    char *pmi[] = {"PMI_RANK=0", "PMI_SIZE=4", "MPI_LOCALRANKID=0", NULL};
-    ctx = ctx_env(pmi);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "MPICH");
-    ncd_ctx_free(ctx);
-
-    char *garbage[] = {"RANK=x1", "WORLD_SIZE=2", NULL};
-    ctx = ctx_env(garbage);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
-    assert_non_null(strstr(ncd_ctx_errdetail(ctx), "RANK"));
-    ncd_ctx_free(ctx);
-
-    char *bad[] = {"RANK=4", "WORLD_SIZE=2", NULL};
-    ctx = ctx_env(bad);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
-    ncd_ctx_free(ctx);
-
-    char *none[] = {"HOME=/root", NULL};
-    ctx = ctx_env(none);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 0);
-    ncd_ctx_free(ctx);
-
-    char hp[64];
-    int port;
-    assert_int_equal(ncd_perf_split_hostport("[fe80::1]:99", hp, sizeof hp,
-                                             &port),
-                     0);
-    assert_string_equal(hp, "fe80::1");
-    assert_int_equal(port, 99);
-    assert_int_equal(ncd_perf_split_hostport("host:0", hp, sizeof hp, &port),
-                     NCD_EINVAL);
-    assert_int_equal(ncd_perf_split_hostport("host", hp, sizeof hp, &port),
-                     NCD_EINVAL);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -777,7 +675,6 @@ int main(void)
         cmocka_unit_test(test_avg_ulp),
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_half),
-        cmocka_unit_test(test_launchers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -131,6 +131,11 @@ int ncd_perf_coll_has_root(enum ncd_perf_coll c)
            c == NCD_COLL_GATHER || c == NCD_COLL_SCATTER;
 }
 
+int ncd_perf_coll_needs_pow2(enum ncd_perf_coll c)
+{
+    return c == NCD_COLL_HYPERCUBE;
+}
+
 const char *ncd_perf_redop_label(enum ncd_perf_coll c, enum ncd_perf_op o)
 {
     if (c == NCD_COLL_HYPERCUBE)

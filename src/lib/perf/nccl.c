@@ -24,6 +24,7 @@
 
 #include "ncd/error.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "perf/backend.h"
 #include "perf/perf_int.h"
 
@@ -719,7 +720,7 @@ static int nccl_sync(struct ncd__rank *rk)
     struct ncd__rt *rt = rk->rt;
     struct nccl_proc *P = rt->be_proc;
     struct nccl_rank *n = rk->be;
-    double start = ncd__now();
+    double start = ncd_sock_now();
     int timeout = rt->o->timeout_s;
     for (;;) {
         cuda_err e = P->cu.StreamQuery(n->stream);
@@ -734,7 +735,7 @@ static int nccl_sync(struct ncd__rank *rk)
             n->comm = NULL;
             return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
         }
-        if (timeout > 0 && ncd__now() - start > timeout) {
+        if (timeout > 0 && ncd_sock_now() - start > timeout) {
             ncd__rt_fail(rt, NCD_PT_TIMEOUT,
                          "(%ds) waiting for the stream of rank %d (device %d)",
                          timeout, rk->rank, n->dev);

@@ -30,6 +30,7 @@
 
 #include "ncd/error.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "perf/perf_int.h"
 #include "perf/sock_int.h"
 
@@ -357,7 +358,7 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         set_error(R, NCD_ENOMEM, "out of memory");
         return;
     }
-    double last = ncd__now();
+    double last = ncd_sock_now();
     while (left && !atomic_load(&R->failed) &&
            !(R->abort_flag && atomic_load(R->abort_flag))) {
         int np = 0;
@@ -450,8 +451,8 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
                     if (do_send(R, b, st, &left) < 0)
                         break;
             }
-            last = ncd__now();
-        } else if (ncd__now() - last > R->timeout_ms / 1000.0) {
+            last = ncd_sock_now();
+        } else if (ncd_sock_now() - last > R->timeout_ms / 1000.0) {
             /* name the peer we wait for: data we expect from it first,
              * then a send the network does not take, then anything */
             int peer = -1;

@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the commands that start ranks (perf, probe, tune) share on the
+ * command-line side of the job runner (include/ncd/job.h): mpirun's
+ * "-np N" spelling, and printing the runner's reports.
+ */
+#ifndef NCD_CLI_JOB_H
+#define NCD_CLI_JOB_H
+
+#include "ncd/job.h"
+
+/* A copy of argv (argc + 1 entries, NULL-terminated) in which "-np" reads
+ * "--np", for getopt_long.  The strings are argv's.  NULL on ENOMEM. */
+char **cli_np_argv(int argc, char **argv);
+
+/* ncd_job_report_fn: "nccl-doctor <cmd>: <line>" on stderr; arg = cmd. */
+void cli_job_report(void *cmd, const char *line);
+
+/* Prints why this process's rendezvous failed (ncd_job_rdv_report()),
+ * each line prefixed with "nccl-doctor <cmd>: ". */
+void cli_job_rdv_failed(struct ncd_ctx *ctx, const char *cmd,
+                        const struct ncd_job_plan *plan);
+
+#endif
