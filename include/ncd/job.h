@@ -22,7 +22,8 @@
  *     so a hung rank never hangs the launcher.  Otherwise it builds this
  *     process's group (pg.h: TCP rendezvous, MPI, or a single process).
  *     Then it computes where each process sits (ncd_job_locality()) and
- *     runs the command's job function.
+ *     runs the command's job function.  It lifts the soft open-files limit
+ *     to the hard one first: a rank holds a socket per peer and stream.
  *  3. ncd_spawn(): one child program with extra environment, a timeout,
  *     cancellation and captured output (tune's perf runs).
  *

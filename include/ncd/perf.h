@@ -44,18 +44,19 @@ extern "C" {
 /* 1. Collectives, datatypes, ops                                      */
 /* ------------------------------------------------------------------ */
 
-/** The collectives of nccl-tests (one binary each, `<name>_perf`). */
+/**
+ * The collectives of nccl-tests (one binary each, `<name>_perf`):
+ * NCD_COLL_ALL_GATHER, NCD_COLL_ALL_REDUCE, NCD_COLL_ALLTOALL,
+ * NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
+ * NCD_COLL_REDUCE, NCD_COLL_REDUCE_SCATTER, NCD_COLL_SCATTER,
+ * NCD_COLL_SENDRECV.  One row per collective (src/lib/perf/coll/<name>.c,
+ * see src/lib/perf/coll.h); the build lists the rows in ncd_colls.def
+ * (NCD_COLL(name, NAME), alphabetical), so a new row file adds its value.
+ */
 enum ncd_perf_coll {
-    NCD_COLL_ALL_REDUCE,
-    NCD_COLL_ALL_GATHER,
-    NCD_COLL_REDUCE_SCATTER,
-    NCD_COLL_BROADCAST,
-    NCD_COLL_REDUCE,
-    NCD_COLL_ALLTOALL,
-    NCD_COLL_SENDRECV,
-    NCD_COLL_GATHER,
-    NCD_COLL_SCATTER,
-    NCD_COLL_HYPERCUBE,
+#define NCD_COLL(name, NAME) NCD_COLL_##NAME,
+#include "ncd_colls.def"
+#undef NCD_COLL
     NCD_COLL__COUNT
 };
 
@@ -96,6 +97,10 @@ enum ncd_perf_op {
 
 /** "all_reduce" ... (static string); NULL for an unknown value. */
 const char *ncd_perf_coll_name(enum ncd_perf_coll c);
+/** nccl-tests' binary name "all_reduce_perf" ... (static); NULL if unknown. */
+const char *ncd_perf_coll_prog(enum ncd_perf_coll c);
+/** Appends every collective's name, separated by spaces, in enum order. */
+void ncd_perf_coll_list(struct ncd_strbuf *sb);
 
 /**
  * Parses a collective name: "all_reduce", "allreduce", "all_reduce_perf"
@@ -118,13 +123,20 @@ const char *ncd_perf_op_name(enum ncd_perf_op o);
 /** Parses an op name; -1 when unknown. */
 int ncd_perf_op_from_name(const char *s);
 
-/** 1 when the collective takes a reduction op (redop column = op name). */
+/** 1 when the collective applies the reduction op (all_reduce, reduce,
+ *  reduce_scatter). */
 int ncd_perf_coll_has_op(enum ncd_perf_coll c);
 /** 1 when the collective has a root (broadcast, reduce, gather, scatter). */
 int ncd_perf_coll_has_root(enum ncd_perf_coll c);
 /** 1 when the collective needs a power-of-two number of ranks (hypercube:
  *  nccl-tests src/hypercube.cu exchanges with rank ^ 2^k). */
 int ncd_perf_coll_needs_pow2(enum ncd_perf_coll c);
+/** 1 when the redop column shows the op, so -o all runs one row per op
+ *  (the reductions and sendrecv, which nccl-tests passes the op to). */
+int ncd_perf_coll_loops_ops(enum ncd_perf_coll c);
+/** 0 when nccl-tests does not check the in-place result (sendrecv: its
+ *  #wrong is N/A). */
+int ncd_perf_coll_checks_inplace(enum ncd_perf_coll c);
 /**
  * The text of the redop column: the op name for reductions and sendrecv,
  * "none" for all_gather/broadcast/alltoall/gather/scatter, "" for
@@ -544,21 +556,28 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
  * The output of one run on global rank 0, assembled event by event from
  * the runner's sink: nccl-tests' text (the preamble with nccl-doctor's
  * "#  Backend: <desc>" line and, when auto fell back to sockets,
- * "#  (no usable NCCL/GPU: <why>)"; the header; rows; the footer) and,
- * when asked, the -J document with nccl-tests' local-time stamps.
+ * "#  (no usable NCCL/GPU: <why>)"; the header; rows; the footer) and the
+ * JSON document (-J, or --json on stdout) with nccl-tests' local-time
+ * stamps.
  */
 struct ncd_perf_report;
 
 /**
- * @param want_json  build the -J document.
- * @param argv,envp  recorded in the document (not copied: must outlive r).
- * @param fallback   why auto did not pick nccl, or NULL / "".
+ * @param json_stdout  --json: build the document for the caller to print
+ *                     (ignored when o->json_path is set: -J writes the
+ *                     file nccl-tests would, ncd_perf_json_pick_path()).
+ * @param argv,envp    recorded in the document (not copied: must outlive
+ *                     r).
+ * @param fallback     why auto did not pick nccl, or NULL / "".
  * @return NULL when out of memory; free with ncd_perf_report_free().
  */
 struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
-                                            int want_json, char *const *argv,
+                                            int json_stdout, char *const *argv,
                                             char *const *envp,
                                             const char *fallback);
+/** Appends what nccl-tests prints about -J first: "# Writing JSON output
+ *  to PATH", or "# skipping json output; failed to probe destination". */
+void ncd_perf_report_start(struct ncd_perf_report *r, struct ncd_strbuf *sb);
 /** Appends the preamble and the table header (sink.preamble). */
 void ncd_perf_report_preamble(struct ncd_perf_report *r,
                               struct ncd_strbuf *sb, int nccl_version,
@@ -568,12 +587,25 @@ void ncd_perf_report_preamble(struct ncd_perf_report *r,
 void ncd_perf_report_row(struct ncd_perf_report *r, struct ncd_strbuf *sb,
                          const struct ncd_perf_row *row);
 /**
- * Appends the footer when the run had no error, and finishes the -J
- * document.  @return the document (owned by r), or NULL when none.
+ * Fills the runner's `sink` so that the preamble and each row, formatted
+ * by r, are handed to out(arg, text) as they come, and progress goes to
+ * progress(arg, ...) (may be NULL).  r must outlive the run.
  */
-json_t *ncd_perf_report_finish(struct ncd_perf_report *r,
-                               struct ncd_strbuf *sb,
-                               const struct ncd_perf_summary *sum);
+void ncd_perf_report_sink(struct ncd_perf_report *r,
+                          void (*out)(void *arg, const char *text),
+                          void (*progress)(void *arg, size_t i, size_t n,
+                                           size_t bytes),
+                          void *arg, struct ncd_perf_sink *sink);
+/**
+ * Appends the footer when the run had no error, finishes the JSON
+ * document and writes the -J file (atomically, ncd_perf_json_write()).
+ * @param stdout_doc  receives the --json document (owned by r), else NULL.
+ * @return 0, or the write's NCD_E* code (detail in ctx).
+ */
+int ncd_perf_report_finish(struct ncd_perf_report *r, struct ncd_ctx *ctx,
+                           struct ncd_strbuf *sb,
+                           const struct ncd_perf_summary *sum,
+                           json_t **stdout_doc);
 void ncd_perf_report_free(struct ncd_perf_report *r);
 
 /**
@@ -622,8 +654,6 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
 /* ------------------------------------------------------------------ */
 /* 6. Setting up a run                                                 */
 /* ------------------------------------------------------------------ */
-
-struct ncd_ctx;
 
 /** --backend names: "socket", "nccl", "auto" (NULL = auto); -1 unknown. */
 int ncd_perf_backend_from_name(const char *s);

@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "cli_job.h"
@@ -85,13 +84,13 @@ const char cli_usage_perf[] =
     "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
     "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n";
 
-enum {
+enum { /* the string options from OPT_IFACE on, in struct perf_cli order */
     OPT_BACKEND = CLI_OPT__NEXT,
     OPT_NP,
-    OPT_IFACE,
-    OPT_RDV,
     OPT_ALGO,
     OPT_PEER_TIMEOUT,
+    OPT_IFACE,
+    OPT_RDV,
     OPT_NCCL_LIB,
     OPT_CUDART_LIB,
 };
@@ -115,49 +114,30 @@ struct perf_cli {
     struct ncd_perf_opts o;
     struct cli_common common;
     int np, peer_timeout_s, device0;
-    const char *backend, *iface, *rendezvous, *algo, *nccl_lib, *cudart_lib;
-    enum ncd_perf_backend_kind be;
-    enum ncd_perf_algo algo_kind;
+    const char *backend, *iface, *rendezvous, *nccl_lib, *cudart_lib;
+    int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     char fallback[1100]; /* why auto did not pick the nccl backend */
     char **argv;
     /* output (global rank 0 only) */
     FILE *out;
     struct ncd_perf_report *rep;
-    char json_path[4096];
     int progress_tty;
 };
 
-/* Output sinks (called on global rank 0's thread) ------------------------ */
+/* Output (global rank 0's thread) ---------------------------------------- */
 
-static void emit(struct perf_cli *P, struct ncd_strbuf *sb)
+static void out_text(void *arg, const char *text)
 {
-    if (P->progress_tty) /* a row replaces the progress line */
+    struct perf_cli *P = arg;
+    if (P->progress_tty) /* the text replaces the progress line */
         fputs("\r\033[K", stderr);
     if (P->out) {
-        fputs(ncd_sb_str(sb), P->out);
+        fputs(text, P->out);
         fflush(P->out);
     }
-    ncd_sb_release(sb);
 }
 
-static void sink_preamble(void *arg, int nccl_version, const char *desc,
-                          const struct ncd_perf_device *devs, int ndevs)
-{
-    struct perf_cli *P = arg;
-    struct ncd_strbuf sb = {0};
-    ncd_perf_report_preamble(P->rep, &sb, nccl_version, desc, devs, ndevs);
-    emit(P, &sb);
-}
-
-static void sink_row(void *arg, const struct ncd_perf_row *r)
-{
-    struct perf_cli *P = arg;
-    struct ncd_strbuf sb = {0};
-    ncd_perf_report_row(P->rep, &sb, r);
-    emit(P, &sb);
-}
-
-static void sink_progress(void *arg, size_t i, size_t n, size_t bytes)
+static void progress(void *arg, size_t i, size_t n, size_t bytes)
 {
     struct perf_cli *P = arg;
     if (!P->progress_tty)
@@ -169,33 +149,37 @@ static void sink_progress(void *arg, size_t i, size_t n, size_t bytes)
 
 /* Options ----------------------------------------------------------------- */
 
-static int own_int(const char *arg, const char *name, long lo, long hi,
-                   int *out)
-{
-    long v;
-    if (cli_parse_range(arg, lo, hi, &v)) {
-        cli_err("invalid value '%s' for %s: must be %ld..%ld", arg, name, lo,
-                hi);
-        return 1000 + 6;
-    }
-    *out = (int)v;
-    return 0;
-}
-
 /* nccl-doctor's own options.  Returns 0, or an exit status + 1000. */
 static int parse_own(struct perf_cli *P, int c, const char *arg)
 {
-    const char **str[] = {[OPT_BACKEND - OPT_BACKEND] = &P->backend,
-                          [OPT_IFACE - OPT_BACKEND] = &P->iface,
-                          [OPT_RDV - OPT_BACKEND] = &P->rendezvous,
-                          [OPT_ALGO - OPT_BACKEND] = &P->algo,
-                          [OPT_NCCL_LIB - OPT_BACKEND] = &P->nccl_lib,
-                          [OPT_CUDART_LIB - OPT_BACKEND] = &P->cudart_lib};
-    if (c == OPT_NP)
-        return own_int(arg, "-np", 1, 1024, &P->np);
-    if (c == OPT_PEER_TIMEOUT)
-        return own_int(arg, "--peer-timeout", 1, 86400, &P->peer_timeout_s);
-    *str[c - OPT_BACKEND] = arg;
+    long v;
+    switch (c) {
+    case OPT_NP:
+    case OPT_PEER_TIMEOUT:
+        if (cli_parse_range(arg, 1, c == OPT_NP ? 1024 : 86400, &v)) {
+            cli_err("invalid value '%s' for %s", arg,
+                    c == OPT_NP ? "-np (1..1024)" : "--peer-timeout");
+            return 1000 + 6;
+        }
+        *(c == OPT_NP ? &P->np : &P->peer_timeout_s) = (int)v;
+        return 0;
+    case OPT_BACKEND:
+        P->backend = arg;
+        if ((P->be = ncd_perf_backend_from_name(arg)) >= 0)
+            return 0;
+        cli_err("--backend takes socket, nccl or auto, not '%s'", arg);
+        return 1000 + 6;
+    case OPT_ALGO:
+        if ((P->algo_kind = ncd_perf_algo_from_name(arg)) >= 0)
+            return 0;
+        cli_err("--algo takes ring, direct or auto, not '%s'", arg);
+        return 1000 + 6;
+    }
+    const char **str[] = {[OPT_IFACE - OPT_IFACE] = &P->iface,
+                          [OPT_RDV - OPT_IFACE] = &P->rendezvous,
+                          [OPT_NCCL_LIB - OPT_IFACE] = &P->nccl_lib,
+                          [OPT_CUDART_LIB - OPT_IFACE] = &P->cudart_lib};
+    *str[c - OPT_IFACE] = arg;
     return 0;
 }
 
@@ -221,7 +205,7 @@ static int parse(struct perf_cli *P, int argc, char **argv)
             return 1;
         } else if (c == CLI_OPT_JSON) {
             P->common.json = 1;
-        } else if (c >= OPT_BACKEND && c <= OPT_CUDART_LIB) {
+        } else if (c >= OPT_BACKEND && c <= OPT_CUDART_LIB) { /* ours */
             rc = parse_own(P, c, optarg);
         } else if (c != '?' && c != ':') {
             int st = ncd_perf_opt_apply(&P->o, c, optarg, &m);
@@ -254,8 +238,8 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                               .local_proc = job->local_proc,
                               .ranks_per_proc = o->nthreads * o->ngpus,
                               .pg = job->pg,
-                              .backend = P->be,
-                              .algo = P->algo_kind,
+                              .backend = (enum ncd_perf_backend_kind)P->be,
+                              .algo = (enum ncd_perf_algo)P->algo_kind,
                               .peer_timeout_ms = P->peer_timeout_s * 1000,
                               .nccl_path = P->nccl_lib,
                               .cudart_path = P->cudart_lib,
@@ -270,25 +254,19 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     P->out = is_root && !P->common.json ? stdout : NULL;
     P->progress_tty = is_root && isatty(STDERR_FILENO) && !P->common.json;
     pj.progress = P->progress_tty;
-    if (is_root && o->json_path &&
-        ncd_perf_json_pick_path(o->json_path, P->json_path,
-                                sizeof P->json_path) == NCD_EEXISTS)
-        printf("# skipping json output; failed to probe destination\n");
-    if (is_root && P->common.json && !P->json_path[0])
-        snprintf(P->json_path, sizeof P->json_path, "-");
-    if (is_root && P->json_path[0] && strcmp(P->json_path, "-") && P->out)
-        fprintf(P->out, "# Writing JSON output to %s\n", P->json_path);
-    P->rep = ncd_perf_report_new(o, is_root && P->json_path[0], P->argv,
+    P->rep = ncd_perf_report_new(o, is_root && P->common.json, P->argv,
                                  environ, P->fallback);
     if (!P->rep)
         return 1;
-    struct ncd_perf_sink sink = {.arg = P,
-                                 .preamble = sink_preamble,
-                                 .row = sink_row,
-                                 .progress = sink_progress};
+    struct ncd_strbuf sb = {0};
+    if (is_root)
+        ncd_perf_report_start(P->rep, &sb);
+    out_text(P, ncd_sb_str(&sb));
+    ncd_sb_reset(&sb);
+    struct ncd_perf_sink sink;
+    ncd_perf_report_sink(P->rep, out_text, progress, P, &sink);
     struct ncd_perf_summary sum;
     st = ncd_perf_run(ctx, o, &pj, &sink, &sum);
-    struct ncd_strbuf sb = {0};
     if (sum.error[0]) {
         char host[256];
         ncd_job_hostname(host, sizeof host);
@@ -296,16 +274,15 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
         fputs(ncd_sb_str(&sb), stderr);
         ncd_sb_reset(&sb);
     }
-    json_t *doc = ncd_perf_report_finish(P->rep, &sb, &sum);
-    if (is_root)
-        emit(P, &sb);
-    ncd_sb_release(&sb);
-    if (doc && !strcmp(P->json_path, "-")) {
-        cli_print_json(json_incref(doc));
-    } else if (doc && ncd_perf_json_write(ctx, doc, P->json_path)) {
+    json_t *doc = NULL;
+    if (is_root && ncd_perf_report_finish(P->rep, ctx, &sb, &sum, &doc)) {
         cli_err("%s", ncd_ctx_errdetail(ctx));
         st = st ? st : 1;
     }
+    out_text(P, ncd_sb_str(&sb));
+    ncd_sb_release(&sb);
+    if (doc)
+        cli_print_json(json_incref(doc));
     ncd_perf_report_free(P->rep);
     return st;
 }
@@ -313,8 +290,7 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
 /* The command -------------------------------------------------------------- */
 
 /* Options and the collective; returns -1 to go on, else an exit status. */
-static int setup(struct perf_cli *P, int argc, char **argv, char *prog,
-                 size_t proglen)
+static int setup(struct perf_cli *P, int argc, char **argv)
 {
     const char *base = strrchr(argv[0], '/');
     base = base ? base + 1 : argv[0];
@@ -332,9 +308,8 @@ static int setup(struct perf_cli *P, int argc, char **argv, char *prog,
     if (rc == 0 && coll < 0) {
         if (optind >= argc) {
             struct ncd_strbuf sb = {0};
-            for (int c = 0; c < NCD_COLL__COUNT; c++)
-                ncd_sb_printf(&sb, " %s", ncd_perf_coll_name(c));
-            cli_err("perf needs a collective:%s", ncd_sb_str(&sb));
+            ncd_perf_coll_list(&sb);
+            cli_err("perf needs a collective: %s", ncd_sb_str(&sb));
             ncd_sb_release(&sb);
             cli_usage("perf", stderr);
             rc = 1000 + 6;
@@ -358,21 +333,8 @@ static int setup(struct perf_cli *P, int argc, char **argv, char *prog,
         fprintf(stderr, "%s%s\n", st == 255 ? "" : "nccl-doctor: ", msg);
         return st;
     }
-    int be = ncd_perf_backend_from_name(P->backend);
-    int algo = ncd_perf_algo_from_name(P->algo);
-    if (be < 0 || algo < 0) {
-        if (be < 0)
-            cli_err("--backend takes socket, nccl or auto, not '%s'",
-                    P->backend);
-        else
-            cli_err("--algo takes ring, direct or auto, not '%s'", P->algo);
-        return 6;
-    }
-    P->be = (enum ncd_perf_backend_kind)be;
-    P->algo_kind = (enum ncd_perf_algo)algo;
     o->coll = (enum ncd_perf_coll)coll;
-    snprintf(prog, proglen, "%s_perf", ncd_perf_coll_name(o->coll));
-    o->prog = prog;
+    o->prog = ncd_perf_coll_prog(o->coll);
     /* nccl-tests' -T also bounds every wait of the socket backend */
     if (P->peer_timeout_s == 0)
         P->peer_timeout_s = o->timeout_s > 0 ? o->timeout_s : 60;
@@ -386,17 +348,9 @@ int ncd_cmd_perf(int argc, char **argv)
     ncd_perf_opts_default(&P.o);
     cli_common_init(&P.common);
     P.argv = argv;
-    char prog[64];
-    int st = setup(&P, argc, argv, prog, sizeof prog);
+    int st = setup(&P, argc, argv);
     if (st >= 0)
         return st;
-    /* The socket backend keeps (ranks - 1) x sockets-per-peer connections
-     * per rank: lift the soft open-files limit to the hard one. */
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
-        rl.rlim_cur = rl.rlim_max;
-        setrlimit(RLIMIT_NOFILE, &rl);
-    }
     struct ncd_ctx *ctx = cli_ctx_new(&P.common);
     if (!ctx)
         return 1;
@@ -409,12 +363,13 @@ int ncd_cmd_perf(int argc, char **argv)
         return 6;
     }
     char why[1024];
-    P.be = ncd_perf_select_backend(P.be, P.nccl_lib, P.cudart_lib, why,
-                                   sizeof why);
+    P.be = ncd_perf_select_backend((enum ncd_perf_backend_kind)P.be,
+                                   P.nccl_lib, P.cudart_lib, why, sizeof why);
     if (!P.backend && P.be == NCD_PERF_BACKEND_SOCKET)
         snprintf(P.fallback, sizeof P.fallback, "%s", why);
     int rpp = P.o.nthreads * P.o.ngpus;
-    st = ncd_perf_validate(&P.o, plan.nprocs * rpp, P.be, why, sizeof why);
+    st = ncd_perf_validate(&P.o, plan.nprocs * rpp,
+                           (enum ncd_perf_backend_kind)P.be, why, sizeof why);
     if (st) {
         if (plan.proc <= 0)
             fprintf(stderr, "nccl-doctor perf: %s\n", why);

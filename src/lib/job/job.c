@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "job/job_int.h"
@@ -127,6 +128,13 @@ int ncd_job_run(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
                 struct ncd_job_result *res)
 {
     memset(res, 0, sizeof *res);
+    /* A rank keeps (ranks - 1) x sockets-per-peer connections: lift the
+     * soft open-files limit to the hard one. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
     if (plan->nprocs < 1 || (plan->kind == NCD_JOB_FORK && plan->nprocs < 2))
         return ncd_fail(ctx, NCD_EINVAL, "a job of %d processes",
                         plan->nprocs);

@@ -248,7 +248,7 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
         /* sendrecv in-place is not checked (nccl-tests prints N/A); nor
          * are fp8 results, which the host cannot reduce bit-exactly like
          * the GPU (nccl backend only: the socket backend refuses fp8) */
-        int skip_check = (o->coll == NCD_COLL_SENDRECV && ip) ||
+        int skip_check = (ip && !ncd_perf_coll_checks_inplace(o->coll)) ||
                          t == NCD_DT_F8E4M3 || t == NCD_DT_F8E5M2;
         if (o->check && !skip_check) {
             mine.wrong = 0;
@@ -401,8 +401,7 @@ static void *rank_main(void *arg)
             rk->send = base_send + (size_t)o->unalign * es;
             rk->recv = base_recv + (size_t)o->unalign * es;
             for (int op = 0; op < NCD_OP__COUNT; op++) {
-                if (ncd_perf_coll_has_op(o->coll) ||
-                    o->coll == NCD_COLL_SENDRECV) {
+                if (ncd_perf_coll_loops_ops(o->coll)) {
                     if (o->op >= 0 ? op != o->op : 0)
                         continue;
                 } else if (op != NCD_OP_SUM) {
