@@ -25,11 +25,22 @@ void cli_job_report(void *cmd, const char *line)
     fflush(stderr);
 }
 
-void cli_job_rdv_failed(struct ncd_ctx *ctx, const char *cmd,
-                        const struct ncd_job_plan *plan)
+int cli_job_run(struct ncd_ctx *ctx, const char *cmd,
+                const struct ncd_job_plan *plan, struct ncd_job_opts *o,
+                ncd_job_fn fn, void *arg, int *error)
 {
+    o->report = cli_job_report;
+    o->report_arg = (void *)cmd;
+    struct ncd_job_result res;
+    ncd_job_run(ctx, plan, o, fn, arg, &res);
+    *error = res.error;
+    if (!res.error)
+        return res.status;
     struct ncd_strbuf sb = {0};
-    ncd_job_rdv_report(ctx, plan, &sb);
+    if (plan->kind == NCD_JOB_TCP)
+        ncd_job_rdv_report(ctx, plan, &sb);
+    else
+        ncd_sb_printf(&sb, "%s\n", ncd_ctx_errdetail(ctx));
     const char *p = ncd_sb_str(&sb);
     while (*p) {
         const char *nl = strchr(p, '\n');
@@ -38,4 +49,5 @@ void cli_job_rdv_failed(struct ncd_ctx *ctx, const char *cmd,
         p += n + (nl != NULL);
     }
     ncd_sb_release(&sb);
+    return res.status;
 }

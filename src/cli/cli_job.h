@@ -16,9 +16,15 @@ char **cli_np_argv(int argc, char **argv);
 /* ncd_job_report_fn: "nccl-doctor <cmd>: <line>" on stderr; arg = cmd. */
 void cli_job_report(void *cmd, const char *line);
 
-/* Prints why this process's rendezvous failed (ncd_job_rdv_report()),
- * each line prefixed with "nccl-doctor <cmd>: ". */
-void cli_job_rdv_failed(struct ncd_ctx *ctx, const char *cmd,
-                        const struct ncd_job_plan *plan);
+/*
+ * ncd_job_run() with cli_job_report() as the reporter.  When the job could
+ * not start in this process, prints why ("nccl-doctor <cmd>: ..."; for a
+ * TCP rendezvous the address tried and the local interface that leads
+ * there, ncd_job_rdv_report()) and sets *error to the NCD_E* code (else
+ * 0).  Returns the job's exit status (struct ncd_job_result).
+ */
+int cli_job_run(struct ncd_ctx *ctx, const char *cmd,
+                const struct ncd_job_plan *plan, struct ncd_job_opts *o,
+                ncd_job_fn fn, void *arg, int *error);
 
 #endif

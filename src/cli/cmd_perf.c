@@ -381,19 +381,11 @@ int ncd_cmd_perf(int argc, char **argv)
                               .straggler_ms = (P.peer_timeout_s + 5) * 1000,
                               .fail_status = 3,
                               .argc = &argc,
-                              .argv = &argv,
-                              .report = cli_job_report,
-                              .report_arg = (void *)"perf"};
-    struct ncd_job_result res;
-    ncd_job_run(ctx, &plan, &jo, perf_job, &P, &res);
-    st = res.status;
-    if (res.error && plan.kind == NCD_JOB_FORK) {
-        cli_err("%s", ncd_ctx_errdetail(ctx));
-        st = 1;
-    } else if (res.error) {
-        cli_job_rdv_failed(ctx, "perf", &plan);
-        st = res.error == NCD_ETIMEOUT ? 4 : 3;
-    }
+                              .argv = &argv};
+    int err;
+    st = cli_job_run(ctx, "perf", &plan, &jo, perf_job, &P, &err);
+    if (err) /* 1: could not fork; 4/3: the rendezvous timed out/failed */
+        st = plan.kind == NCD_JOB_FORK ? 1 : err == NCD_ETIMEOUT ? 4 : 3;
     ncd_ctx_free(ctx);
     return st;
 }

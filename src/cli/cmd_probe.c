@@ -271,16 +271,9 @@ int ncd_cmd_probe(int argc, char **argv)
                               .straggler_ms = (int)timeout_ms + 5000,
                               .fail_status = NCD_EXIT_TOOL,
                               .argc = &argc,
-                              .argv = &argv,
-                              .report = cli_job_report,
-                              .report_arg = (void *)"probe"};
-    struct ncd_job_result res;
-    ncd_job_run(ctx, &plan, &jo, probe_job, &P, &res);
-    int st = res.status;
-    if (res.error && plan.kind == NCD_JOB_TCP)
-        cli_job_rdv_failed(ctx, "probe", &plan);
-    else if (res.error)
-        cli_err("probe: %s", ncd_ctx_errdetail(ctx));
+                              .argv = &argv};
+    int err;
+    int st = cli_job_run(ctx, "probe", &plan, &jo, probe_job, &P, &err);
     ncd_ctx_free(ctx);
     return st;
 }

@@ -379,16 +379,9 @@ int ncd_cmd_tune(int argc, char **argv)
             .timeout_ms = (T->run_timeout_s + 60) * 1000,
             .fail_status = NCD_EXIT_TOOL,
             .argc = &argc,
-            .argv = &argv,
-            .report = cli_job_report,
-            .report_arg = (void *)"tune"};
-        struct ncd_job_result res;
-        ncd_job_run(ctx, &plan, &jo, tune_job, T, &res);
-        st = res.status;
-        if (res.error && plan.kind == NCD_JOB_TCP)
-            cli_job_rdv_failed(ctx, "tune", &plan);
-        else if (res.error)
-            cli_err("tune: %s", ncd_ctx_errdetail(ctx));
+            .argv = &argv};
+        int err;
+        st = cli_job_run(ctx, "tune", &plan, &jo, tune_job, T, &err);
     }
     ncd_ctx_free(ctx);
     ncd_rdbuf_release(&T->cands);
