@@ -188,6 +188,9 @@ struct ncd_job_result {
     int error;  /**< NCD_E* when the job could not start in this process
                      (rendezvous failed, fork failed): status is then
                      fail_status and the detail is in ctx */
+    int joined; /**< with error: 1 when the group was made and the first
+                     exchange (ncd_job_locality()) failed, 0 when joining
+                     itself failed */
 };
 
 /**

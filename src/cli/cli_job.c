@@ -37,7 +37,7 @@ int cli_job_run(struct ncd_ctx *ctx, const char *cmd,
     if (!res.error)
         return res.status;
     struct ncd_strbuf sb = {0};
-    if (plan->kind == NCD_JOB_TCP)
+    if (plan->kind == NCD_JOB_TCP && !res.joined)
         ncd_job_rdv_report(ctx, plan, &sb);
     else
         ncd_sb_printf(&sb, "%s\n", ncd_ctx_errdetail(ctx));

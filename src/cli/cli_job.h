@@ -18,9 +18,9 @@ void cli_job_report(void *cmd, const char *line);
 
 /*
  * ncd_job_run() with cli_job_report() as the reporter.  When the job could
- * not start in this process, prints why ("nccl-doctor <cmd>: ..."; for a
- * TCP rendezvous the address tried and the local interface that leads
- * there, ncd_job_rdv_report()) and sets *error to the NCD_E* code (else
+ * not start in this process, prints why ("nccl-doctor <cmd>: ..."; when
+ * the TCP rendezvous failed, the address tried and the local interface
+ * that leads there, ncd_job_rdv_report()) and sets *error to the NCD_E* code (else
  * 0).  Returns the job's exit status (struct ncd_job_result).
  */
 int cli_job_run(struct ncd_ctx *ctx, const char *cmd,

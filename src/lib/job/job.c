@@ -156,6 +156,7 @@ int ncd_job_run(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
     if (rc) {
         ncd_pg_free(pg);
         res->error = rc;
+        res->joined = 1;
         res->status = o->fail_status;
         return 0;
     }
