@@ -697,12 +697,13 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
 int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
 
 /**
- * The socket backend's part of `pj` for this process: its data interface
- * and address (ncd_perf_pick_iface() with `iface`, the address this
- * process reached the rendezvous from, and `all_local`), and the thread
- * and socket counts (ncd_perf_socket_settings()).  A no-op for nccl.
- * @return 0; 3 (no usable interface) or 1 (the catalog), nccl-tests'
- *         statuses, with the message in ctx.
+ * The socket backend's data interface and address in `pj` for this
+ * process (ncd_perf_pick_iface() with `iface`, the address this process
+ * reached the rendezvous from, and `all_local`).  A no-op for nccl.  The
+ * thread and socket counts are the caller's (ncd_perf_socket_settings(),
+ * read once per job).
+ * @return 0, or 3 (nccl-tests' status: no usable interface) with the
+ *         message in ctx.
  */
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
                             const char *local_addr, int all_local,

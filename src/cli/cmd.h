@@ -8,7 +8,9 @@
  *     argv[0] is the subcommand name; parse the rest with getopt_long and
  *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
  *  2. Declare it here and add a line to commands[] in main.c with a
- *     one-line summary and its usage text.
+ *     one-line summary and its usage text (kept beside the command's
+ *     option table as `const char cli_usage_<name>[]`, as perf, probe and
+ *     tune do, git builtin/<cmd>.c style).
  *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
  * The library does the work; a command parses options, calls libncd,
  * renders, prints and returns an exit status from the list below.

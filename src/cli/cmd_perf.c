@@ -113,7 +113,7 @@ static const struct option own_opts[] = {
 struct perf_cli {
     struct ncd_perf_opts o;
     struct cli_common common;
-    int np, peer_timeout_s, device0;
+    int np, peer_timeout_s, device0, sock_nthreads, sock_nsocks;
     const char *backend, *iface, *rendezvous, *nccl_lib, *cudart_lib;
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     char fallback[1100]; /* why auto did not pick the nccl backend */
@@ -243,6 +243,8 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                               .peer_timeout_ms = P->peer_timeout_s * 1000,
                               .nccl_path = P->nccl_lib,
                               .cudart_path = P->cudart_lib,
+                              .sock_nthreads = P->sock_nthreads,
+                              .sock_nsocks = P->sock_nsocks,
                               .device0 = P->device0};
     int st = ncd_perf_prepare_socket(ctx, P->iface, ncd_pg_local_addr(job->pg),
                                      job->all_local, &pj);
@@ -367,6 +369,12 @@ int ncd_cmd_perf(int argc, char **argv)
                                    P.nccl_lib, P.cudart_lib, why, sizeof why);
     if (!P.backend && P.be == NCD_PERF_BACKEND_SOCKET)
         snprintf(P.fallback, sizeof P.fallback, "%s", why);
+    if (P.be == NCD_PERF_BACKEND_SOCKET &&
+        ncd_perf_socket_settings(ctx, &P.sock_nthreads, &P.sock_nsocks)) {
+        cli_err("%s", ncd_ctx_errdetail(ctx));
+        ncd_ctx_free(ctx);
+        return 1;
+    }
     int rpp = P.o.nthreads * P.o.ngpus;
     st = ncd_perf_validate(&P.o, plan.nprocs * rpp,
                            (enum ncd_perf_backend_kind)P.be, why, sizeof why);

@@ -198,7 +198,7 @@ static void *rank_main(void *p)
     ncd_ctx_new(NULL, NULL, &ctx);
     struct ncd_peerset *ps = NULL;
     if (ncd_peerset_connect(ctx, r->m->lfd[r->rank], r->rank, n, r->m->infos,
-                            2, 42, 5000, &ps)) {
+                            2, 42, 20000, &ps)) {
         snprintf(r->err, sizeof r->err, "mesh: %s", ncd_ctx_errdetail(ctx));
         ncd_ctx_free(ctx);
         pthread_barrier_wait(&r->m->done);
@@ -206,7 +206,7 @@ static void *rank_main(void *p)
     }
     atomic_int abort_flag = 0;
     struct ncd__sock_rank *eng = NULL;
-    ncd__sock_rank_new(ps, r->rank, n, 2, 5000, &abort_flag, &eng);
+    ncd__sock_rank_new(ps, r->rank, n, 2, 20000, &abort_flag, &eng);
     uint32_t seed = 1;
     for (int c = 0; c < NCD_COLL__COUNT && !r->err[0]; c++) {
         const struct ncd__coll *row = ncd__coll(c);

@@ -293,7 +293,7 @@ static void run_forked(const struct forkcase *fc, int np, int straggler_ms,
                                 .launcher = "-np",
                                 .nprocs = np,
                                 .proc = -1};
-    struct ncd_job_opts o = {.timeout_ms = 2000,
+    struct ncd_job_opts o = {.timeout_ms = 20000,
                              .ranks_per_proc = 1,
                              .straggler_ms = straggler_ms,
                              .fail_status = 3,
@@ -329,7 +329,7 @@ static void test_fork_rank_dies(void **state)
      * itself is reported with the process's ranks and signal */
     assert_int_equal(res.status, 3);
     assert_int_equal(res.signal, 0);
-    assert_true(now_s() - t0 < 4.5);
+    assert_true(now_s() - t0 < 15.0); /* not the 20 s timeout */
     if (!strstr(rep.text, "process 1 (pid ") ||
         !strstr(rep.text, ", ranks 1-1) was killed by signal 9"))
         fail_msg("report: %s", rep.text);
@@ -346,7 +346,7 @@ static void test_fork_straggler_killed(void **state)
     run_forked(&fc, 2, 600, &res, &rep);
     double took = now_s() - t0;
     assert_int_equal(res.status, 5); /* process 0's status */
-    if (took < 0.5 || took > 4.0)
+    if (took < 0.5 || took > 15.0) /* the peer timeout is 20 s */
         fail_msg("straggler killed after %.2f s (timeout 0.6 s)", took);
     if (!strstr(rep.text, "process 1 (pid ") ||
         !strstr(rep.text, "did not stop 0 s after another process failed; "
@@ -389,7 +389,7 @@ static void test_fork_signal_forwarded(void **state)
                                     .launcher = "-np",
                                     .nprocs = 3,
                                     .proc = -1};
-        struct ncd_job_opts o = {.timeout_ms = 5000, .fail_status = 3};
+        struct ncd_job_opts o = {.timeout_ms = 20000, .fail_status = 3};
         struct ncd_job_result res;
         ncd_job_run(ctx, &plan, &o, waiting_rank, NULL, &res);
         _exit(res.status);
@@ -410,7 +410,7 @@ static void test_fork_signal_forwarded(void **state)
     /* forwarded: every rank ended, the launcher exits 128 + SIGTERM */
     assert_true(WIFEXITED(ws));
     assert_int_equal(WEXITSTATUS(ws), 128 + SIGTERM);
-    if (took > 2.0)
+    if (took > 10.0) /* not the 20 s timeout: the ranks were signalled */
         fail_msg("launcher took %.2f s to stop after SIGTERM", took);
     for (int i = 0; i < 3; i++)
         if (kill(pids[i], 0) == 0 || errno != ESRCH)
@@ -511,7 +511,7 @@ static void test_spawn_timeout_signal_cap(void **state)
     struct ncd_spawn_result r = spawn_sh("sleep 20", 300, NULL, NULL, 0, 0);
     assert_int_equal(r.end, NCD_SPAWN_TIMED_OUT);
     assert_int_equal(r.status, SIGKILL);
-    assert_true(now_s() - t0 < 3.0);
+    assert_true(now_s() - t0 < 10.0);
     ncd_spawn_result_release(&r);
 
     r = spawn_sh("kill -9 $$", 5000, NULL, NULL, 0, 0);
@@ -521,10 +521,10 @@ static void test_spawn_timeout_signal_cap(void **state)
 
     /* a grandchild holding the pipes is not waited for beyond 1 s */
     t0 = now_s();
-    r = spawn_sh("sleep 3 & echo hi", 30000, NULL, NULL, 0, 0);
+    r = spawn_sh("sleep 6 & echo hi", 30000, NULL, NULL, 0, 0);
     assert_int_equal(r.end, NCD_SPAWN_EXITED);
     assert_string_equal(r.out.data, "hi\n");
-    assert_true(now_s() - t0 < 5.0);
+    assert_true(now_s() - t0 < 5.0); /* the grandchild sleeps 6 s */
     ncd_spawn_result_release(&r);
 
     /* output beyond the cap is drained and dropped */
@@ -556,7 +556,7 @@ static void test_spawn_cancel(void **state)
     pthread_join(t, NULL);
     assert_int_equal(r.end, NCD_SPAWN_CANCELLED);
     assert_int_equal(r.status, SIGTERM);
-    assert_true(now_s() - t0 < 3.0);
+    assert_true(now_s() - t0 < 10.0);
     ncd_spawn_result_release(&r);
     /* a child that ignores SIGTERM is killed a second later (cancelled
      * once the shell has set its trap) */
