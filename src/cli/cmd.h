@@ -8,9 +8,9 @@
  *     argv[0] is the subcommand name; parse the rest with getopt_long and
  *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
  *  2. Declare it here and add a line to commands[] in main.c with a
- *     one-line summary and its usage text (kept beside the command's
- *     option table as `const char cli_usage_<name>[]`, as perf, probe and
- *     tune do, git builtin/<cmd>.c style).
+ *     one-line summary and its usage text, kept beside the command's
+ *     option table as `const char ncd_cmd_<name>_usage[]` (git's
+ *     builtin/<cmd>.c style).
  *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
  * The library does the work; a command parses options, calls libncd,
  * renders, prints and returns an exit status from the list below.
@@ -148,18 +148,16 @@ struct ncd_check_opts;
 int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
                      struct ncd_check_opts *o, char *src, size_t srclen);
 
-/* Usage texts kept beside their commands' option tables (git's
- * builtin/<cmd>.c); main.c's commands[] points at them. */
-extern const char cli_usage_perf[];
-extern const char cli_usage_probe[];
-extern const char cli_usage_tune[];
-
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
 int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
+/* Usage texts kept next to their command's option table. */
+extern const char ncd_cmd_perf_usage[];
+extern const char ncd_cmd_probe_usage[];
+extern const char ncd_cmd_tune_usage[];
 int ncd_cmd_explain(int argc, char **argv);
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);

@@ -27,7 +27,7 @@
 
 extern char **environ;
 
-const char cli_usage_perf[] =
+const char ncd_cmd_perf_usage[] =
     "usage: nccl-doctor perf COLLECTIVE [nccl-tests options] [-np N]\n"
     "                        [--backend nccl|socket|auto] [--iface IF]\n"
     "                        [--rendezvous HOST:PORT] [--algo ring|direct]\n"

@@ -17,7 +17,7 @@
 #include "ncd/perf.h"
 #include "ncd/probe.h"
 
-const char cli_usage_probe[] =
+const char ncd_cmd_probe_usage[] =
     "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
     "                         [--timeout MS] [--burst SIZE] [--no-mtu]\n"
     "                         [--nccl-version X.Y.Z] [--strict]\n"

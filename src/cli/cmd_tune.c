@@ -20,7 +20,7 @@
 #include "ncd/readall.h"
 #include "ncd/tune.h"
 
-const char cli_usage_tune[] =
+const char ncd_cmd_tune_usage[] =
     "usage: nccl-doctor tune [-np N | --rendezvous HOST:PORT] [--reps R]\n"
     "                        [--candidates FILE | --families LIST]\n"
     "                        [--metric largest|average] [--backend B]\n"

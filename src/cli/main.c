@@ -47,10 +47,10 @@ static const struct cli_cmd commands[] = {
      "nothing outside the block changes.  --remove takes the block out.\n"},
     {"perf", ncd_cmd_perf,
      "nccl-tests compatible collective benchmark (NCCL or TCP sockets)",
-     cli_usage_perf},
+     ncd_cmd_perf_usage},
     {"probe", ncd_cmd_probe,
      "can every rank reach every rank on NCCL's interface? (matrix)",
-     cli_usage_probe},
+     ncd_cmd_probe_usage},
     {"explain", ncd_cmd_explain,
      "name the root cause of a failed or slow job from its logs",
      "usage: nccl-doctor explain [OPTIONS] [FILE|DIR|-]...\n"
@@ -78,7 +78,7 @@ static const struct cli_cmd commands[] = {
      "error), 3 the tool failed or bad usage.\n"},
     {"tune", ncd_cmd_tune,
      "measure NCCL settings against each other (A/B with repetitions)",
-     cli_usage_tune},
+     ncd_cmd_tune_usage},
     {"topo", ncd_cmd_topo,
      "GPU/NIC topology matrix (like nvidia-smi topo -m)",
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
