@@ -48,3 +48,17 @@ if(_ncd_libfuzzer)
   # coverage feedback from the library too
   target_compile_options(ncd PRIVATE -fsanitize=fuzzer-no-link)
 endif()
+
+# The message catalogue (data/nccl-messages.tsv, scripts/nccl-messages.py):
+# every failure format NCCL 2.18..newest prints, filled with plausible
+# values, must be claimed by the rule or category the catalogue names; one
+# batch `explain --json` run over all of them must not fall back to
+# "no rule".
+add_executable(explain_catalog ${CMAKE_CURRENT_LIST_DIR}/catalog.c)
+target_link_libraries(explain_catalog PRIVATE ncd)
+ncd_set_warnings(explain_catalog)
+add_test(NAME explain.catalog
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/catalog.sh
+                 $<TARGET_FILE:explain_catalog> $<TARGET_FILE:nccl-doctor>
+                 ${CMAKE_SOURCE_DIR}/data/nccl-messages.tsv)
+set_tests_properties(explain.catalog PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)
