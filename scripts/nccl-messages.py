@@ -783,7 +783,7 @@ def fmt_pieces(fmt):
     return merged
 
 
-def fmt_regex(fmt, max_lit=100, max_wild=4):
+def fmt_regex(fmt, max_lit=60, max_wild=4):
     """(leading literal, regex of the rest) for a format, or None when the
     format has no literal of 4+ characters (it can only be told by its
     file).  Leading conversions are dropped (the pattern is unanchored),
@@ -833,9 +833,40 @@ def group_key(lead):
     if key is None:
         m = re.match(r"([^ ]+ [^ ]+ )", lead)
         key = m.group(1) if m and len(m.group(1)) >= 7 else None
-    if key is None or key.startswith(COMMON_KEYS) or len(key.strip()) < 4:
+    # the prefilter scans every 4th byte only while every literal has 7+
+    # bytes (src/lib/explain/rules.c build_prefilter)
+    if key is None or key.startswith(COMMON_KEYS) or len(key) < 7:
         return None
     return key
+
+
+def top_literal(rx):
+    """Longest literal outside groups of a pattern made by fmt_regex (what
+    the rules loader gives the prefilter)."""
+    best, cur, depth, i = "", "", 0, 0
+    while i < len(rx):
+        c = rx[i]
+        if c == "\\" and i + 1 < len(rx):
+            if depth == 0:
+                cur += rx[i + 1]
+            i += 2
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        elif depth == 0 and c in ".[*+?{^$|":
+            if c in "*?{" and cur:
+                cur = cur[:-1]
+            best, cur = max(best, cur, key=len), ""
+            if c == "[":
+                i = rx.index("]", i + 1)
+        elif depth == 0:
+            cur += c
+        if c in "()":
+            best, cur = max(best, cur, key=len), ""
+        i += 1
+    return max(best, cur, key=len)
 
 
 def redundant(a, others):
@@ -844,54 +875,186 @@ def redundant(a, others):
     return any(b != a and a.startswith(b) and not b.endswith("\\") for b in others)
 
 
-def build_patterns(fmts, max_alt=24, max_len=2400):
-    """Patterns (strings) that match every format of `fmts` (those with a
-    usable literal), grouped by a shared head to keep the prefilter's
-    literal count low.  Returns (patterns, formats left out)."""
-    groups = collections.OrderedDict()
+# ---------------------------------------------------------------- prefilter
+# explain's prefilter (src/lib/explain/rules.c build_prefilter) hashes, for
+# the longest literal of each pattern, the run of 4 consecutive 4-byte
+# windows least frequent in its `background` text (the earliest of equal
+# runs), and scans every 4th byte of each line for them.  A window that is
+# frequent in healthy NCCL output (the "AllGather: opCount" lines of
+# NCCL_DEBUG_SUBSYS=COLL, channel lines, hex pointers) makes the pattern's
+# literal be compared on most lines: the generator moves such literals.
+
+HEALTHY = """\
+node12:100183:100283 [7] NCCL INFO ReduceScatter: opCount 1 sendbuff 0x7f3a82caf2bb recvbuff 0x7f3bde4f1c43 count 1133525 datatype 9 op 1 root 0 comm 0x55d0c000b7 [nranks=512] stream 0x55d0d100b7
+[1,432]<stdout>:node55:100432:100532 [0] NCCL INFO Broadcast: opCount 0 sendbuff 0x7f3a4b21c371 recvbuff 0x7f3b1875063d count 51808179 datatype 3 op 0 root 0 comm 0x55d0c001b0 [nranks=512] stream 0x55d0d101b0
+[rank341]:node43:100341:100441 [5] NCCL INFO AllGather: opCount 5 sendbuff 0x7f3af2440efe recvbuff 0x7f3b022b9b89 count 62374978 datatype 3 op 0 root 0 comm 0x55d0c00155 [nranks=512] stream 0x55d0d10155
+node2:1:2 [1] NCCL INFO AllReduce: opCount 3e sendbuff 0x7f3a3cf0b9b8 recvbuff 0x7f3b19e46a6c count 38105802 datatype 5 op 0 root 0 comm 0x55d0c001ba [nranks=16] stream 0x55d0d101ba
+node2:1:2 [1] NCCL INFO Reduce: opCount 4 sendbuff 0x7f00 recvbuff 0x7f00 count 8 datatype 7 op 0 root 3 comm 0x55 [nranks=16] stream 0x55
+node2:1:2 [1] NCCL INFO Send: opCount 4 sendbuff 0x7f00 recvbuff (nil) count 8 datatype 7 op 0 root 3 comm 0x55 [nranks=16] stream 0x55
+node2:1:2 [1] NCCL INFO Recv: opCount 4 sendbuff (nil) recvbuff 0x7f00 count 8 datatype 7 op 0 root 3 comm 0x55 [nranks=16] stream 0x55
+node1:100000:100100 [0] NCCL INFO Channel 07/0 : 3[3] -> 4[4] via P2P/IPC/read
+node1:100000:100100 [0] NCCL INFO Channel 15/0 : 7[7] -> 8[0] [send] via NET/IB/0/GDRDMA
+node1:100000:100100 [0] NCCL INFO Channel 15/0 : 7[7] -> 8[0] [receive] via NET/IB/3/GDRDMA(PCI)/Shared
+node1:100000:100100 [0] NCCL INFO Channel 02/0 : 1[1] -> 2[2] via SHM/direct/direct
+node1:100000:100100 [0] NCCL INFO Channel 03/1 : 1[1] -> 2[2] via P2P/CUMEM/read
+node1:100000:100100 [0] NCCL INFO Ring 03 : 2 -> 3 -> 4
+node1:100000:100100 [0] NCCL INFO Trees [0] 1/-1/-1->0->-1 [1] 1/-1/-1->0->-1
+node1:100000:100100 [0] NCCL INFO Channel 00/16 : 0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15
+node1:100000:100100 [0] NCCL INFO threadThresholds 8/8/64 | 128/8/64 | 512 | 512
+node1:100000:100100 [0] NCCL INFO 32 coll channels, 32 collnet channels, 0 nvls channels, 32 p2p channels, 32 p2p channels per peer
+node1:100000:100100 [0] NCCL INFO Connected all rings, use ring PXN 0 GDR 1
+node1:100000:100100 [0] NCCL INFO Connected all trees
+node1:100000:100100 [0] NCCL INFO NVLS multicast support is not available on dev 0
+node1:100000:100100 [0] NCCL INFO Setting affinity for GPU 3 to ffff,ffffffff
+node1:100000:100100 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0
+node1:100000:100100 [0] NCCL INFO NCCL_IB_HCA set by environment to mlx5_0,mlx5_1,mlx5_2,mlx5_3
+node1:100000:100100 [0] NCCL INFO Bootstrap: Using eth0:10.0.0.1<0>
+node1:100000:100100 [0] NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)
+node1:100000:100100 [0] NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/RoCE [RO]; OOB eth0:10.0.0.1<0>
+node1:100000:100100 [0] NCCL INFO NET/Socket : Using [0]eth0:10.0.0.1<0> [1]eth1:10.1.0.1<0>
+node1:100000:100100 [0] NCCL INFO Using network IB
+node1:100000:100100 [0] NCCL INFO DMA-BUF is available on GPU device 0
+node1:100000:100100 [0] NCCL INFO GPU Direct RDMA Enabled for HCA 0 'mlx5_0'
+node1:100000:100100 [0] NCCL INFO comm 0x55d0c00000 rank 0 nRanks 512 nNodes 64 localRanks 8 localRank 0 MNNVL 0
+node1:100000:100100 [0] NCCL INFO ncclCommInitRank comm 0x55d0c00000 rank 0 nranks 512 cudaDev 0 nvmlDev 0 busId 1b000 commId 0x9b7a5c - Init COMPLETE
+node1:100000:100100 [0] NCCL INFO Init timings - ncclCommInitRank: rank 0 nranks 512 total 1.52 (kernels 0.11, alloc 0.05, bootstrap 0.40, allgathers 0.02, topo 0.10, graphs 0.01, connections 0.75, rest 0.08)
+node1:100000:100100 [0] NCCL INFO comm 0x55d0c00000 rank 0 nranks 512 cudaDev 0 busId 1b000 - Destroy COMPLETE
+node1:100000:100100 [0] NCCL INFO NCCL version 2.21.5+cuda12.4
+node1:100000:100100 [0] NCCL INFO cudaDriverVersion 12040
+[default0]:node1:100000:100100 [0] NCCL INFO P2P Chunksize set to 131072
+"""
+
+
+def c_background():
+    """The prefilter's background text, read from src/lib/explain/rules.c."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        with open(os.path.join(here, "..", "src", "lib", "explain", "rules.c"),
+                  encoding="utf-8") as f:
+            src = f.read()
+    except OSError:
+        return ""
+    m = re.search(r"static const char background\[\] =(.*?);\n", src, re.S)
+    if not m:
+        return ""
+    return "".join(unquote('"%s"' % x) for x in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+
+
+BG = None
+HOT = None
+
+
+def _canon(w):
+    return re.sub(r"[0-9]", "#", w)
+
+
+def prefilter_windows(lit, stride=4):
+    """The windows rules.c would hash for literal `lit`."""
+    global BG, HOT
+    if BG is None:
+        bg = c_background()
+        BG = collections.Counter(bg[i:i + 4] for i in range(len(bg) - 3))
+        text = HEALTHY + bg
+        HOT = set(_canon(text[i:i + 4]) for i in range(len(text) - 3))
+    best, bestc = 0, None
+    for o in range(0, len(lit) - 3 - stride + 1):
+        c = sum(BG[lit[o + w:o + w + 4]] for w in range(stride))
+        if bestc is None or c < bestc:
+            best, bestc = o, c
+    return [lit[best + w:best + w + 4] for w in range(stride)]
+
+
+def is_hot(rx):
+    """True when the prefilter windows of pattern rx occur in healthy
+    NCCL output (a digit taken as any digit)."""
+    lit = top_literal(rx)
+    return len(lit) < 7 or any(_canon(w) in HOT for w in prefilter_windows(lit))
+
+
+def cool(rx):
+    """rx, or a suffix of it (the pattern is unanchored) whose longest
+    literal the prefilter can tell from healthy output; None if none."""
+    cur = rx
+    for _ in range(200):
+        if not is_hot(cur):
+            return cur
+        lit = top_literal(cur)
+        i = cur.find(rx_escape(lit))
+        if i < 0:
+            return None
+        # drop everything before that literal and its first character
+        j = i + len(rx_escape(lit[0]))
+        cur = cur[j:]
+        if len(top_literal(cur)) < 10:
+            return None
+    return None
+
+
+def fmt_alt(fmt):
+    """The regex of a format as it follows "NCCL WARN " / "NCCL INFO "."""
+    r = fmt_regex(fmt)
+    if r is None:
+        return None
+    lead, rest = r
+    start = "" if fmt.split("\n")[0].startswith(lead) else ".*"
+    return start + rx_escape(lead) + rest
+
+
+def alternation(prefix, alts, max_alt=40, max_len=3000):
+    """prefix(?:a|b|...) patterns, chunked; alternatives that another one
+    (a prefix of it) already covers are dropped."""
+    alts = sorted(set(alts))
+    alts = [a for a in alts if not redundant(a, alts)]
+    pats, chunk = [], []
+    for a in alts + [None]:
+        if a is None or len(chunk) >= max_alt or \
+                sum(len(c) + 1 for c in chunk) + len(a) > max_len:
+            if len(chunk) == 1:
+                pats.append(prefix + chunk[0])
+            elif chunk:
+                pats.append(prefix + "(?:" + "|".join(chunk) + ")")
+            chunk = []
+        if a is not None:
+            chunk.append(a)
+    return pats
+
+
+def build_patterns(fmts, levels):
+    """Patterns (strings) that match every format of `fmts` as NCCL prints
+    it: after "NCCL WARN " for a format printed as a WARN (one alternation
+    per rule: the literal "NCCL WARN " costs nothing on INFO lines), after
+    "NCCL INFO " for one printed as an INFO (grouped by a shared head whose
+    prefilter windows are rare in healthy output, else alone with its own
+    literal).  levels: format -> set of "WARN"/"INFO".
+    Returns (patterns, formats left out)."""
     left = []
-    whole = set()
+    warn, info = [], collections.OrderedDict()
     for fmt in sorted(set(fmts)):
-        r = fmt_regex(fmt)
-        if r is None:
+        alt = fmt_alt(fmt)
+        if alt is None:
             left.append(fmt)
             continue
-        whole.add(rx_escape(r[0]) + r[1])
-    whole = [w for w in sorted(whole) if not redundant(w, whole)]
-    for fmt in sorted(set(fmts)):
-        r = fmt_regex(fmt)
-        if r is None or rx_escape(r[0]) + r[1] not in whole:
+        if "WARN" in levels.get(fmt, ("WARN",)):
+            warn.append(alt)
+        if "INFO" in levels.get(fmt, ()):
+            lead = fmt_regex(fmt)[0]
+            key = group_key(lead) if not alt.startswith(".*") else None
+            if key is not None and is_hot("NCCL INFO " + rx_escape(key) + "x"):
+                key = None
+            if key is None:
+                info.setdefault(None, []).append(alt)
+            else:
+                info.setdefault(key, []).append(rx_escape(lead[len(key):]) +
+                                                alt[len(rx_escape(lead)):])
+    pats = alternation("NCCL WARN ", warn)
+    for key, alts in info.items():
+        if key is not None:
+            pats += alternation("NCCL INFO " + rx_escape(key), alts)
             continue
-        lead, rest = r
-        key = group_key(lead)
-        if key is None:
-            groups.setdefault(("", rx_escape(lead) + rest), set()).add("")
-        else:
-            groups.setdefault((key, None), set()).add(rx_escape(lead[len(key):]) + rest)
-    pats = []
-    for (key, whole), alts in groups.items():
-        if whole is not None:
-            pats.append(whole)
-            continue
-        alts = sorted(alts)
-        # one alternative that is a prefix of another makes the other redundant
-        alts = [a for a in alts if not any(b != a and a.startswith(b) and
-                                           not b.endswith("\\") for b in alts)]
-        if "" in alts:
-            pats.append(rx_escape(key).rstrip())
-            continue
-        chunk = []
-        for a in alts + [None]:
-            if a is None or len(chunk) >= max_alt or \
-                    sum(len(c) + 1 for c in chunk) + len(a) > max_len:
-                if chunk:
-                    if len(chunk) == 1:
-                        pats.append(rx_escape(key) + chunk[0])
-                    else:
-                        pats.append(rx_escape(key) + "(?:" + "|".join(chunk) + ")")
-                chunk = []
-            if a is not None:
-                chunk.append(a)
+        for alt in sorted(set(alts)):
+            # no literal of it is rare in healthy output: keep it as it is
+            # (an INFO line has no file to tell it by)
+            pats.append(cool("NCCL INFO " + alt) or "NCCL INFO " + alt)
     return pats, left
 
 
@@ -957,7 +1120,7 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--map", default=os.path.join(here, "..", "data", "nccl-message-map.tsv"))
     ap.add_argument("--rules", help="rules file whose generated blocks to rewrite "
-                    "(rules/nccl-subsystems.yaml)")
+                    "(rules/subsystems.yaml)")
     ap.add_argument("-o", "--output", default=os.path.join(here, "..", "data", "nccl-messages.tsv"))
     ap.add_argument("--scan-cache", help="pickle of the scanned rows: reused when "
                     "present (to iterate on the map), written otherwise")
@@ -1083,8 +1246,12 @@ def finish(a, out_rows, rels, names, commit, tests_src):
         pats = {}
         examples = {}
         rid_list = sorted(per_rule)
+        levels = collections.defaultdict(set)
+        for r in out_rows:
+            if r[0] == "nccl":
+                levels[r[2]].add(r[1])
         for rid in rid_list:
-            pats[rid], _ = build_patterns(per_rule[rid])
+            pats[rid], _ = build_patterns(per_rule[rid], levels)
         # An INFO-only format sent to a subsystem's context rule whose text
         # the subsystem's WARN patterns also match (the same message at both
         # levels) stays with the WARN rule: rules of equal standing must not
@@ -1096,26 +1263,44 @@ def finish(a, out_rows, rels, names, commit, tests_src):
             err = rid[:-5] + ".error"
             rx = [re.compile(p) for p in pats.get(err, [])]
             for fmt in list(per_rule[rid]):
-                if any(x.search(fill(fmt)) for x in rx):
+                if any(x.search("NCCL INFO " + fill(fmt)) for x in rx):
                     per_rule[rid].remove(fmt)
                     per_rule[err].append(fmt)
                     moved.add(fmt)
                     msg_expect[("nccl", fmt)] = err
+        # formats no pattern of their rule matches any more (their only
+        # literals are frequent in healthy output, see cool()) are told by
+        # their file only
+        for rid in rid_list:
+            rx = [re.compile(p) for p in pats[rid]]
+            for fmt in list(per_rule[rid]):
+                if fmt_regex(fmt) is not None and not all(
+                        any(x.search("NCCL %s %s" % (lv, fill(fmt))) for x in rx)
+                        for lv in levels[fmt]):
+                    print("%s: no cheap literal, file only: %r" % (rid, fmt), file=sys.stderr)
+                    per_rule[rid].remove(fmt)
+                    moved.add(fmt)
+                    msg_expect[("nccl", fmt)] = "-"
         if moved:
             for rid in rid_list:
-                pats[rid], _ = build_patterns(per_rule[rid])
+                pats[rid], _ = build_patterns(per_rule[rid], levels)
             for r in out_rows:
                 if r[0] == "nccl" and r[2] in moved:
-                    r[11] = r[12] = msg_expect[("nccl", r[2])]
+                    r[12] = msg_expect[("nccl", r[2])]
+                    if r[12] == "-":
+                        if "generic" not in r[10]:
+                            r[10].append("generic")
+                    elif r[1] == "INFO" or r[11] not in ("nccl.lib.ibverbs", "nccl.lib.driver"):
+                        r[11] = r[12]
             write_catalogue(a.output, out_rows, rels, names, commit, tests_src, fw_src)
         # a format whose text the patterns of another generated rule match
         # would be claimed by whichever comes first: report it
         comp = {rid: [re.compile(p) for p in pats[rid]] for rid in rid_list}
         for rid in rid_list:
             for fmt in per_rule[rid]:
-                line = fill(fmt)
                 for other in rid_list:
-                    if other != rid and any(x.search(line) for x in comp[other]):
+                    if other != rid and any(x.search("NCCL %s %s" % (lv, fill(fmt)))
+                                            for x in comp[other] for lv in levels[fmt]):
                         print("overlap: %r (%s) is matched by %s too" % (fmt, rid, other),
                               file=sys.stderr)
                         missing += 1
@@ -1132,7 +1317,7 @@ def finish(a, out_rows, rels, names, commit, tests_src):
                 if line not in match and fill(r[2]) not in "".join(match):
                     match.append(line)
             if rs:
-                match.append(fill(rs[-1][2]))
+                match.append("NCCL %s %s" % (rs[-1][1], fill(rs[-1][2])))
             other = rid_list[(k + 1) % len(rid_list)]
             ors = [r for r in out_rows if r[12] == other and r[11] == other and
                    fmt_regex(r[2]) is not None]
