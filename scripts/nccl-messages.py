@@ -683,8 +683,8 @@ def str_value(pre, post):
         return "NCCL_IB_TIMEOUT"
     if post.startswith(" shared memory"):
         return "creating"
-    if ends(["Call to "]) and post.startswith(" %s"):
-        return "recv from"
+    if ends(["Call to "]):
+        return "recv from" if post.startswith(" %s") else "socket"
     if ends(["operation "]):
         return "Connect"
     if (not pre or pre.endswith(" .. ")) and post.startswith((": Test", " pid ")):

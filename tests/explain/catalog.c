@@ -138,8 +138,8 @@ static const char *str_value(const char *pre, size_t n, const char *post)
         return "NCCL_IB_TIMEOUT";
     if (strncmp(post, " shared memory", 14) == 0)
         return "creating";
-    if (ends_with_word(pre, n, callto) && strncmp(post, " %s", 3) == 0)
-        return "recv from";
+    if (ends_with_word(pre, n, callto))
+        return strncmp(post, " %s", 3) == 0 ? "recv from" : "socket";
     if (ends_with_word(pre, n, op))
         return "Connect";
     if ((n == 0 || (n >= 4 && strncmp(pre + n - 4, " .. ", 4) == 0)) &&
