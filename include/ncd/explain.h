@@ -37,6 +37,7 @@
 
 #include "ncd/ctx.h"
 #include "ncd/finding.h"
+#include "ncd/report.h"
 #include "ncd/strbuf.h"
 
 #ifdef __cplusplus
@@ -299,6 +300,60 @@ enum ncd_rule_role ncd_explain_role(const struct ncd_explain *ex, size_t i);
 int ncd_explain_first_seen(const struct ncd_explain *ex, size_t i, double *ts,
                            int *rank);
 
+/* ------------------------------------------------------------------------ */
+/* Inputs: files, directories, stdin, rules directories                     */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * Called once per input that could not be read, or not to its end; the
+ * scan goes on with the next input.  `msg` names the input and says what
+ * happened ("logs/r3.log.gz: unexpected end of file, truncated gzip file
+ * (the lines before it were used)"); it is valid during the call only.
+ */
+typedef void (*ncd_explain_problem_fn)(void *arg, const char *msg);
+
+/** What ncd_explain_feed_path() read, accumulated over calls. */
+struct ncd_explain_inputs {
+    int nread;   /**< files scanned (to their end or to a problem) */
+    int nfailed; /**< inputs with a problem, each reported to `problem` */
+    ncd_explain_problem_fn problem; /**< may be NULL */
+    void *arg;                      /**< passed to `problem` */
+};
+
+/**
+ * Feeds one command-line input to the scan, each file as its own source
+ * (ncd_explain_begin) named by its path:
+ *  - "-" is standard input, named "<stdin>";
+ *  - a directory is walked in natural order ("rank2" before "rank10"),
+ *    4 levels deep, skipping names that start with '.' and anything that is
+ *    neither a regular file nor a directory (a FIFO would block);
+ *  - a file is read as gzip when it starts with the gzip magic (1f 8b) or
+ *    is not a regular file (zlib reads plain data through), else with
+ *    read(2).  A truncated or corrupt .gz keeps the lines before the damage.
+ * Reads in 1 MiB chunks (memory stays bounded, see ncd_explain_feed()).
+ * @return 0 when everything under `path` was read, else the NCD_E* code of
+ *         the last problem (already reported through in->problem), or
+ *         NCD_ENOMEM when no read buffer could be had.
+ */
+int ncd_explain_feed_path(struct ncd_explain *ex, const char *path,
+                          struct ncd_explain_inputs *in);
+
+/**
+ * Loads every DIR/NAME.yaml and DIR/NAME.yml (names starting with '.'
+ * skipped) in natural order with ncd_rules_load_buf(), stopping at the
+ * first file that fails; the rules of the files before it stay loaded.
+ * Files must be regular and at most 16 MiB.
+ * @return the number of rules added, or a negative NCD_E* code with the
+ *         detail naming the directory or file ("DIR: No such file or
+ *         directory", "DIR/site.yaml:4:1: ...").
+ */
+int ncd_rules_load_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                       const char *dir);
+
+/* ------------------------------------------------------------------------ */
+/* Facts and reports                                                        */
+/* ------------------------------------------------------------------------ */
+
 /**
  * The facts as a JSON object:
  *  - "hosts": host names seen in NCCL headers; "nccl_versions": "2.19.3"...;
@@ -322,6 +377,41 @@ json_t *ncd_explain_facts_json(const struct ncd_explain *ex);
 /** Appends the compact, human-readable facts summary (`explain --facts`). */
 void ncd_explain_facts_text(const struct ncd_explain *ex,
                             struct ncd_strbuf *out);
+
+/**
+ * Appends explain's text report for the findings `fl` of ncd_explain_finish():
+ *  - a summary line: inputs (`ninputs`), lines, lines from NCCL, hosts,
+ *    NCCL versions;
+ *  - the first finding under a heading for its role ("Root cause", "Most
+ *    likely cause (...)", "Result"), other root causes of severity >=
+ *    warning in full, consequences and framework summaries briefly (title
+ *    and 3 evidence lines; in full with st->verbose), then context;
+ *  - "Next steps": NCCL_DEBUG=INFO when no line came from NCCL, applying the
+ *    fixes when a problem was found, and `nccl-doctor check`.
+ * Each finding is drawn by ncd_render_finding_text_ex() (report.h), cause
+ * and fix re-flowed at 100 columns, at most 6 evidence lines (all with
+ * st->verbose).
+ */
+void ncd_explain_report_text(const struct ncd_explain *ex,
+                             const struct ncd_findings *fl,
+                             const struct ncd_text_style *st, int ninputs,
+                             struct ncd_strbuf *out);
+
+/**
+ * explain's JSON report: the envelope of report.h (`host` may be NULL) with
+ *  - "findings": each finding (ncd_finding_to_json) plus "role" and
+ *    "first_seen": {"time": "YYYY-MM-DDTHH:MM:SS" (UTC) or null,
+ *    "rank": N or null};
+ *  - "recommended_env": the env suggestions of the first finding and of
+ *    the root causes of severity >= warning, first one wins per variable
+ *    (null: unset it);
+ *  - "facts" (ncd_explain_facts_json), "input": {"inputs": `ninputs`,
+ *    "bytes", "lines", "nccl_lines"}, "next_steps": ["nccl-doctor check"].
+ * New reference (json_decref); NULL when out of memory.
+ */
+json_t *ncd_explain_report_json(const struct ncd_explain *ex,
+                                const struct ncd_findings *fl, int ninputs,
+                                const char *host);
 
 #ifdef __cplusplus
 }

@@ -103,13 +103,43 @@ int ncd_nccl_iflist_match(const struct ncd_nccl_iflist *l, const char *name,
 /** What NCCL would pick on this node. */
 struct ncd_nccl_choice {
     int version;             /**< the behaviour predicted (our code) */
-    int via_comm_id;         /**< bootstrap chosen by NCCL_COMM_ID subnet */
-    int comm_id_invalid;     /**< NCCL_COMM_ID set but unparsable */
-    char comm_id_error[128]; /**< why it is invalid */
-    int comm_id_unresolved;  /**< a host name not found in /etc/hosts */
+    int via_comm_id;         /**< NCCL_COMM_ID is set (even empty): the
+                                  bootstrap takes only its subnet match */
+    int comm_id_set;         /**< NCCL_COMM_ID present in the environment */
+    int comm_id_invalid;     /**< set but fails ncclSocketGetAddrFromString:
+                                  'Invalid NCCL_COMM_ID' */
+    char comm_id_error[192]; /**< why it is invalid / unresolved, in words
+                                  with NCCL's own WARN detail */
+    int comm_id_unresolved;  /**< a host name whose answer is unknown here
+                                  (capture without it, or a live lookup past
+                                  its deadline): nothing predicted */
+    int comm_id_unchecked;   /**< "[x]:port" where x is no IPv6 address:
+                                  NCCL compares an uninitialised address */
     char comm_id_host[128];  /**< the host part of NCCL_COMM_ID */
+    char comm_id_addr[64];   /**< the address it resolved to, "" if none */
+    int comm_id_port;        /**< the port NCCL uses: no port = 65535
+                                  (htons(-1)), else atoi() cut to 16 bits */
+    int comm_id_port_note;   /**< 0 a port 1-65535; 1 no port (65535);
+                                  2 port 0 or not a number; 3 beyond 65535
+                                  (wraps); 4 nothing after ']' (NCCL reads
+                                  past the end of the value) */
     char bootstrap[NCD_IFNAME_MAX + 8]; /**< "" when none found */
-    char bootstrap_addr[64];
+    char bootstrap_addr[64]; /**< numeric, without "%scope" */
+    char bootstrap_scope[NCD_IFNAME_MAX + 8]; /**< interface name NCCL
+                                  prints after '%' for an IPv6 link-local
+                                  address ("fe80::1%eth0"), else "" */
+    const char *bootstrap_error; /**< NCCL's WARN when the bootstrap finds
+                                  no interface ("Bootstrap : no socket
+                                  interface found", "NET/Socket : No usable
+                                  listening interface found", "Invalid
+                                  NCCL_COMM_ID, ..."), NULL when it finds
+                                  one or cannot be predicted; static */
+    const char *socket_error; /**< the WARN that leaves the Socket
+                                  transport with no interface: "NET/Socket :
+                                  no interface found", or from 2.27 the
+                                  NCCL_COMM_ID parse WARN ("Net : No valid
+                                  [IPv6]:port pair found"...); NULL when it
+                                  finds one; static */
     int n_socket;            /**< Socket transport list (max 16) */
     char socket[16][NCD_IFNAME_MAX + 8];
     char socket_addr[16][64];
@@ -129,16 +159,25 @@ struct ncd_nccl_choice {
  * socket.cc; bootstrapNetInit, src/bootstrap.cc) for `version` (0 =
  * newest) from the getifaddrs list and the context's NCCL_SOCKET_IFNAME,
  * NCCL_SOCKET_FAMILY and NCCL_COMM_ID:
- *  - passes: "ib" prefix; NCCL_COMM_ID subnet (only if set); everything
- *    but docker/lo/virbr (virbr only from 2.28); docker; lo; virbr (2.28+);
+ *  - passes: "ib" prefix; NCCL_COMM_ID subnet (only if longer than one
+ *    character); everything but docker/lo/virbr (virbr only from 2.28);
+ *    docker; lo; virbr (2.28+);
  *  - IFF_RUNNING required from 2.28 on;
  *  - ::1 skipped, fe80:: kept; first address per name wins; getifaddrs
  *    order;
- *  - a user list that matches nothing gives no interface (no fallback).
- * NCCL_COMM_ID host names are looked up in <sysroot>/etc/hosts only (no
- * DNS from a check; "localhost" is 127.0.0.1 when not listed); an IP
- * literal or a name found there is matched against local subnets.
- * @return 0 or NCD_EINVAL (version too old to predict: < 2.0).
+ *  - a user list that matches nothing gives no interface (no fallback);
+ *  - NCCL_COMM_ID set, even empty: the bootstrap uses only the first
+ *    getifaddrs entry on its subnet (IPv6: equal scope id too; no "%if"
+ *    means scope 0, which never matches a link-local entry), ignoring the
+ *    list, the family and IFF_RUNNING; a value ncclSocketGetAddrFromString
+ *    rejects (fewer than two characters, no host, a name that does not
+ *    resolve, '[' without ']') fails 'Invalid NCCL_COMM_ID', and from 2.27
+ *    leaves the Socket transport with no interface.  The port is never
+ *    checked (comm_id_port_note).
+ * The host part of NCCL_COMM_ID resolves through ncd_resolve_first()
+ * (resolve.h): live getaddrinfo(AF_UNSPEC), first answer, as NCCL; on a
+ * capture from its recorded answers and /etc/hosts.
+ * @return 0, NCD_EINVAL (version too old to predict: < 2.0), NCD_ENOMEM.
  */
 int ncd_nccl_select(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                     int version, struct ncd_nccl_choice *out);

@@ -8,6 +8,9 @@
  *  1. Usable = administratively UP, RUNNING (carrier), and holding a
  *     routable address: IPv4 outside 127/8 and 169.254/16, or a global
  *     IPv6 address.  Unusable interfaces are listed with the reason.
+ *     1b. When every usable interface is a container/VM bridge (kind
+ *     container-bridge: docker0, br-<id>, virbr*, cni*, lxcbr*), none is:
+ *     they reach only this host's containers and VMs (local_only).
  *  2. Tier: IPoIB (ARP type infiniband) first; then physical NICs, bonds,
  *     VLANs and plain bridges; then wireless; then anything whose name or
  *     kind marks it as container/VM/VPN plumbing (docker*, br-*, veth*,
@@ -48,6 +51,8 @@ struct ncd_recommendation {
     size_t n;
     const struct ncd_if_rank *best; /**< NULL when nothing is usable */
     int best_is_plumbing;      /**< best is tier 4 (nothing better) */
+    int local_only;            /**< rule 1b: only container/VM bridges were
+                                    usable, so nothing is recommended */
     /** Value for NCCL_SOCKET_IFNAME: "ens5", or "=eth1" when a prefix would
      *  also match another interface (eth10); "" when none. */
     char socket_ifname[NCD_IFNAME_MAX + 8];
@@ -118,7 +123,9 @@ extern "C" {
  *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
  *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
  *  "nccl":{"version","version_source","bootstrap":NAME|null,
- *          "bootstrap_address","socket":[NAMES],"pass"}}
+ *          "bootstrap_address" (as NCCL prints it: "fe80::1%eth0"),
+ *          "bootstrap_error": NCCL's WARN when it finds none, else null,
+ *          "socket":[NAMES],"socket_error":WARN|null,"pass"}}
  * New reference; NULL on allocation failure.
  */
 json_t *ncd_net_report_json(const struct ncd_netif_list *nl,

@@ -76,9 +76,36 @@ const char *ncd_severity_color(enum ncd_severity sev,
 /** ANSI reset ("" without colour); static. */
 const char *ncd_color_reset(const struct ncd_text_style *st);
 
+/** How much of one finding ncd_render_finding_text_ex() shows. */
+struct ncd_finding_layout {
+    size_t max_evidence; /**< evidence lines shown before "... N more (use
+                              --verbose)"; 0 shows all */
+    int brief;           /**< 1: mark, title and evidence only */
+    int wrap;            /**< 0: cause and fix keep their own line breaks;
+                              N > 0: their words re-flowed at N columns */
+};
+
 /**
- * Appends one finding as text: mark + title, then indented evidence,
- * cause, fix and env lines.
+ * Appends one finding as text, the same labels for every command:
+ *
+ *     ✗ TITLE  [category]
+ *         | evidence line
+ *         cause: text
+ *         fix:   text
+ *         env:   export NCCL_X=value     (or: unset NCCL_X)
+ *
+ * (two blanks of indent for the title, six for the rest; continuation
+ * lines of cause and fix line up under their first word).
+ */
+void ncd_render_finding_text_ex(struct ncd_strbuf *out,
+                                const struct ncd_finding *f,
+                                const struct ncd_text_style *st,
+                                const struct ncd_finding_layout *lay);
+
+/**
+ * ncd_render_finding_text_ex() with check's layout: at most 8 evidence
+ * lines (all with st->verbose), cause/fix/env except for ok findings
+ * (shown too with st->verbose), author line breaks kept.
  */
 void ncd_render_finding_text(struct ncd_strbuf *out,
                              const struct ncd_finding *f,

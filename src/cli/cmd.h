@@ -153,6 +153,8 @@ int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
+/* Usage texts kept next to their command's option table. */
+extern const char ncd_cmd_explain_usage[];
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
 

@@ -22,6 +22,18 @@ for dir in "$FIX"/*/; do
         [ -z \"\$extra\" ] || { echo \"unexpected errors: \$extra\"; exit 1; }
         if grep -q '^error ' want; then [ \$st -eq 2 ]; else [ \$st -eq 0 ]; fi
     "
+    # A node with an active RDMA port is never told to disable IB, and
+    # its topology counts that HCA (issue 14).
+    test_expect_success "fixture $name: active RDMA port never disabled" "
+        \"\$NCD_BIN\" check --sysroot '$dir' --json >out.json 2>/dev/null
+        n=\$(jq -e '.facts.network.rdma_active_ports' out.json) || exit 1
+        [ \"\$n\" -gt 0 ] || exit 0
+        jq -e '[.findings[].env // {} | .NCCL_IB_DISABLE // empty
+                | select(. != null and . != \"0\")] | length == 0' out.json &&
+        jq -e '(.recommended_env.NCCL_IB_DISABLE // \"0\") == \"0\"' out.json &&
+        jq -r '.findings[] | select(.id == \"gpu.topo.summary\") | .title' out.json >sum &&
+        ! grep -q '(0 RDMA)' sum
+    "
     test_expect_success "fixture $name: text report renders" "
         st=0; \"\$NCD_BIN\" check --sysroot '$dir' --no-color >out.txt || st=\$?
         [ \$st -le 2 ] && grep -q 'Network interfaces' out.txt &&

@@ -489,6 +489,46 @@ static void test_gid_advice_only_on_roce(void **state)
     ncd_explain_free(ex);
 }
 
+/* Echoed values judged with the variable catalog (data/nccl-vars.yaml):
+ * NCCL echoes integer knobs already parsed ("8."), level names as given. */
+static void test_env_values_by_catalog(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *line;
+        const char *want; /* finding id, or NULL for none */
+        const char *cause; /* part of its cause, or NULL */
+    } cases[] = {
+        {"NCCL_IB_RETRY_CNT set by environment to 8.", "env.ib-out-of-range", "3-bit"},
+        {"NCCL_IB_RETRY_CNT set by environment to 7.", NULL, NULL},
+        {"NCCL_IB_RETRY_CNT set by environment to -1.", "env.ib-out-of-range", "3-bit"},
+        {"NCCL_IB_TIMEOUT set by environment to 0.", "env.ib-out-of-range", "infinite"},
+        {"NCCL_IB_TIMEOUT set by environment to 31.", NULL, NULL},
+        {"NCCL_IB_TIMEOUT set by environment to 32.", "env.ib-out-of-range", "infinite"},
+        {"NCCL_IB_TIMEOUT set by environment to -1.", "env.ib-out-of-range", "minimum 0"},
+        {"NCCL_IB_TIMEOUT set by environment to 99999999999999999999.", NULL, NULL},
+        {"NCCL_P2P_LEVEL set by environment to node", "env.level-value", NULL},
+        {"NCCL_P2P_LEVEL set by environment to Phb", "env.level-value", NULL},
+        {"NCCL_P2P_LEVEL set by environment to PHB", NULL, NULL},
+        {"NCCL_NET_GDR_LEVEL set by environment to 2", NULL, NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char log[256];
+        snprintf(log, sizeof log, "n1:1:1 [0] NCCL INFO %s\n", cases[i].line);
+        struct src s[] = {{"env.log", log}};
+        struct ncd_findings fl = {0};
+        struct ncd_explain *ex = scan(s, 1, 0, &fl);
+        const char *got = fl.n && fl.v[0].severity >= NCD_SEV_WARNING ? fl.v[0].id : NULL;
+        if (cases[i].want ? !got || strcmp(got, cases[i].want) != 0 : got != NULL)
+            fail_msg("case %zu (%s): got %s, want %s", i, cases[i].line,
+                     got ? got : "nothing", cases[i].want ? cases[i].want : "nothing");
+        if (cases[i].cause && !strstr(fl.v[0].cause, cases[i].cause))
+            fail_msg("case %zu: cause '%s' lacks '%s'", i, fl.v[0].cause, cases[i].cause);
+        ncd_findings_release(&fl);
+        ncd_explain_free(ex);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -508,6 +548,7 @@ int main(void)
         cmocka_unit_test(test_env_differs),
         cmocka_unit_test(test_watchdog_reasoning),
         cmocka_unit_test(test_tests_header_mismatch),
+        cmocka_unit_test(test_env_values_by_catalog),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * explain rules: the meta-test (every built-in rule against its own
- * examples, unique ids, valid categories, ERE-compatible patterns) and the
+ * examples, unique ids, valid categories, ERE-compatible patterns), the
+ * conditions table against the built-in rules and rules/README.md, and the
  * loader's error reporting (malformed YAML names file and line).
  */
 #define _GNU_SOURCE
@@ -18,6 +19,7 @@
 #include "ncd/ctx.h"
 #include "ncd/error.h"
 #include "ncd/explain.h"
+#include "explain/cond.h"
 #include "explain/internal.h"
 
 static struct ncd_ctx *ctx;
@@ -273,6 +275,60 @@ static void test_prefilter_exact(void **state)
     ncd_rules_free(r);
 }
 
+/* Every condition of explain/cond.h is used by a built-in rule and has a
+ * row in rules/README.md's table, and the table names no other. */
+static void test_conditions_documented(void **state)
+{
+    (void)state;
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    assert_true(ncd_rules_load_builtin(ctx, r) > 0);
+    char path[4096];
+    snprintf(path, sizeof path, "%s/rules/README.md", NCD_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("%s: cannot open", path);
+    char readme[65536];
+    size_t n = fread(readme, 1, sizeof readme - 1, f);
+    fclose(f);
+    readme[n] = '\0';
+    assert_int_equal(ncd__cond_find("no-such-condition"), -1);
+    for (int c = 0; c < NCD__COND__COUNT; c++) {
+        const char *name = ncd__cond_name(c);
+        assert_int_equal(ncd__cond_find(name), c);
+        int used = 0;
+        for (size_t i = 0; i < ncd_rules_count(r); i++) {
+            struct ncd_rule_info a;
+            assert_int_equal(ncd_rules_info(r, i, &a), 0);
+            used |= a.when && strcmp(a.when, name) == 0;
+        }
+        if (!used)
+            fail_msg("condition '%s' has no rule in rules/*.yaml", name);
+        char cell[80];
+        snprintf(cell, sizeof cell, "`%s`", name);
+        if (!strstr(readme, cell))
+            fail_msg("condition '%s' is not in rules/README.md", name);
+    }
+    /* the other way: every `name` in the conditions table is known */
+    const char *t = strstr(readme, "## Conditions for `when:`");
+    assert_non_null(t);
+    for (const char *l = strstr(t, "\n| `"); l; l = strstr(l + 1, "\n| `")) {
+        const char *end = strstr(l, " |");
+        for (const char *q = strchr(l, '`'); q && end && q < end;
+             q = strchr(q + 1, '`')) {
+            const char *e = strchr(q + 1, '`');
+            if (!e || e > end)
+                break;
+            char name[64];
+            snprintf(name, sizeof name, "%.*s", (int)(e - q - 1), q + 1);
+            if (ncd__cond_find(name) < 0)
+                fail_msg("rules/README.md lists unknown condition '%s'", name);
+            q = e;
+        }
+    }
+    ncd_rules_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -281,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_user_rule_and_versions),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_prefilter_exact),
+        cmocka_unit_test(test_conditions_documented),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

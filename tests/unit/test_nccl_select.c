@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
@@ -245,6 +247,197 @@ static void test_ifaddrs_roundtrip(void **state)
     ncd_ctx_free(ctx);
 }
 
+/* ---- NCCL_COMM_ID as NCCL parses it, on a recorded sysroot --------------
+ * Each case was checked against the real libnccl.so.2 (2.28.9) in
+ * tests/netns/nccl-differential.sh where the library can decide it;
+ * version differences come from NCCL's source (src/misc/socket.cc). */
+
+static const char cid_ifaddrs[] =
+    "lo inet 127.0.0.1 8 0x10049\n"
+    "eth0 inet 10.10.0.5 24 0x11043\n"
+    "eth1 inet 10.11.0.5 24 0x11043\n"
+    "eth1 inet 10.11.0.6 24 0x11043\n"
+    "eth2 inet 10.11.0.7 16 0x1003\n" /* not RUNNING */
+    "lo inet6 ::1 128 0x10049\n"
+    "eth0 inet6 fe80::1 64 0x11043\n"
+    "eth1 inet6 fd00:11::5 64 0x11043\n"
+    "eth1 inet6 fe80::2 64 0x11043\n";
+
+struct cid_case {
+    const char *comm_id;   /* NULL = unset */
+    const char *hosts;     /* the capture's /etc/hosts, NULL = none */
+    const char *resolve;   /* the capture's /.ncd/resolve, NULL = none */
+    int version;
+    const char *bootstrap; /* "name:addr", "" = none */
+    const char *boot_err;  /* start of bootstrap_error, "" = NULL */
+    const char *socket;    /* socket list, comma-joined */
+    int invalid, unresolved, port, port_note;
+};
+
+static const struct cid_case cid_cases[] = {
+    /* A name in /etc/hosts with an IPv4 line (every IPv4 line used to be
+     * skipped, and the name reported as missing). */
+    {"rank0:29500", "127.0.0.1 localhost\n10.11.0.9\trank0 r0\n", NULL, 0,
+     "eth1:10.11.0.5", "", "eth1", 0, 0, 29500, 0},
+    {"R0:29500", "10.11.0.9 rank0 r0 # alias\n", NULL, 0, "eth1:10.11.0.5",
+     "", "eth1", 0, 0, 29500, 0},
+    /* File order: the first line naming it wins. */
+    {"rank0:1", "fd00:11::9 rank0\n10.10.0.9 rank0\n", NULL, 0,
+     "eth1:fd00:11::5", "", "eth1", 0, 0, 1, 0},
+    /* Recorded answers come first (getaddrinfo's order on that host). */
+    {"rank0:1", "fd00:11::9 rank0\n", "rank0 10.10.0.9 fd00:11::9\n", 0,
+     "eth0:10.10.0.5", "", "eth0", 0, 0, 1, 0},
+    {"rank0:1", "10.10.0.9 rank0\n", "# answers\nrank0 -\n", 0, "",
+     "Invalid NCCL_COMM_ID", "", 1, 0, 0, 0},
+    /* Unknown here: no prediction, no error. */
+    {"rank9:1", "10.10.0.9 rank0\n", NULL, 0, "", "", "eth0,eth1", 0, 1, 0,
+     0},
+    /* IPv6 without %scope has scope 0: never a link-local entry. */
+    {"[fe80::9]:1", NULL, NULL, 0, "", "NET/Socket : No usable",
+     "eth0,eth1", 0, 0, 1, 0},
+    {"[fe80::9%eth1]:1", NULL, NULL, 0, "eth1:fe80::2", "", "eth1", 0, 0, 1,
+     0},
+    {"[fd00:11::9]:1", NULL, NULL, 0, "eth1:fd00:11::5", "", "eth1", 0, 0, 1,
+     0},
+    /* Empty or one character: invalid for the bootstrap, ignored by the
+     * socket list. */
+    {"", NULL, NULL, 0, "", "Invalid NCCL_COMM_ID", "eth0,eth1", 1, 0, 0, 0},
+    {"x", NULL, NULL, 0, "", "Invalid NCCL_COMM_ID", "eth0,eth1", 1, 0, 0, 0},
+    /* No port, port 0, a port beyond 16 bits: still selects by subnet. */
+    {"10.10.0.9", NULL, NULL, 0, "eth0:10.10.0.5", "", "eth0", 0, 0, 65535,
+     1},
+    {"10.10.0.9:0", NULL, NULL, 0, "eth0:10.10.0.5", "", "eth0", 0, 0, 0, 2},
+    {"10.10.0.9:http", NULL, NULL, 0, "eth0:10.10.0.5", "", "eth0", 0, 0, 0,
+     2},
+    {"10.10.0.9:70000", NULL, NULL, 0, "eth0:10.10.0.5", "", "eth0", 0, 0,
+     4464, 3},
+    {"[fd00:11::9]", NULL, NULL, 0, "eth1:fd00:11::5", "", "eth1", 0, 0, 0,
+     4},
+    /* getaddrinfo's numeric forms: inet_aton shorthands. */
+    {"10.11:1", NULL, NULL, 0, "", "NET/Socket : No usable", "eth0,eth1", 0,
+     0, 1, 0},
+    {"10.10.0.9,junk:1", NULL, NULL, 0, "eth0:10.10.0.5", "", "eth0", 0, 0,
+     65535, 1},
+    {",10.11.0.9:1", NULL, NULL, 0, "eth1:10.11.0.5", "", "eth1", 0, 0, 1, 0},
+    /* Unbracketed IPv6: the host is the text before the first ':'. */
+    {"2001:db8::9:1", NULL, NULL, 0, "", "NET/Socket : No usable",
+     "eth0,eth1", 0, 0, 0, 2},
+    {":29500", NULL, NULL, 0, "", "Invalid NCCL_COMM_ID", "", 1, 0, 0, 0},
+    /* '[' without ']': invalid; from 2.27 the socket list is empty too. */
+    {"[fd00:11::9:1", NULL, NULL, 22809, "", "Invalid NCCL_COMM_ID", "", 1,
+     0, 0, 0},
+    {"[fd00:11::9:1", NULL, NULL, 22607, "", "Invalid NCCL_COMM_ID",
+     "eth0,eth1,eth2", 1, 0, 0, 0},
+    /* '[x]' where x is no IPv6 address: NCCL compares garbage. */
+    {"[10.11.0.9]:1", NULL, NULL, 0, "", "NET/Socket : No usable",
+     "eth0,eth1", 0, 0, 1, 0},
+    /* The subnet pass: one match from 2.27 (any flags), all before. */
+    {"10.11.0.99:1", NULL, NULL, 22700, "eth1:10.11.0.5", "", "eth1", 0, 0,
+     1, 0},
+    {"10.11.0.99:1", NULL, NULL, 22607, "eth1:10.11.0.5", "",
+     "eth1,eth1,eth2", 0, 0, 1, 0},
+    {"10.11.200.1:1", NULL, NULL, 0, "eth2:10.11.0.7", "", "eth2", 0, 0, 1,
+     0},
+};
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s%s", dir, rel);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_comm_id_capture(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ncd-cid-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char p[512];
+    snprintf(p, sizeof p, "%s/etc", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    snprintf(p, sizeof p, "%s/.ncd", dir);
+    assert_int_equal(mkdir(p, 0755), 0);
+    for (size_t i = 0; i < sizeof cid_cases / sizeof cid_cases[0]; i++) {
+        const struct cid_case *c = &cid_cases[i];
+        snprintf(p, sizeof p, "%s/etc/hosts", dir);
+        unlink(p);
+        snprintf(p, sizeof p, "%s/.ncd/resolve", dir);
+        unlink(p);
+        if (c->hosts)
+            write_file(dir, "/etc/hosts", c->hosts);
+        if (c->resolve)
+            write_file(dir, "/.ncd/resolve", c->resolve);
+        char e1[128];
+        char *envp[2] = {0};
+        if (c->comm_id) {
+            snprintf(e1, sizeof e1, "NCCL_COMM_ID=%s", c->comm_id);
+            envp[0] = e1;
+        }
+        struct ncd_ctx *ctx;
+        assert_int_equal(ncd_ctx_new(dir, envp, &ctx), 0);
+        struct ncd_netif_list nl = {0};
+        int n = ncd_ifaddrs_parse(ctx, cid_ifaddrs, strlen(cid_ifaddrs),
+                                  &nl.ifa);
+        assert_true(n > 0);
+        nl.n_ifa = (size_t)n;
+        nl.ifa_known = 1;
+        /* lo 1, eth0 2, eth1 3, eth2 4: the scope of "%eth1" is 3 */
+        struct ncd_netif v[4];
+        memset(v, 0, sizeof v);
+        static const char *const names[] = {"lo", "eth0", "eth1", "eth2"};
+        for (int k = 0; k < 4; k++) {
+            v[k].index = k + 1;
+            snprintf(v[k].name, sizeof v[k].name, "%s", names[k]);
+        }
+        nl.v = v;
+        nl.n = 4;
+        struct ncd_nccl_choice ch;
+        assert_int_equal(ncd_nccl_select(ctx, &nl, c->version, &ch), 0);
+        char got[512], boot[128];
+        join_list(&ch, got, sizeof got);
+        snprintf(boot, sizeof boot, "%s%s%s", ch.bootstrap,
+                 ch.bootstrap[0] ? ":" : "", ch.bootstrap_addr);
+        const char *be = ch.bootstrap_error ? ch.bootstrap_error : "";
+        if (strcmp(boot, c->bootstrap) != 0 ||
+            strncmp(be, c->boot_err, strlen(c->boot_err)) != 0 ||
+            (!*c->boot_err && *be) || strcmp(got, c->socket) != 0 ||
+            ch.comm_id_invalid != c->invalid ||
+            ch.comm_id_unresolved != c->unresolved ||
+            (!c->invalid && !c->unresolved &&
+             (ch.comm_id_port != c->port ||
+              ch.comm_id_port_note != c->port_note)))
+            fail_msg("case %zu NCCL_COMM_ID='%s' v%d: bootstrap '%s' (%s), "
+                     "socket '%s', invalid %d unresolved %d port %d note %d "
+                     "(%s); expected '%s' (%s), '%s', %d %d %d %d",
+                     i, c->comm_id ? c->comm_id : "(unset)", c->version, boot,
+                     be, got, ch.comm_id_invalid, ch.comm_id_unresolved,
+                     ch.comm_id_port, ch.comm_id_port_note, ch.comm_id_error,
+                     c->bootstrap, c->boot_err, c->socket, c->invalid,
+                     c->unresolved, c->port, c->port_note);
+        /* From 2.27 the parse WARN is all the Socket transport says. */
+        if (c->comm_id && strcmp(c->comm_id, "[fd00:11::9:1") == 0 &&
+            c->version >= 22700)
+            assert_string_equal(ch.socket_error,
+                                "Net : No valid [IPv6]:port pair found");
+        else if (!ch.n_socket)
+            assert_non_null(ch.socket_error);
+        else
+            assert_null(ch.socket_error);
+        /* The scope NCCL prints after a link-local address. */
+        if (strcmp(c->bootstrap, "eth1:fe80::2") == 0)
+            assert_string_equal(ch.bootstrap_scope, "eth1");
+        else
+            assert_string_equal(ch.bootstrap_scope, "");
+        free(nl.ifa);
+        ncd_ctx_free(ctx);
+    }
+    snprintf(p, sizeof p, "rm -rf '%s'", dir);
+    assert_int_equal(system(p), 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -252,6 +445,7 @@ int main(void)
         cmocka_unit_test(test_iflist_parse),
         cmocka_unit_test(test_versions),
         cmocka_unit_test(test_ifaddrs_roundtrip),
+        cmocka_unit_test(test_comm_id_capture),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,9 +7,11 @@
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/ncclvars.h"
+#include "ncd/recommend.h"
 #include "ncd/report.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -27,7 +29,7 @@ static const char *origin(const struct ncd_conf_result *conf,
     return "environment";
 }
 
-static int check_var(const struct ncd_var_catalog *cat,
+static int check_var(struct ncd_ctx *ctx, const struct ncd_var_catalog *cat,
                      const struct ncd_conf_result *conf, const char *name,
                      const char *value, struct ncd_findings *out)
 {
@@ -57,7 +59,19 @@ static int check_var(const struct ncd_var_catalog *cat,
                               ? "an integer (strtoll)"
                               : "one of fixed words",
                           d->doc ? " Note: " : "", d->doc ? d->doc : "");
-        if (v.fix[0]) {
+        int active = 0;
+        if (v.fix[0] && strcmp(name, "NCCL_IB_DISABLE") == 0 &&
+            strtoll(v.fix, NULL, 0) != 0)
+            active = ncd_rdma_active_ports(ctx, NULL, NULL, 0);
+        if (active > 0) {
+            /* Never tell a node with a usable RDMA port to disable IB. */
+            ncd_finding_fix(f, "NCCL reads '%s' as 0, so IB stays on, which "
+                               "is right here: %d active RDMA port(s). "
+                               "Remove the variable (1 forces TCP sockets, "
+                               "for a comparison only).",
+                            value, active);
+            ncd_finding_env(f, name, NULL);
+        } else if (v.fix[0]) {
             ncd_finding_fix(f, "Set %s=%s.", name, v.fix);
             ncd_finding_env(f, name, v.fix);
         }
@@ -215,7 +229,7 @@ int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
         if (seen)
             json_object_set_new(seen, name, ncd_json_string(value));
-        if ((rc = check_var(&cat, &conf, name, value, out)) < 0)
+        if ((rc = check_var(ctx, &cat, &conf, name, value, out)) < 0)
             break;
     }
     if (facts)

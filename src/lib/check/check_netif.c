@@ -354,6 +354,9 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
         ncd_finding_fix(f, "Bring the link up, or set NCCL_SOCKET_IFNAME%s%s.",
                         best ? " to " : "", best ? best->name : "");
         fix_use(f, rec);
+    } else if (rec->local_only &&
+               boot->kind == NCD_IFK_CONTAINER_BRIDGE) {
+        ok = 0; /* net.iface-choice.local-only says it */
     } else if (ncd_ifname_is_plumbing(boot->name) ||
                ncd_netif_kind_is_virtual(boot->kind)) {
         int only = best == boot || !best;
@@ -506,27 +509,57 @@ static int check_family_commid(struct ncd_ctx *ctx,
             "NCCL_COMM_ID='%s' is invalid (%s): 'Invalid NCCL_COMM_ID'", cid,
             ch->comm_id_error);
         ncd_finding_evidence(f, "NCCL_COMM_ID=%s", cid);
-        ncd_finding_cause(f, "NCCL accepts <ipv4>:<port>, [<ipv6>]:<port> or "
-                             "<hostname>:<port>, port 1-65535.");
+        ncd_finding_cause(
+            f,
+            "NCCL reads NCCL_COMM_ID whenever it is set, even empty, and "
+            "accepts <ip or host>:<port> (the host resolved with getaddrinfo, "
+            "first answer), [<ipv6>]:<port> or [<ipv6>%%<if>]:<port>; "
+            "ncclGetUniqueId and every rank's init fail.%s",
+            ch->version >= 22700 && ch->socket_error
+                ? " From 2.27 the Socket transport and IB's out-of-band "
+                  "socket find no interface either."
+                : "");
         ncd_finding_fix(f, "Fix the value, or unset it to let NCCL pick an "
                            "address and port itself.");
         return 0;
     }
+    if (ch->comm_id_port_note) {
+        static const char *const what[] = {
+            "",
+            "has no port: NCCL uses port 65535 (htons(-1))",
+            "has port 0 (or no number): rank 0 listens on a random port the "
+            "other ranks do not know, they connect to port 0 and fail",
+            "has a port beyond 65535: NCCL keeps the low 16 bits",
+            "has nothing after ']': NCCL reads the port past the end of the "
+            "value",
+        };
+        ADD("env.comm-id.port", NCD_CAT_ENV_INVALID, NCD_SEV_WARNING,
+            "NCCL_COMM_ID='%s' %s", cid, what[ch->comm_id_port_note]);
+        ncd_finding_evidence(f, "NCCL_COMM_ID=%s (port NCCL uses: %d)", cid,
+                             ch->comm_id_port);
+        ncd_finding_cause(f, "NCCL does not check the port: it takes atoi() "
+                             "of the text after ':' (or ']:') as a 16-bit "
+                             "number. The interface is still chosen by "
+                             "subnet.");
+        ncd_finding_fix(f, "Give a free port 1024-65535, e.g. %s:29500.",
+                        ch->comm_id_host[0] ? ch->comm_id_host : "<ip>");
+    }
     if (ch->comm_id_unresolved) {
         ADD("net.unreachable.comm-id-unresolved", NCD_CAT_NET_UNREACHABLE,
             NCD_SEV_WARNING,
-            "NCCL_COMM_ID names host '%s', which is not in /etc/hosts: the "
-            "bootstrap interface cannot be predicted",
-            ch->comm_id_host);
+            "NCCL_COMM_ID names host '%s', whose address is unknown here (%s): "
+            "the bootstrap interface cannot be predicted",
+            ch->comm_id_host, ch->comm_id_error);
         ncd_finding_evidence(f, "NCCL_COMM_ID=%s", cid);
-        ncd_finding_cause(f, "NCCL resolves the name with getaddrinfo (DNS) "
+        ncd_finding_cause(f, "NCCL resolves the name with getaddrinfo "
+                             "(/etc/hosts, DNS, ...; the first answer wins) "
                              "and then binds/connects on the local interface "
                              "whose subnet contains that address. If the "
                              "name resolves differently on different hosts, "
                              "or to an address on no local subnet, init fails "
                              "with 'No usable listening interface found'.");
         ncd_finding_fix(f, "Use rank 0's IP address in NCCL_COMM_ID, or check "
-                           "`getent hosts %s` on every host.",
+                           "`getent ahosts %s` on every host.",
                         ch->comm_id_host);
         return 0;
     }
@@ -536,12 +569,22 @@ static int check_family_commid(struct ncd_ctx *ctx,
             "No local interface is on NCCL_COMM_ID's subnet (%s): 'NET/Socket "
             ": No usable listening interface found'",
             cid);
-        ncd_finding_evidence(f, "NCCL_COMM_ID=%s (host %s)", cid,
-                             ch->comm_id_host);
-        ncd_finding_cause(f, "With NCCL_COMM_ID set, NCCL picks the bootstrap "
-                             "interface only by matching its subnet (ignoring "
-                             "NCCL_SOCKET_IFNAME), and rank 0 binds exactly "
-                             "that address.");
+        if (ch->comm_id_addr[0] &&
+            strcmp(ch->comm_id_addr, ch->comm_id_host) != 0)
+            ncd_finding_evidence(f, "NCCL_COMM_ID=%s (host %s is %s)", cid,
+                                 ch->comm_id_host, ch->comm_id_addr);
+        else
+            ncd_finding_evidence(f, "NCCL_COMM_ID=%s (host %s)", cid,
+                                 ch->comm_id_host);
+        if (ch->comm_id_unchecked)
+            ncd_finding_cause(f, "%s.", ch->comm_id_error);
+        else
+            ncd_finding_cause(
+                f, "With NCCL_COMM_ID set, NCCL picks the bootstrap interface "
+                   "only by matching its subnet (ignoring NCCL_SOCKET_IFNAME), "
+                   "and rank 0 binds exactly that address. An IPv6 address "
+                   "without %%<if> has scope 0 and never matches a link-local "
+                   "(fe80::) address.");
         ncd_finding_fix(f, "Use an address on a network this host is "
                            "attached to (rank 0's own IP), or unset "
                            "NCCL_COMM_ID.");
@@ -586,7 +629,28 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
         goto done;
     }
-    if (!rec.best) {
+    if (!rec.best && rec.local_only) {
+        if (!(f = ncd_findings_add(out, "net.iface-choice.local-only",
+                                   NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_WARNING,
+                                   "Only container/VM bridges are up: "
+                                   "nothing here reaches other hosts, so "
+                                   "only single-node jobs can run"))) {
+            rc = NCD_ENOMEM;
+            goto done;
+        }
+        for (size_t i = 0; i < rec.n; i++)
+            if (rec.ranks[i].ni->kind == NCD_IFK_CONTAINER_BRIDGE)
+                evidence_iface(f, rec.ranks[i].ni);
+        ncd_finding_cause(f, "docker0, br-<id>, virbr0 and cni0 are bridges "
+                             "to this host's containers and VMs; their "
+                             "addresses are private to it. NCCL still picks "
+                             "one of them (or lo) for the bootstrap, which "
+                             "works within this host only.");
+        ncd_finding_fix(f, "For multi-node jobs bring up the interface "
+                           "that reaches the other hosts (cable, switch "
+                           "port, DHCP); single-node jobs need no network "
+                           "setting.");
+    } else if (!rec.best) {
         if (!(f = ncd_findings_add(out, "net.no-routable-address",
                                    NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
                                    "No interface is up with a routable "

@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "ncd/ncclvars.h"
 #include "core/embedded.h"
+#include "core/yaml.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
 
@@ -13,42 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <yaml.h>
 
-/* ---- YAML helpers (document API) --------------------------------------- */
+/* ---- loading (core/yaml.h) --------------------------------------------- */
 
-static yaml_node_t *ymap_get(yaml_document_t *d, yaml_node_t *map,
-                             const char *key)
+static char *ydup(struct ncd__yaml *y, yaml_node_t *map, const char *key)
 {
-    if (!map || map->type != YAML_MAPPING_NODE)
-        return NULL;
-    for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
-         p < map->data.mapping.pairs.top; p++) {
-        yaml_node_t *k = yaml_document_get_node(d, p->key);
-        if (k && k->type == YAML_SCALAR_NODE &&
-            strcmp((char *)k->data.scalar.value, key) == 0)
-            return yaml_document_get_node(d, p->value);
-    }
-    return NULL;
-}
-
-static const char *yscalar(yaml_node_t *n)
-{
-    return n && n->type == YAML_SCALAR_NODE ? (const char *)n->data.scalar.value
-                                            : NULL;
-}
-
-static char *ydup(yaml_document_t *d, yaml_node_t *map, const char *key)
-{
-    const char *s = yscalar(ymap_get(d, map, key));
+    const char *s = ncd__yaml_str(y, map, key);
     return s ? strdup(s) : NULL;
-}
-
-static int yfail(struct ncd_ctx *ctx, const char *fname, yaml_node_t *n,
-                 const char *what)
-{
-    return ncd_fail(ctx, NCD_EPARSE, "%s:%zu: %s", fname,
-                    n ? n->start_mark.line + 1 : 0, what);
 }
 
 static const struct {
@@ -62,15 +34,17 @@ static const struct {
     {"hostport", NCD_VT_HOSTPORT},
 };
 
-static int load_def(struct ncd_ctx *ctx, const char *fname, yaml_document_t *d,
-                    yaml_node_t *n, struct ncd_var_def *def)
+static int load_def(struct ncd__yaml *y, yaml_node_t *n,
+                    struct ncd_var_def *def)
 {
     if (!n || n->type != YAML_MAPPING_NODE)
-        return yfail(ctx, fname, n, "variable entry is not a mapping");
-    def->name = ydup(d, n, "name");
+        return ncd__yaml_fail(y, n, NCD_EPARSE,
+                              "variable entry is not a mapping");
+    def->name = ydup(y, n, "name");
     if (!def->name || strncmp(def->name, "NCCL_", 5) != 0)
-        return yfail(ctx, fname, n, "variable without an NCCL_ name");
-    const char *t = yscalar(ymap_get(d, n, "type"));
+        return ncd__yaml_fail(y, n, NCD_EPARSE,
+                              "variable without an NCCL_ name");
+    const char *t = ncd__yaml_str(y, n, "type");
     int found = 0;
     for (size_t i = 0; t && i < sizeof type_names / sizeof type_names[0]; i++)
         if (strcmp(t, type_names[i].name) == 0) {
@@ -78,13 +52,13 @@ static int load_def(struct ncd_ctx *ctx, const char *fname, yaml_document_t *d,
             found = 1;
         }
     if (!found)
-        return yfail(ctx, fname, n, "missing or unknown 'type'");
-    const char *ci = yscalar(ymap_get(d, n, "ci"));
+        return ncd__yaml_fail(y, n, NCD_EPARSE, "missing or unknown 'type'");
+    const char *ci = ncd__yaml_str(y, n, "ci");
     def->ci = ci && strcmp(ci, "true") == 0;
-    def->since = ydup(d, n, "since");
-    def->doc = ydup(d, n, "doc");
-    const char *mn = yscalar(ymap_get(d, n, "min"));
-    const char *mx = yscalar(ymap_get(d, n, "max"));
+    def->since = ydup(y, n, "since");
+    def->doc = ydup(y, n, "doc");
+    const char *mn = ncd__yaml_str(y, n, "min");
+    const char *mx = ncd__yaml_str(y, n, "max");
     if (mn) {
         def->has_min = 1;
         def->min = strtoll(mn, NULL, 0);
@@ -93,103 +67,78 @@ static int load_def(struct ncd_ctx *ctx, const char *fname, yaml_document_t *d,
         def->has_max = 1;
         def->max = strtoll(mx, NULL, 0);
     }
-    yaml_node_t *vals = ymap_get(d, n, "values");
+    yaml_node_t *vals = ncd__yaml_get(y, n, "values");
     if (vals) {
         if (vals->type != YAML_SEQUENCE_NODE)
-            return yfail(ctx, fname, vals, "'values' is not a list");
-        size_t cnt = (size_t)(vals->data.sequence.items.top -
-                              vals->data.sequence.items.start);
-        def->values = calloc(cnt ? cnt : 1, sizeof *def->values);
-        if (!def->values)
-            return NCD_ENOMEM;
-        for (yaml_node_item_t *it = vals->data.sequence.items.start;
-             it < vals->data.sequence.items.top; it++) {
-            const char *s = yscalar(yaml_document_get_node(d, *it));
-            if (!s)
-                return yfail(ctx, fname, vals, "non-scalar in 'values'");
-            if (!(def->values[def->n_values++] = strdup(s)))
-                return NCD_ENOMEM;
-        }
+            return ncd__yaml_fail(y, vals, NCD_EPARSE, "'values' is not a list");
+        char **v;
+        size_t cnt;
+        int rc = ncd__yaml_strv(y, vals, "values", NCD_EPARSE, &v, &cnt);
+        def->values = v;
+        def->n_values = (int)cnt;
+        if (rc < 0)
+            return rc;
     }
     return 0;
 }
 
-static int load_gone(struct ncd_ctx *ctx, const char *fname,
-                     yaml_document_t *d, yaml_node_t *n,
+static int load_gone(struct ncd__yaml *y, yaml_node_t *n,
                      struct ncd_var_gone *g)
 {
     if (!n || n->type != YAML_MAPPING_NODE)
-        return yfail(ctx, fname, n, "entry is not a mapping");
-    g->name = ydup(d, n, "name");
-    g->instead = ydup(d, n, "instead");
-    g->removed = ydup(d, n, "removed");
-    g->rename = ydup(d, n, "rename");
+        return ncd__yaml_fail(y, n, NCD_EPARSE, "entry is not a mapping");
+    g->name = ydup(y, n, "name");
+    g->instead = ydup(y, n, "instead");
+    g->removed = ydup(y, n, "removed");
+    g->rename = ydup(y, n, "rename");
     if (!g->name || !g->instead)
-        return yfail(ctx, fname, n, "entry needs 'name' and 'instead'");
+        return ncd__yaml_fail(y, n, NCD_EPARSE,
+                              "entry needs 'name' and 'instead'");
     return 0;
-}
-
-static size_t seq_len(yaml_node_t *n)
-{
-    if (!n || n->type != YAML_SEQUENCE_NODE)
-        return 0;
-    return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 }
 
 int ncd_var_catalog_load(struct ncd_ctx *ctx, const char *buf, size_t len,
                          const char *fname, struct ncd_var_catalog *out)
 {
     memset(out, 0, sizeof *out);
-    yaml_parser_t p;
-    yaml_document_t d;
-    if (!yaml_parser_initialize(&p))
-        return NCD_ENOMEM;
-    yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-    if (!yaml_parser_load(&p, &d)) {
-        int rc = ncd_fail(ctx, NCD_EPARSE, "%s:%zu:%zu: %s", fname,
-                          p.problem_mark.line + 1, p.problem_mark.column + 1,
-                          p.problem ? p.problem : "YAML error");
-        yaml_parser_delete(&p);
-        return rc;
-    }
-    yaml_parser_delete(&p);
-    int rc = 0;
-    yaml_node_t *root = yaml_document_get_root_node(&d);
+    struct ncd__yaml y;
+    int rc = ncd__yaml_load(ctx, fname, buf, len, &y);
+    if (rc < 0)
+        goto done;
+    yaml_node_t *root = ncd__yaml_root(&y);
     if (!root || root->type != YAML_MAPPING_NODE) {
-        rc = yfail(ctx, fname, root, "top level is not a mapping");
+        rc = ncd__yaml_fail(&y, root, NCD_EPARSE, "top level is not a mapping");
         goto done;
     }
-    out->source = ydup(&d, root, "source");
-    yaml_node_t *vars = ymap_get(&d, root, "variables");
+    out->source = ydup(&y, root, "source");
+    yaml_node_t *vars = ncd__yaml_get(&y, root, "variables");
     if (!vars || vars->type != YAML_SEQUENCE_NODE) {
-        rc = yfail(ctx, fname, root, "missing 'variables' list");
+        rc = ncd__yaml_fail(&y, root, NCD_EPARSE, "missing 'variables' list");
         goto done;
     }
-    out->defs = calloc(seq_len(vars) + 1, sizeof *out->defs);
+    out->defs = calloc(ncd__yaml_seq_len(vars) + 1, sizeof *out->defs);
     if (!out->defs) {
         rc = NCD_ENOMEM;
         goto done;
     }
-    for (yaml_node_item_t *it = vars->data.sequence.items.start;
-         it < vars->data.sequence.items.top && rc == 0; it++)
-        rc = load_def(ctx, fname, &d, yaml_document_get_node(&d, *it),
+    for (size_t i = 0; i < ncd__yaml_seq_len(vars) && rc == 0; i++)
+        rc = load_def(&y, ncd__yaml_seq_at(&y, vars, i),
                       &out->defs[out->n_defs++]);
-    yaml_node_t *rem = ymap_get(&d, root, "removed");
-    yaml_node_t *nn = ymap_get(&d, root, "not_nccl");
-    out->gone = calloc(seq_len(rem) + seq_len(nn) + 1, sizeof *out->gone);
+    yaml_node_t *lists[2] = {ncd__yaml_get(&y, root, "removed"),
+                             ncd__yaml_get(&y, root, "not_nccl")};
+    out->gone = calloc(ncd__yaml_seq_len(lists[0]) +
+                           ncd__yaml_seq_len(lists[1]) + 1,
+                       sizeof *out->gone);
     if (!out->gone) {
         rc = NCD_ENOMEM;
         goto done;
     }
-    yaml_node_t *lists[2] = {rem, nn};
     for (int l = 0; l < 2 && rc == 0; l++)
-        for (size_t i = 0; i < seq_len(lists[l]) && rc == 0; i++)
-            rc = load_gone(ctx, fname, &d,
-                           yaml_document_get_node(
-                               &d, lists[l]->data.sequence.items.start[i]),
+        for (size_t i = 0; i < ncd__yaml_seq_len(lists[l]) && rc == 0; i++)
+            rc = load_gone(&y, ncd__yaml_seq_at(&y, lists[l], i),
                            &out->gone[out->n_gone++]);
-    yaml_node_t *oth = ymap_get(&d, root, "other_tools");
-    size_t no = seq_len(oth);
+    yaml_node_t *oth = ncd__yaml_get(&y, root, "other_tools");
+    size_t no = ncd__yaml_seq_len(oth);
     out->other_prefix = calloc(no + 1, sizeof(char *));
     out->other_tool = calloc(no + 1, sizeof(char *));
     if (!out->other_prefix || !out->other_tool) {
@@ -197,16 +146,16 @@ int ncd_var_catalog_load(struct ncd_ctx *ctx, const char *buf, size_t len,
         goto done;
     }
     for (size_t i = 0; i < no && rc == 0; i++) {
-        yaml_node_t *e =
-            yaml_document_get_node(&d, oth->data.sequence.items.start[i]);
-        out->other_prefix[i] = ydup(&d, e, "prefix");
-        out->other_tool[i] = ydup(&d, e, "tool");
+        yaml_node_t *e = ncd__yaml_seq_at(&y, oth, i);
+        out->other_prefix[i] = ydup(&y, e, "prefix");
+        out->other_tool[i] = ydup(&y, e, "tool");
         out->n_other++;
         if (!out->other_prefix[i] || !out->other_tool[i])
-            rc = yfail(ctx, fname, e, "other_tools entry needs prefix, tool");
+            rc = ncd__yaml_fail(&y, e, NCD_EPARSE,
+                                "other_tools entry needs prefix, tool");
     }
 done:
-    yaml_document_delete(&d);
+    ncd__yaml_release(&y);
     return rc;
 }
 
@@ -366,6 +315,9 @@ void ncd_var_check_value(const struct ncd_var_def *d, const char *value,
     values_text(d, vals, sizeof vals);
     if (!*value && d->type == NCD_VT_IFLIST)
         return; /* interface lists are judged by the interface checks */
+    if (!*value && strcmp(d->name, "NCCL_COMM_ID") == 0)
+        return; /* set but empty fails NCCL's bootstrap ("if (env)",
+                   src/bootstrap.cc): the NCCL_COMM_ID check says so */
     if (!*value) {
         if (d->type == NCD_VT_INT || d->type == NCD_VT_FLAG1)
             VERDICT(NCD_SEV_INFO, "empty: NCCL uses the default");

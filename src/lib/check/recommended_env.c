@@ -28,8 +28,9 @@ json_t *ncd_recommended_env(json_t *facts, const struct ncd_findings *l)
     json_t *v;
     json_object_foreach(more, k, v)
     {
-        if (rdma > 0 && strcmp(k, "NCCL_IB_DISABLE") == 0)
-            continue;
+        if (rdma > 0 && strcmp(k, "NCCL_IB_DISABLE") == 0 &&
+            !json_is_null(v))
+            continue; /* unsetting it is fine */
         if (!json_object_get(env, k))
             json_object_set(env, k, v);
     }

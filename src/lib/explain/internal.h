@@ -1,5 +1,22 @@
 /* SPDX-License-Identifier: MIT */
-/* Internals shared by the explain modules (line, rules, facts, reason). */
+/*
+ * Internals of the rule set, shared by the explain modules.
+ *
+ * The modules of src/lib/explain/ (public API: include/ncd/explain.h):
+ *   line.c          one log line -> header + message (launcher prefixes,
+ *                   time stamps, NCCL's header formats)
+ *   rules.c         rules/NAME.yaml -> rules (through core/yaml.h)
+ *   prefilter.c     literal prefilter + PCRE2 matcher over the rule set
+ *   rules_check.c   the rules' self-test and their POSIX ERE form
+ *   explain.c       a scan: chunks -> lines -> facts + per-rule matches
+ *   facts.c         facts of NCCL INFO / nccl-tests lines, per process
+ *   facts_report.c  the facts as JSON and as `--facts` text
+ *   reason.c        matches + conditions -> ranked findings
+ *   cond_*.c        the conditions of derived rules, by family (cond.h)
+ *   input.c         files, gzip, directories, stdin, rules directories
+ * Headers: internal.h (this) <- session.h (scan state) <- reason.h
+ * (reasoner); cond.h (the condition list) stands alone.
+ */
 #ifndef NCD_EXPLAIN_INTERNAL_H
 #define NCD_EXPLAIN_INTERNAL_H
 
@@ -52,6 +69,7 @@ struct ncd__rule {
     size_t n_ex_match, n_ex_nomatch;
     char **absorbs;
     size_t nabsorbs;
+    int cond; /* enum ncd__cond named by `when`, -1 for a pattern rule */
     int vmin, vmax; /* version codes M*10000+m*100+p; vmax exclusive; 0 open */
 };
 
@@ -80,6 +98,22 @@ static inline uint32_t ncd__gram_hash(uint32_t g)
     return (g * 0x9E3779B1u) >> (32 - NCD__PF_BITS);
 }
 
+/* ---- prefilter.c ---- */
+
+/*
+ * Splits a pattern at its top-level '|' and returns, per alternative, its
+ * longest mandatory literal (malloc'ed, in *lits_out).  Returns the number
+ * of alternatives, or -1 when one has no literal of >= 4 bytes.
+ */
+int ncd__literals_extract(const char *pat, char ***lits_out);
+
+/* Adds literal `s` (taken over) of pattern `pat`.  0 or NCD_ENOMEM. */
+int ncd__literal_add(struct ncd_rules *r, char *s, size_t pat);
+
+/* Rebuilds the prefilter bitmap, buckets and the pattern priority order
+ * after rules were added or rolled back.  0 or NCD_ENOMEM. */
+int ncd__prefilter_build(struct ncd_rules *r);
+
 /* Match scratch for ncd__rules_match(). */
 struct ncd__matcher {
     pcre2_match_data *md;
@@ -99,6 +133,11 @@ void ncd__matcher_release(struct ncd__matcher *m);
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
                       size_t *pat);
+
+/* ---- rules.c ---- */
+
+/* Frees a string vector of n items (NULL allowed). */
+void ncd__strv_free(char **v, size_t n);
 
 /* "2.19.3" -> 21903; 0 when not a version. */
 int ncd__version_code(const char *s);

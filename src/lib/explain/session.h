@@ -189,6 +189,8 @@ struct ncd_explain {
 };
 
 /* facts.c */
+/* FNV-1a of a host name, mixed with a pid (0 for the host alone). */
+uint32_t ncd__hash_proc(const char *host, size_t hostlen, long pid);
 struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
                                 const struct ncd_log_line *ll);
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,

@@ -88,15 +88,22 @@ json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
         json_object_set_new(env, names[i], ncd_json_string(values[i]));
     for (int i = 0; i < ch->n_socket; i++)
         json_array_append_new(sock, ncd_json_string(ch->socket[i]));
-    char vb[16];
+    char vb[16], ba[64 + NCD_IFNAME_MAX + 8];
+    /* the address as NCCL prints it: "fe80::1%eth0" for link-local */
+    snprintf(ba, sizeof ba, "%s%s%s", ch->bootstrap_addr,
+             ch->bootstrap_scope[0] ? "%" : "", ch->bootstrap_scope);
     json_t *nccl = json_pack(
-        "{s:s, s:s, s:o, s:o, s:o, s:s}", "version",
+        "{s:s, s:s, s:o, s:o, s:o, s:o, s:o, s:s}", "version",
         ncd_nccl_version_str(ch->version, vb, sizeof vb), "version_source",
         version_source ? version_source : "newest known", "bootstrap",
         ch->bootstrap[0] ? ncd_json_string(ch->bootstrap) : json_null(),
         "bootstrap_address",
-        ch->bootstrap_addr[0] ? json_string(ch->bootstrap_addr) : json_null(),
-        "socket", sock, "pass", ch->pass_name);
+        ch->bootstrap_addr[0] ? ncd_json_string(ba) : json_null(),
+        "bootstrap_error",
+        ch->bootstrap_error ? json_string(ch->bootstrap_error) : json_null(),
+        "socket", sock, "socket_error",
+        ch->socket_error ? json_string(ch->socket_error) : json_null(),
+        "pass", ch->pass_name ? ch->pass_name : "-");
     sock = NULL;
     json_t *o = json_pack("{s:o, s:o, s:o, s:i, s:o}", "interfaces", ifs,
                           "recommended",
@@ -179,12 +186,17 @@ void ncd_net_render_text(struct ncd_strbuf *out,
                   ncd_nccl_version_str(ch->version, vb, sizeof vb),
                   version_source ? version_source : "newest known behaviour");
     if (ch->bootstrap[0])
-        ncd_sb_printf(out, "    bootstrap        %s (%s)%s\n", ch->bootstrap,
-                      ch->bootstrap_addr,
+        ncd_sb_printf(out, "    bootstrap        %s (%s%s%s)%s\n",
+                      ch->bootstrap, ch->bootstrap_addr,
+                      ch->bootstrap_scope[0] ? "%" : "", ch->bootstrap_scope,
                       ch->via_comm_id ? " - subnet of NCCL_COMM_ID" : "");
+    else if (ch->bootstrap_error)
+        ncd_sb_printf(out, "    bootstrap        none: '%s'\n",
+                      ch->bootstrap_error);
     else
-        ncd_sb_puts(out, "    bootstrap        none: 'Bootstrap : no socket "
-                         "interface found'\n");
+        ncd_sb_printf(out, "    bootstrap        unknown: NCCL_COMM_ID host "
+                           "'%s' %s\n",
+                      ch->comm_id_host, ch->comm_id_error);
     ncd_sb_puts(out, "    Socket transport ");
     if (!ch->n_socket)
         ncd_sb_puts(out, "none");

@@ -233,6 +233,29 @@ int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     }
     free(route4);
     free(route6);
+    /* Rule 1b: when the only usable interfaces are container/VM bridges
+     * (docker0, br-<id>, virbr0, cni0, lxcbr0), nothing here reaches
+     * another host: no interface is recommended. */
+    size_t bridges = 0, others = 0;
+    for (size_t i = 0; i < out->n; i++)
+        if (out->ranks[i].usable) {
+            if (out->ranks[i].ni->kind == NCD_IFK_CONTAINER_BRIDGE)
+                bridges++;
+            else
+                others++;
+        }
+    if (bridges && !others) {
+        out->local_only = 1;
+        for (size_t i = 0; i < out->n; i++) {
+            struct ncd_if_rank *r = &out->ranks[i];
+            if (!r->usable)
+                continue;
+            r->usable = 0;
+            reason(r, "only this host's containers or VMs sit behind this "
+                      "bridge, and no other interface is usable: nothing "
+                      "here reaches another host");
+        }
+    }
     qsort(out->ranks, out->n, sizeof *out->ranks, cmp_rank);
     int k = 0;
     for (size_t i = 0; i < out->n; i++)

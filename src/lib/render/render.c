@@ -148,48 +148,101 @@ void ncd_sb_shell_quote(struct ncd_strbuf *out, const char *value)
     ncd_sb_putc(out, '\'');
 }
 
-static void put_wrapped(struct ncd_strbuf *out, const char *label,
-                        const char *text)
+/*
+ * The labels of a finding's parts, one width so the texts line up:
+ *       cause: ...
+ *       fix:   ...
+ *       env:   export NCCL_X=1
+ */
+#define LABEL_COL 13 /* "      cause: " */
+
+/* Appends `text` after a label ending at LABEL_COL.  wrap == 0 keeps the
+ * author's line breaks; wrap > 0 re-flows words at that many columns. */
+static void put_text(struct ncd_strbuf *out, const char *label,
+                     const char *text, int wrap)
 {
-    /* Keep author line breaks; indent continuation lines under the text. */
-    ncd_sb_printf(out, "      %s ", label);
-    for (const char *p = text; *p; p++) {
-        ncd_sb_putc(out, *p);
-        if (*p == '\n' && p[1])
-            ncd_sb_printf(out, "      %*s ", (int)strlen(label), "");
+    ncd_sb_printf(out, "      %-6s ", label);
+    if (wrap <= 0) {
+        for (const char *p = text; *p; p++) {
+            ncd_sb_putc(out, *p);
+            if (*p == '\n' && p[1])
+                ncd_sb_printf(out, "%*s", LABEL_COL, "");
+        }
+        ncd_sb_putc(out, '\n');
+        return;
+    }
+    int col = LABEL_COL;
+    for (const char *p = text; *p;) {
+        while (*p == ' ')
+            p++;
+        const char *w = p;
+        while (*p && *p != ' ' && *p != '\n')
+            p++;
+        int wl = (int)(p - w);
+        if (!wl) {
+            if (*p == '\n') {
+                ncd_sb_printf(out, "\n%*s", LABEL_COL, "");
+                col = LABEL_COL;
+                p++;
+            }
+            continue;
+        }
+        if (col > LABEL_COL && col + 1 + wl > wrap) {
+            ncd_sb_printf(out, "\n%*s", LABEL_COL, "");
+            col = LABEL_COL;
+        } else if (col > LABEL_COL) {
+            ncd_sb_putc(out, ' ');
+            col++;
+        }
+        ncd_sb_add(out, w, (size_t)wl);
+        col += wl;
     }
     ncd_sb_putc(out, '\n');
+}
+
+void ncd_render_finding_text_ex(struct ncd_strbuf *out,
+                                const struct ncd_finding *f,
+                                const struct ncd_text_style *st,
+                                const struct ncd_finding_layout *lay)
+{
+    ncd_sb_printf(out, "  %s%s%s %s  [%s]\n",
+                  ncd_severity_color(f->severity, st),
+                  ncd_severity_mark(f->severity, st), ncd_color_reset(st),
+                  f->title, ncd_category_name(f->category));
+    size_t max_ev = lay->max_evidence ? lay->max_evidence : f->n_evidence;
+    for (size_t i = 0; i < f->n_evidence && i < max_ev; i++)
+        ncd_sb_printf(out, "      | %s\n", f->evidence[i]);
+    if (f->n_evidence > max_ev)
+        ncd_sb_printf(out, "      | ... %zu more (use --verbose)\n",
+                      f->n_evidence - max_ev);
+    if (lay->brief)
+        return;
+    if (f->cause)
+        put_text(out, "cause:", f->cause, lay->wrap);
+    if (f->fix)
+        put_text(out, "fix:", f->fix, lay->wrap);
+    for (size_t i = 0; i < f->n_env; i++) {
+        if (f->env[i].value) {
+            ncd_sb_printf(out, "      %-6s export %s=", "env:", f->env[i].name);
+            ncd_sb_shell_quote(out, f->env[i].value);
+            ncd_sb_putc(out, '\n');
+        } else {
+            ncd_sb_printf(out, "      %-6s unset %s\n", "env:", f->env[i].name);
+        }
+    }
 }
 
 void ncd_render_finding_text(struct ncd_strbuf *out,
                              const struct ncd_finding *f,
                              const struct ncd_text_style *st)
 {
-    ncd_sb_printf(out, "  %s%s%s %s  [%s]\n",
-                  ncd_severity_color(f->severity, st),
-                  ncd_severity_mark(f->severity, st), ncd_color_reset(st),
-                  f->title, ncd_category_name(f->category));
-    size_t max_ev = st && st->verbose ? f->n_evidence : 8;
-    for (size_t i = 0; i < f->n_evidence && i < max_ev; i++)
-        ncd_sb_printf(out, "      | %s\n", f->evidence[i]);
-    if (f->n_evidence > max_ev)
-        ncd_sb_printf(out, "      | ... %zu more (use --verbose)\n",
-                      f->n_evidence - max_ev);
-    if (f->severity == NCD_SEV_OK && !(st && st->verbose))
-        return;
-    if (f->cause)
-        put_wrapped(out, "cause:", f->cause);
-    if (f->fix)
-        put_wrapped(out, "fix:  ", f->fix);
-    for (size_t i = 0; i < f->n_env; i++) {
-        if (f->env[i].value) {
-            ncd_sb_printf(out, "      env:   export %s=", f->env[i].name);
-            ncd_sb_shell_quote(out, f->env[i].value);
-            ncd_sb_putc(out, '\n');
-        } else {
-            ncd_sb_printf(out, "      env:   unset %s\n", f->env[i].name);
-        }
-    }
+    int verbose = st && st->verbose;
+    struct ncd_finding_layout lay = {
+        .max_evidence = verbose ? 0 : 8,
+        .brief = f->severity == NCD_SEV_OK && !verbose,
+        .wrap = 0,
+    };
+    ncd_render_finding_text_ex(out, f, st, &lay);
 }
 
 void ncd_render_findings_text(struct ncd_strbuf *out,

@@ -1,0 +1,140 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Conditions on processes or builds that disagree: NCCL versions, net
+ * plugins, nccl-tests' headers against the library it runs with.
+ */
+#define _GNU_SOURCE
+#include "explain/reason.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "ncd/error.h"
+
+/* Processes report different NCCL versions. */
+int ncd__cond_version_mismatch(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    size_t a = SIZE_MAX;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        if (!ex->procs[i].vcode)
+            continue;
+        if (a == SIZE_MAX) {
+            a = i;
+            continue;
+        }
+        if (ex->procs[i].vcode == ex->procs[a].vcode)
+            continue;
+        const struct ncd__proc *p = &ex->procs[a], *q = &ex->procs[i];
+        struct ncd__hit *h = ncd__hit_new(rs, rule);
+        if (!h)
+            return NCD_ENOMEM;
+        char buf[256];
+        snprintf(buf, sizeof buf, "%s on %s, %s on %s", p->version,
+                 p->host[0] ? p->host : "?", q->version,
+                 q->host[0] ? q->host : "?");
+        ncd__hit_var(h, "versions", buf);
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                    ncd__src_name(ex, p->src), (unsigned long long)p->ver_line,
+                    p->host, p->pid, p->version);
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): NCCL version %s",
+                    ncd__src_name(ex, q->src), (unsigned long long)q->ver_line,
+                    q->host, q->pid, q->version);
+        h->seq = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int builtin_net(const char *net)
+{
+    return strcmp(net, "IB") == 0 || strcmp(net, "Socket") == 0;
+}
+
+/* Some processes load a net plugin and others do not, or they use
+ * different plugins (IB against Socket is ib-fallback's case). */
+int ncd__cond_plugin_mismatch(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    const struct ncd__proc *with = NULL, *without = NULL, *n1 = NULL,
+                           *n2 = NULL;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        if (p->plugin == 2 && !with)
+            with = p;
+        if (p->plugin == 1 && !without)
+            without = p;
+        if (!p->net[0])
+            continue;
+        if (!n1)
+            n1 = p;
+        else if (!n2 && strcmp(n1->net, p->net) != 0 &&
+                 !(builtin_net(p->net) && builtin_net(n1->net)))
+            n2 = p;
+    }
+    if (!(with && without) && !n2)
+        return 0;
+    struct ncd__hit *h = ncd__hit_new(rs, rule);
+    if (!h)
+        return NCD_ENOMEM;
+    char buf[256];
+    if (with && without) {
+        snprintf(buf, sizeof buf, "%s loads the net plugin %s, %s finds none",
+                 with->host[0] ? with->host : "one process",
+                 with->plugin_name[0] ? with->plugin_name : "",
+                 without->host[0] ? without->host : "another");
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): net plugin %s",
+                    ncd__src_name(ex, with->src),
+                    (unsigned long long)with->plugin_line, with->host,
+                    with->pid,
+                    with->plugin_name[0] ? with->plugin_name : "loaded");
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): no net plugin, internal network used",
+                    ncd__src_name(ex, without->src),
+                    (unsigned long long)without->plugin_line, without->host,
+                    without->pid);
+    } else {
+        snprintf(buf, sizeof buf, "%s uses network %s, %s uses %s", n1->host,
+                 n1->net, n2->host, n2->net);
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                    ncd__src_name(ex, n1->src),
+                    (unsigned long long)n1->net_line, n1->host, n1->pid,
+                    n1->net);
+        ncd__hit_ev(h, "%s:%llu: %s (pid %ld): Using network %s",
+                    ncd__src_name(ex, n2->src),
+                    (unsigned long long)n2->net_line, n2->host, n2->pid,
+                    n2->net);
+    }
+    ncd__hit_var(h, "detail", buf);
+    h->seq = 0;
+    return 1;
+}
+
+/* "X.Y.Z" from an NCCL_VERSION_CODE: M*10000+m*100+p (2.9+) or
+ * M*1000+m*100+p (older). */
+static void code_version(long c, char *out, size_t osz)
+{
+    snprintf(out, osz, "%ld.%ld.%ld", c >= 10000 ? c / 10000 : c / 1000,
+             c >= 10000 ? c / 100 % 100 : c / 100 % 10, c % 100);
+}
+
+/* nccl-tests' nccl-headers= and nccl-library= differ in major.minor. */
+int ncd__cond_tests_header_mismatch(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    long a = ex->tests_hdr_code, b = ex->tests_lib_code;
+    if (!a || !b || a / 100 == b / 100)
+        return 0;
+    struct ncd__hit *h = ncd__hit_new(rs, rule);
+    if (!h)
+        return NCD_ENOMEM;
+    char hv[24], lv[24];
+    code_version(a, hv, sizeof hv);
+    code_version(b, lv, sizeof lv);
+    ncd__hit_var(h, "headers", hv);
+    ncd__hit_var(h, "library", lv);
+    ncd__hit_ev(h, "%s:%llu: nccl-tests built with NCCL %s headers, running with libnccl %s",
+                ncd__src_name(ex, ex->tests_src),
+                (unsigned long long)ex->tests_line, hv, lv);
+    h->seq = 0;
+    return 1;
+}

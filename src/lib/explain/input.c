@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * explain's inputs: files (plain or gzip, sniffed), directories of per-rank
+ * logs, stdin, and directories of user rules.  A client of the scan API
+ * (ncd_explain_begin/feed/end) and of ncd_rules_load_buf(); problems with
+ * one input are reported through the caller's callback and the scan goes
+ * on, since the lines read before a problem still count.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "explain/session.h"
+#include "ncd/error.h"
+#include "ncd/fs.h"
+
+#define READ_CHUNK (1u << 20) /* bytes per read() / gzread() */
+#define MAX_DEPTH 4           /* directory levels walked below an input */
+#define MAX_RULES_FILE (16u << 20)
+
+struct walk {
+    struct ncd_explain *ex;
+    struct ncd_explain_inputs *in;
+    char *buf;
+    int rc; /* the last problem's code, 0 when none */
+};
+
+static void problem(struct walk *w, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void problem(struct walk *w, int code, const char *fmt, ...)
+{
+    w->in->nfailed++;
+    w->rc = code;
+    if (!w->in->problem)
+        return;
+    char *msg = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&msg, fmt, ap);
+    va_end(ap);
+    w->in->problem(w->in->arg, n >= 0 ? msg : "out of memory");
+    if (n >= 0)
+        free(msg);
+}
+
+static int cmp_names(const void *x, const void *y)
+{
+    return ncd_natcmp(*(char *const *)x, *(char *const *)y);
+}
+
+/*
+ * The names in `dir` that `keep` accepts (names starting with '.' never),
+ * in natural order ("rank2" before "rank10").  Caller frees each name and
+ * the array.  Returns the count or the negative errno of opendir.
+ */
+static long list_dir(const char *dir, int (*keep)(const char *name),
+                     char ***out)
+{
+    *out = NULL;
+    DIR *d = opendir(dir);
+    if (!d)
+        return -errno;
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *de;
+    while ((de = readdir(d))) {
+        if (de->d_name[0] == '.' || (keep && !keep(de->d_name)))
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            char **nv = realloc(names, cap * sizeof *nv);
+            if (!nv)
+                break;
+            names = nv;
+        }
+        if ((names[n] = strdup(de->d_name)))
+            n++;
+    }
+    closedir(d);
+    if (n > 1)
+        qsort(names, n, sizeof *names, cmp_names);
+    *out = names;
+    return (long)n;
+}
+
+static void free_names(char **names, long n)
+{
+    for (long i = 0; i < n; i++)
+        free(names[i]);
+    free(names);
+}
+
+/* "<fd:3>: message" (zlib's prefix) -> "message" */
+static const char *gz_message(gzFile gz, int *errnum)
+{
+    const char *msg = gzerror(gz, errnum);
+    if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": "))
+        msg = strstr(msg, ": ") + 2;
+    return msg;
+}
+
+/* Reads a regular file with read(): no copy through zlib's buffers. */
+static void feed_plain(struct walk *w, int fd, const char *name)
+{
+    for (;;) {
+        ssize_t n = read(fd, w->buf, READ_CHUNK);
+        if (n > 0) {
+            ncd_explain_feed(w->ex, w->buf, (size_t)n);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            problem(w, ncd_err_from_errno(errno),
+                    "%s: %s (the lines before it were used)", name,
+                    strerror(errno));
+        return;
+    }
+}
+
+/* gzip data, or a pipe / device that zlib reads transparently. */
+static void feed_gz(struct walk *w, gzFile gz, const char *name)
+{
+    gzbuffer(gz, 256 * 1024);
+    for (;;) {
+        int n = gzread(gz, w->buf, READ_CHUNK);
+        if (n > 0) {
+            ncd_explain_feed(w->ex, w->buf, (size_t)n);
+            continue;
+        }
+        int errnum;
+        const char *msg = gz_message(gz, &errnum);
+        if (n < 0)
+            /* a truncated .gz still gave us its lines: say so, go on */
+            problem(w, NCD_EIO, "%s: %s (the lines before it were used)", name,
+                    errnum == Z_ERRNO ? strerror(errno) : msg);
+        else if (errnum != Z_OK) /* end of input: truncation is Z_BUF_ERROR */
+            problem(w, NCD_EIO, "%s: %s%s (the lines before it were used)",
+                    name, msg,
+                    errnum == Z_BUF_ERROR ? ", truncated gzip file" : "");
+        return;
+    }
+}
+
+/* Feeds one open file descriptor (closed here) as source `name`. */
+static void feed_fd(struct walk *w, int fd, const char *name)
+{
+    struct stat st;
+    unsigned char magic[2];
+    int plain = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                !(pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f &&
+                  magic[1] == 0x8b);
+    gzFile gz = NULL;
+    if (!plain && !(gz = gzdopen(fd, "rb"))) {
+        close(fd);
+        problem(w, NCD_ENOMEM, "%s: cannot read: out of memory", name);
+        return;
+    }
+    int rc = ncd_explain_begin(w->ex, name);
+    if (rc < 0) {
+        const char *why = ncd_ctx_errdetail(w->ex->ctx);
+        problem(w, rc, "%s: %s", name, *why ? why : ncd_strerror(rc));
+        if (gz)
+            gzclose(gz);
+        else
+            close(fd);
+        return;
+    }
+    if (gz)
+        feed_gz(w, gz, name);
+    else
+        feed_plain(w, fd, name);
+    ncd_explain_end(w->ex);
+    if (gz)
+        gzclose(gz);
+    else
+        close(fd);
+    w->in->nread++;
+}
+
+static void feed_path(struct walk *w, const char *path, int depth)
+{
+    if (depth == 0 && strcmp(path, "-") == 0) {
+        int fd = dup(STDIN_FILENO);
+        if (fd < 0) {
+            problem(w, ncd_err_from_errno(errno), "stdin: %s", strerror(errno));
+            return;
+        }
+        feed_fd(w, fd, "<stdin>");
+        return;
+    }
+    /* inside directories only regular files and directories: a FIFO or a
+     * device there would block or never end */
+    struct stat pre;
+    if (depth > 0 && stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) &&
+        !S_ISDIR(pre.st_mode))
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        problem(w, ncd_err_from_errno(errno), "%s: %s", path, strerror(errno));
+        return;
+    }
+    struct stat st;
+    if (!(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))) {
+        feed_fd(w, fd, path);
+        return;
+    }
+    close(fd);
+    if (depth >= MAX_DEPTH)
+        return;
+    char **names;
+    long n = list_dir(path, NULL, &names);
+    if (n < 0) {
+        problem(w, ncd_err_from_errno((int)-n), "%s: %s", path,
+                strerror((int)-n));
+        return;
+    }
+    for (long i = 0; i < n; i++) {
+        char *p = NULL;
+        if (asprintf(&p, "%s/%s", path, names[i]) >= 0) {
+            feed_path(w, p, depth + 1);
+            free(p);
+        }
+    }
+    free_names(names, n);
+}
+
+int ncd_explain_feed_path(struct ncd_explain *ex, const char *path,
+                          struct ncd_explain_inputs *in)
+{
+    struct walk w = {.ex = ex, .in = in};
+    if (!(w.buf = malloc(READ_CHUNK)))
+        return NCD_ENOMEM;
+    feed_path(&w, path, 0);
+    free(w.buf);
+    return w.rc;
+}
+
+static int is_yaml(const char *name)
+{
+    size_t l = strlen(name);
+    return l >= 6 && (strcmp(name + l - 5, ".yaml") == 0 ||
+                      strcmp(name + l - 4, ".yml") == 0);
+}
+
+/* The whole regular file `path` into a new buffer (*len bytes, plus a
+ * NUL).  0 or a negative NCD_E* code with the detail in ctx. */
+static int read_file(struct ncd_ctx *ctx, const char *path, char **out,
+                     size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return ncd_fail(ctx, ncd_err_from_errno(errno), "%s: %s", path,
+                        strerror(errno));
+    struct stat st;
+    if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+        (size_t)st.st_size > MAX_RULES_FILE) {
+        close(fd);
+        return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file of at most "
+                        "%u MiB", path, MAX_RULES_FILE >> 20);
+    }
+    struct ncd_strbuf sb = {0};
+    char tmp[8192];
+    ssize_t n;
+    while ((n = read(fd, tmp, sizeof tmp)) != 0) {
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            int e = errno;
+            close(fd);
+            ncd_sb_release(&sb);
+            return ncd_fail(ctx, ncd_err_from_errno(e), "%s: %s", path,
+                            strerror(e));
+        }
+        ncd_sb_add(&sb, tmp, (size_t)n);
+    }
+    close(fd);
+    if (sb.oom) {
+        ncd_sb_release(&sb);
+        return NCD_ENOMEM;
+    }
+    *len = sb.len;
+    *out = sb.len ? ncd_sb_detach(&sb) : strdup("");
+    return *out ? 0 : NCD_ENOMEM;
+}
+
+int ncd_rules_load_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                       const char *dir)
+{
+    char **names;
+    long n = list_dir(dir, is_yaml, &names);
+    if (n < 0)
+        return ncd_fail(ctx, ncd_err_from_errno((int)-n), "%s: %s", dir,
+                        strerror((int)-n));
+    int total = 0, rc = 0;
+    for (long i = 0; i < n && rc >= 0; i++) {
+        char *p = NULL, *buf = NULL;
+        size_t len = 0;
+        if (asprintf(&p, "%s/%s", dir, names[i]) < 0) {
+            rc = NCD_ENOMEM;
+            break;
+        }
+        if ((rc = read_file(ctx, p, &buf, &len)) == 0 &&
+            (rc = ncd_rules_load_buf(ctx, rules, p, buf, len)) >= 0)
+            total += rc;
+        free(buf);
+        free(p);
+    }
+    free_names(names, n);
+    return rc < 0 ? rc : total;
+}

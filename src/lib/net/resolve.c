@@ -1,0 +1,277 @@
+/* SPDX-License-Identifier: MIT */
+/* Host name resolution as NCCL does it for NCCL_COMM_ID (see
+ * include/ncd/resolve.h): live getaddrinfo(AF_UNSPEC) with a deadline, or
+ * the capture's numeric forms, recorded answers and /etc/hosts. */
+#define _GNU_SOURCE
+#include "ncd/resolve.h"
+#include "ncd/error.h"
+#include "ncd/fs.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <netdb.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+
+static void set_why(char *why, size_t n, const char *s)
+{
+    if (why && n)
+        snprintf(why, n, "%s", s);
+}
+
+/* Fills `out` from a numeric address without scope, plus a scope id. */
+static int from_text(struct ncd_if_addr *out, const char *text, int scope)
+{
+    struct ncd_if_addr a;
+    if (ncd_if_addr_from_string(&a, text, 0) < 0)
+        return NCD_EPARSE;
+    a.prefix = a.family == AF_INET ? 32 : 128;
+    a.scope_id = a.family == AF_INET6 ? scope : 0;
+    *out = a;
+    return 0;
+}
+
+/* ---- live: getaddrinfo in a worker thread with a deadline -------------- */
+
+struct lookup {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int refs, done, gai;
+    char name[256];
+    struct sockaddr_storage ss; /* first answer */
+};
+
+static void lookup_put(struct lookup *l)
+{
+    pthread_mutex_lock(&l->mu);
+    int last = --l->refs == 0;
+    pthread_mutex_unlock(&l->mu);
+    if (!last)
+        return;
+    pthread_mutex_destroy(&l->mu);
+    pthread_cond_destroy(&l->cv);
+    free(l);
+}
+
+static void *lookup_main(void *arg)
+{
+    struct lookup *l = arg;
+    struct addrinfo hints, *ai = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC; /* as NCCL: no AI_ADDRCONFIG */
+    hints.ai_socktype = SOCK_STREAM;
+    int g = getaddrinfo(l->name, NULL, &hints, &ai);
+    pthread_mutex_lock(&l->mu);
+    l->gai = g;
+    if (!g && ai && ai->ai_addrlen <= sizeof l->ss)
+        memcpy(&l->ss, ai->ai_addr, ai->ai_addrlen);
+    l->done = 1;
+    pthread_cond_broadcast(&l->cv);
+    pthread_mutex_unlock(&l->mu);
+    if (ai)
+        freeaddrinfo(ai);
+    lookup_put(l);
+    return NULL;
+}
+
+static int resolve_live(const char *name, int timeout_ms,
+                        struct ncd_if_addr *out, char *why, size_t whylen)
+{
+    struct lookup *l = calloc(1, sizeof *l);
+    if (!l)
+        return NCD_ENOMEM;
+    snprintf(l->name, sizeof l->name, "%s", name);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_cond_init(&l->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    l->refs = 2;
+    pthread_t t;
+    if (pthread_create(&t, NULL, lookup_main, l) != 0) {
+        l->refs = 1;
+        lookup_put(l);
+        set_why(why, whylen, "cannot start a resolver thread");
+        return NCD_ENOMEM;
+    }
+    pthread_detach(t);
+    struct timespec dl;
+    clock_gettime(CLOCK_MONOTONIC, &dl);
+    dl.tv_sec += timeout_ms / 1000;
+    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (dl.tv_nsec >= 1000000000L) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000L;
+    }
+    pthread_mutex_lock(&l->mu);
+    while (!l->done &&
+           pthread_cond_timedwait(&l->cv, &l->mu, &dl) != ETIMEDOUT)
+        ;
+    int done = l->done, gai = l->gai;
+    struct sockaddr_storage ss = l->ss;
+    pthread_mutex_unlock(&l->mu);
+    lookup_put(l);
+    if (!done) {
+        if (why && whylen)
+            snprintf(why, whylen, "no answer within %d ms", timeout_ms);
+        return NCD_ETIMEOUT;
+    }
+    if (gai) {
+        set_why(why, whylen, gai_strerror(gai));
+        return NCD_ENOENT;
+    }
+    char host[NI_MAXHOST];
+    socklen_t sl = ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                           : sizeof(struct sockaddr_in6);
+    if ((ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
+        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL, 0,
+                    NI_NUMERICHOST) != 0) {
+        set_why(why, whylen, "unsupported address family in the answer");
+        return NCD_ENOENT; /* NCCL: "Net : unsupported IP family" */
+    }
+    char *pct = strchr(host, '%');
+    if (pct)
+        *pct = '\0';
+    int scope = ss.ss_family == AF_INET6
+                    ? (int)((struct sockaddr_in6 *)&ss)->sin6_scope_id
+                    : 0;
+    return from_text(out, host, scope);
+}
+
+/* ---- capture ------------------------------------------------------------ */
+
+/* glibc's numeric parse: inet_aton for IPv4 (shorthands included, no
+ * trailing text), inet_pton for IPv6 with an optional "%scope" (a number
+ * or an interface name of the capture). */
+static int numeric(struct ncd_ctx *ctx, const char *name,
+                   struct ncd_if_addr *out)
+{
+    struct in_addr in;
+    for (const char *p = name; *p; p++)
+        if (isspace((unsigned char)*p))
+            return 0;
+    if (inet_aton(name, &in)) {
+        char t[INET_ADDRSTRLEN];
+        inet_ntop(AF_INET, &in, t, sizeof t);
+        return from_text(out, t, 0) == 0;
+    }
+    char t[INET6_ADDRSTRLEN + 1];
+    const char *pct = strchr(name, '%');
+    size_t n = pct ? (size_t)(pct - name) : strlen(name);
+    unsigned char b[16];
+    if (n >= sizeof t)
+        return 0;
+    memcpy(t, name, n);
+    t[n] = '\0';
+    if (inet_pton(AF_INET6, t, b) != 1)
+        return 0;
+    int scope = 0;
+    if (pct && pct[1]) {
+        char *end;
+        long v = strtol(pct + 1, &end, 10);
+        if (!*end && v >= 0) {
+            scope = (int)v;
+        } else if (!strchr(pct + 1, '/')) {
+            char path[300], idx[32];
+            snprintf(path, sizeof path, "/sys/class/net/%s/ifindex", pct + 1);
+            if (ncd_fs_read_str(ctx, path, idx, sizeof idx) == 0)
+                scope = atoi(idx);
+            else
+                ncd_ctx_clear_error(ctx);
+        }
+    }
+    return from_text(out, t, scope) == 0;
+}
+
+/* Recorded answers: "<name> <addr>..." or "<name> -".
+ * @return 1 found (out set), 0 not recorded, -1 recorded as failing. */
+static int recorded(struct ncd_ctx *ctx, const char *name,
+                    struct ncd_if_addr *out)
+{
+    char *buf;
+    if (ncd_fs_read(ctx, "/.ncd/resolve", 1 << 20, &buf, NULL) < 0) {
+        ncd_ctx_clear_error(ctx);
+        return 0;
+    }
+    int r = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line && !r;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *s2 = NULL, *n = strtok_r(line, " \t", &s2);
+        if (!n || *n == '#' || strcmp(n, name) != 0)
+            continue;
+        char *a = strtok_r(NULL, " \t", &s2);
+        if (!a || strcmp(a, "-") == 0)
+            r = -1;
+        else
+            r = numeric(ctx, a, out) ? 1 : 0;
+    }
+    free(buf);
+    return r;
+}
+
+/* <sysroot>/etc/hosts, first line listing the name. */
+static int hosts_file(struct ncd_ctx *ctx, const char *name,
+                      struct ncd_if_addr *out)
+{
+    char *buf;
+    if (ncd_fs_read(ctx, "/etc/hosts", 1 << 20, &buf, NULL) < 0) {
+        ncd_ctx_clear_error(ctx);
+        return 0;
+    }
+    int found = 0;
+    char *save = NULL;
+    for (char *line = strtok_r(buf, "\n", &save); line && !found;
+         line = strtok_r(NULL, "\n", &save)) {
+        char *hash = strchr(line, '#');
+        if (hash)
+            *hash = '\0';
+        char *s2 = NULL, *addr = strtok_r(line, " \t\r", &s2);
+        if (!addr)
+            continue;
+        struct ncd_if_addr a;
+        if (from_text(&a, addr, 0) < 0)
+            continue; /* nss_files skips lines it cannot parse */
+        for (char *n = strtok_r(NULL, " \t\r", &s2); n && !found;
+             n = strtok_r(NULL, " \t\r", &s2))
+            if (strcasecmp(n, name) == 0) {
+                *out = a;
+                found = 1;
+            }
+    }
+    free(buf);
+    return found;
+}
+
+int ncd_resolve_first(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                      struct ncd_if_addr *out, char *why, size_t whylen)
+{
+    memset(out, 0, sizeof *out);
+    set_why(why, whylen, "");
+    if (timeout_ms <= 0)
+        timeout_ms = NCD_RESOLVE_TIMEOUT_MS;
+    if (ncd_ctx_is_live(ctx))
+        return resolve_live(name, timeout_ms, out, why, whylen);
+    if (numeric(ctx, name, out))
+        return 0;
+    int r = recorded(ctx, name, out);
+    if (r > 0)
+        return 0;
+    if (r < 0) {
+        set_why(why, whylen, "recorded as not resolving on that host");
+        return NCD_ENOENT;
+    }
+    if (hosts_file(ctx, name, out))
+        return 0;
+    set_why(why, whylen,
+            "not in the capture's /etc/hosts or recorded answers (a DNS "
+            "answer cannot be replayed)");
+    return NCD_ENOTLIVE;
+}
