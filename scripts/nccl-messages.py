@@ -9,7 +9,8 @@ Maintainer tool, not run by CI.  Python 3 standard library and git only.
     scripts/nccl-messages.py --nccl /path/to/nccl.git \
         [--nccl-tests /path/to/nccl-tests.git] \
         [--frameworks data/framework-messages.tsv] \
-        [--map data/nccl-message-map.tsv] [-o data/nccl-messages.tsv]
+        [--map data/nccl-message-map.tsv] [-o data/nccl-messages.tsv] \
+        [--rules rules/subsystems.yaml] [--scan-cache /tmp/scan.pkl]
 
 --nccl is a clone (bare or not) of github.com/NVIDIA/nccl with its tags.
 Every release tag vX.Y.Z-N from 2.4 on is read (for a version with several
@@ -35,9 +36,18 @@ hand-kept table of PyTorch and Paddle messages (those repositories are too
 big to tokenise here; the table names the file and commit of each).
 
 Each row gets the expected nccl-doctor mapping from --map (first matching
-row wins; see the header of data/nccl-message-map.tsv).  A format no map row
-covers gets "?" and the tool exits 1, so the catalogue never ships a format
-without a mapping.
+row wins; see the header of data/nccl-message-map.tsv): `expect` for the
+full line, `expect_msg` for the message without its header.  A format no
+map row covers gets "?" and the tool exits 1, so the catalogue never ships a
+format without a mapping.
+
+--rules rewrites the blocks between "# generated: ID" and "# end generated"
+of rules/subsystems.yaml: the patterns that claim each format mapped to a
+generated nccl.<subsystem>.error/.info rule (WARN formats as one
+alternation after "NCCL WARN ", INFO formats grouped under a head whose
+prefilter windows are rare in healthy output) and examples taken from the
+catalogue.  --scan-cache keeps the scan (about a minute) to iterate on the
+map.
 
 Output: a header comment, then one row per (level, format, file the log line
 names, function), tab-separated, with the releases that print it as ranges
