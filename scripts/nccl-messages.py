@@ -936,18 +936,22 @@ node1:100000:100100 [0] NCCL INFO cudaDriverVersion 12040
 
 
 def c_background():
-    """The prefilter's background text, read from src/lib/explain/rules.c."""
+    """The prefilter's background text, read from the C source of
+    src/lib/explain (the `background[]` array).  Exits when it is not found:
+    the generated literals would not be checked against it."""
     here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        with open(os.path.join(here, "..", "src", "lib", "explain", "rules.c"),
-                  encoding="utf-8") as f:
+    d = os.path.join(here, "..", "src", "lib", "explain")
+    for name in sorted(os.listdir(d)):
+        if not name.endswith(".c"):
+            continue
+        with open(os.path.join(d, name), encoding="utf-8") as f:
             src = f.read()
-    except OSError:
-        return ""
-    m = re.search(r"static const char background\[\] =(.*?);\n", src, re.S)
-    if not m:
-        return ""
-    return "".join(unquote('"%s"' % x) for x in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+        m = re.search(r"static const char background\[\] =(.*?);\n", src, re.S)
+        if m:
+            return "".join(unquote('"%s"' % x)
+                           for x in re.findall(r'"((?:[^"\\]|\\.)*)"', m.group(1)))
+    sys.exit("no background[] text in src/lib/explain/*.c: the prefilter check "
+             "needs it (see prefilter_windows())")
 
 
 BG = None
