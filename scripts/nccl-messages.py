@@ -793,7 +793,7 @@ def fmt_pieces(fmt):
     return merged
 
 
-def fmt_regex(fmt, max_lit=60, max_wild=4):
+def fmt_regex(fmt, max_lit=40, max_wild=3):
     """(leading literal, regex of the rest) for a format, or None when the
     format has no literal of 4+ characters (it can only be told by its
     file).  Leading conversions are dropped (the pattern is unanchored),
