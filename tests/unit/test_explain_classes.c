@@ -71,7 +71,7 @@ static void test_override_graph_file(void **state)
     /* one override names the failure, and the WARN follows as its
      * consequence */
     assert_null(ncd_findings_find(&fl, "env.override-topo-file"));
-    assert_int_equal(role_of(ex, &fl, "nccl.file.topology"), NCD_ROLE_CONSEQUENCE);
+    assert_int_equal(ncd_explain_role(ex, 1), NCD_ROLE_CONSEQUENCE);
     done(ex, &fl);
 }
 
