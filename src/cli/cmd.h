@@ -6,10 +6,12 @@
  *  1. Write src/cli/cmd_<name>.c with its usage text beside its option
  *     table, the function
  *       int ncd_cmd_<name>(int argc, char **argv);
- *     (argv[0] is the subcommand name; parse the rest with cli_parse(),
- *     which adds the common options below), and
- *       const struct cli_cmd cli_cmd_<name> = {name, fn, summary, usage};
- *  2. Declare both here and add &cli_cmd_<name> to commands[] in main.c.
+ *     argv[0] is the subcommand name; parse the rest with cli_parse(),
+ *     which adds the common options below.
+ *  2. Declare it here and add a line to commands[] in main.c with a
+ *     one-line summary and its usage text, kept beside the command's
+ *     option table as `const char ncd_cmd_<name>_usage[]` (git's
+ *     builtin/<cmd>.c style).
  *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
  * The library does the work; a command parses options, calls libncd
  * (node.h: probe the snapshot; check.h; node_report.h: render), prints and
@@ -157,10 +159,6 @@ int cli_node_probe(struct ncd_ctx *ctx, const char *cmd,
                    const struct cli_common *c, struct ncd_node_opts *o,
                    unsigned parts, struct ncd_node *n);
 
-/* Commands defined in their own files, with their usage text. */
-extern const struct cli_cmd cli_cmd_check, cli_cmd_ifaces, cli_cmd_env,
-    cli_cmd_topo, cli_cmd_gather;
-
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
 int ncd_cmd_env(int argc, char **argv);
@@ -168,9 +166,18 @@ int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
-/* Usage texts kept next to their command's option table. */
-extern const char ncd_cmd_explain_usage[];
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
+
+/* Usage texts kept next to their command's option table. */
+extern const char ncd_cmd_check_usage[];
+extern const char ncd_cmd_ifaces_usage[];
+extern const char ncd_cmd_env_usage[];
+extern const char ncd_cmd_topo_usage[];
+extern const char ncd_cmd_gather_usage[];
+extern const char ncd_cmd_perf_usage[];
+extern const char ncd_cmd_probe_usage[];
+extern const char ncd_cmd_tune_usage[];
+extern const char ncd_cmd_explain_usage[];
 
 #endif

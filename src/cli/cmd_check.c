@@ -8,7 +8,7 @@
 #include "ncd/error.h"
 #include "ncd/node_report.h"
 
-static const char usage[] =
+const char ncd_cmd_check_usage[] =
      "usage: nccl-doctor check [--json] [--strict] [--verbose]\n"
      "                         [--sysroot DIR] [--nccl-version X.Y.Z]\n"
      "\n"
@@ -26,10 +26,6 @@ static const char usage[] =
      "\n"
      "Exit status: 0 no errors, 1 warnings only (with --strict),\n"
      "2 errors found, 3 the tool itself failed or bad usage.\n";
-
-const struct cli_cmd cli_cmd_check = {
-    "check", ncd_cmd_check,
-    "diagnose this node's NCCL setup (default command)", usage};
 
 int ncd_cmd_check(int argc, char **argv)
 {

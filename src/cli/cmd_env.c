@@ -34,7 +34,7 @@ static const struct option options[] = {
     {0, 0, 0, 0},
 };
 
-static const char usage[] =
+const char ncd_cmd_env_usage[] =
      "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
      "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
      "                       [--write FILE [--dry-run] | --remove FILE]\n"
@@ -47,10 +47,6 @@ static const char usage[] =
      "gives back the original bytes.  Symbolic links are followed; a\n"
      "hard-linked or read-only file is left alone (--dry-run shows the new\n"
      "content); an edit made by another program meanwhile stops the update.\n";
-
-const struct cli_cmd cli_cmd_env = {
-    "env", ncd_cmd_env,
-    "print or install the recommended NCCL_* settings", usage};
 
 static int env_opt(int opt, const char *arg, void *data)
 {

@@ -12,7 +12,7 @@ static const struct option options[] = {
     {0, 0, 0, 0},
 };
 
-static const char usage[] =
+const char ncd_cmd_gather_usage[] =
      "usage: nccl-doctor gather -o FILE.tar.gz\n"
      "\n"
      "Writes the sysfs/procfs files nccl-doctor's probes read, the address\n"
@@ -22,10 +22,6 @@ static const char usage[] =
      "\n"
      "  -o, --output FILE   the tarball to write (written to a temporary\n"
      "                      file, then renamed)\n";
-
-const struct cli_cmd cli_cmd_gather = {
-    "gather", ncd_cmd_gather,
-    "record this node's state into a tarball for offline diagnosis", usage};
 
 static int gather_opt(int opt, const char *arg, void *data)
 {

@@ -4,17 +4,13 @@
 #include "ncd/error.h"
 #include "ncd/node_report.h"
 
-static const char usage[] =
+const char ncd_cmd_ifaces_usage[] =
      "usage: nccl-doctor ifaces [--json] [--verbose] [--sysroot DIR]\n"
      "                          [--nccl-version X.Y.Z]\n"
      "\n"
      "Lists every interface (flags, addresses, kind, speed, traffic), the\n"
      "interface nccl-doctor recommends and why, and what NCCL itself would\n"
      "pick for the bootstrap and the Socket transport.\n";
-
-const struct cli_cmd cli_cmd_ifaces = {
-    "ifaces", ncd_cmd_ifaces,
-    "rank network interfaces and predict NCCL's choice", usage};
 
 int ncd_cmd_ifaces(int argc, char **argv)
 {

@@ -15,7 +15,7 @@ static const struct option options[] = {
     {0, 0, 0, 0},
 };
 
-static const char usage[] =
+const char ncd_cmd_topo_usage[] =
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
      "                        [--topology FILE.xml] [--no-nvml]\n"
      "\n"
@@ -26,10 +26,6 @@ static const char usage[] =
      "\n"
      "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
      "  --no-nvml           do not load NVML\n";
-
-const struct cli_cmd cli_cmd_topo = {
-    "topo", ncd_cmd_topo,
-    "GPU/NIC topology matrix (like nvidia-smi topo -m)", usage};
 
 static int topo_opt(int opt, const char *arg, void *data)
 {

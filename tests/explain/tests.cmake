@@ -28,3 +28,18 @@ foreach(t fuzz_log_line fuzz_rules)
   ncd_add_fuzz_target(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c
                       ${CMAKE_CURRENT_LIST_DIR}/fuzz-seeds/${t} explain "explain;fuzz")
 endforeach()
+
+# The message catalogue (data/nccl-messages.tsv, scripts/nccl-messages.py):
+# every failure format NCCL 2.4..newest prints (figures for 2.18..newest
+# printed apart), nccl-tests, PyTorch and Paddle, filled with plausible
+# values, must be claimed by the rule or category the catalogue names; one
+# batch `explain --json` run over all of them must not fall back to
+# "no rule".
+add_executable(explain_catalog ${CMAKE_CURRENT_LIST_DIR}/catalog.c)
+target_link_libraries(explain_catalog PRIVATE ncd)
+ncd_set_warnings(explain_catalog)
+add_test(NAME explain.catalog
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/catalog.sh
+                 $<TARGET_FILE:explain_catalog> $<TARGET_FILE:nccl-doctor>
+                 ${CMAKE_SOURCE_DIR}/data/nccl-messages.tsv)
+set_tests_properties(explain.catalog PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)

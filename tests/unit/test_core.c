@@ -199,7 +199,7 @@ static void test_read_fd(void **state)
     close(p[1]);
     char *buf;
     size_t len;
-    assert_int_equal(ncd_read_fd(p[0], 0, 5000, &buf, &len), 0);
+    assert_int_equal(ncd_read_fd_bounded(p[0], 0, 5000, &buf, &len), 0);
     assert_int_equal(len, sizeof big);
     assert_int_equal(buf[len], '\0');
     free(buf);
@@ -207,10 +207,10 @@ static void test_read_fd(void **state)
     assert_int_equal(pipe(p), 0);
     assert_int_equal(write(p[1], "0123456789", 10), 10);
     /* more than `max` bytes: refused, nothing returned */
-    assert_int_equal(ncd_read_fd(p[0], 4, 1000, &buf, &len), NCD_ERANGE);
+    assert_int_equal(ncd_read_fd_bounded(p[0], 4, 1000, &buf, &len), NCD_ERANGE);
     assert_null(buf);
     /* a writer that never closes: the deadline ends the read */
-    assert_int_equal(ncd_read_fd(p[0], 0, 50, &buf, &len), NCD_ETIMEOUT);
+    assert_int_equal(ncd_read_fd_bounded(p[0], 0, 50, &buf, &len), NCD_ETIMEOUT);
     close(p[0]);
     close(p[1]);
     int status;

@@ -75,7 +75,7 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file", path);
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    int rc = ncd_read_fd(fd, max, -1, buf, len);
+    int rc = ncd_read_fd_bounded(fd, max, -1, buf, len);
     int e = errno;
     close(fd);
     if (rc == NCD_ERANGE)

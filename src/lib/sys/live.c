@@ -367,7 +367,7 @@ static int live_firewall(struct ncd_ctx *ctx, int timeout_ms, char **buf,
         return ncd_fail(ctx, NCD_ESYS, "spawn nft: %s", strerror(rc));
     }
     int status = 0;
-    rc = ncd_read_fd(pfd[0], 16u << 20, timeout_ms, buf, len);
+    rc = ncd_read_fd_bounded(pfd[0], 16u << 20, timeout_ms, buf, len);
     close(pfd[0]);
     if (rc == NCD_ETIMEOUT)
         kill(pid, SIGKILL);
