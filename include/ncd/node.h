@@ -220,6 +220,17 @@ struct ncd_node {
 int ncd_node_probe(struct ncd_ctx *ctx, const struct ncd_node_opts *opts,
                    unsigned parts, struct ncd_node *n);
 
+/**
+ * Probes the NET part (and the parts it needs) predicting NCCL `version`
+ * (version.h code; 0 = the newest known, without loading libnccl): the
+ * interfaces, the recommendation and NCCL's choice for commands that start
+ * ranks (perf, probe, tune).  `n` is zero-initialised by the caller and
+ * released with ncd_node_release().
+ * @return 0 when the NET part was filled; else its component's NCD_E*
+ *         code (detail in the context) or NCD_ENOMEM.
+ */
+int ncd_node_probe_net(struct ncd_ctx *ctx, int version, struct ncd_node *n);
+
 /** Frees everything the node holds; it is empty afterwards. */
 void ncd_node_release(struct ncd_node *n);
 

@@ -118,12 +118,6 @@ void ncd_pci_list_release(struct ncd_pci_list *l);
 int ncd_pci_find(const struct ncd_pci_list *l, const char *bdf);
 
 /**
- * Counts NVIDIA GPUs on the PCI bus: /sys/bus/pci/devices/<bdf> with vendor
- * 0x10de and a display class (0x03xxxx).  0 when the bus is not visible.
- */
-int ncd_pci_count_nvidia_gpus(struct ncd_ctx *ctx);
-
-/**
  * Finds the PCIe capability in a configuration space image and returns the
  * port type (enum ncd_pcie_type), or NCD_PCIE_UNKNOWN when there is none
  * or the image is too short (< 64 bytes).  Pure.

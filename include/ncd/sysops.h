@@ -262,6 +262,13 @@ int ncd_sys_answers_visible(struct ncd_ctx *ctx);
 /** Text for messages about unknowns: "" live, " in this capture" replay. */
 const char *ncd_sys_where(struct ncd_ctx *ctx);
 
+/**
+ * For work that acts on this machine (opening sockets to other ranks,
+ * starting processes): 0 live; on a capture NCD_ENOTLIVE with the detail
+ * "<what>: it cannot run on a recorded sysroot".
+ */
+int ncd_sys_require_live(struct ncd_ctx *ctx, const char *what);
+
 /* ---- recording ------------------------------------------------------------- */
 
 /**

@@ -16,6 +16,7 @@
 #include "ncd/job.h"
 #include "ncd/perf.h"
 #include "ncd/probe.h"
+#include "ncd/sysops.h"
 
 const char ncd_cmd_probe_usage[] =
     "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
@@ -242,7 +243,7 @@ int ncd_cmd_probe(int argc, char **argv)
     struct ncd_ctx *ctx = cli_ctx_new(&P.c);
     if (!ctx)
         return NCD_EXIT_TOOL;
-    if (!ncd_ctx_is_live(ctx)) {
+    if (ncd_sys_require_live(ctx, "probe") < 0) {
         cli_err("probe: connects to other ranks; it cannot run on a "
                 "recorded --sysroot");
         ncd_ctx_free(ctx);

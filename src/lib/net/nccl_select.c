@@ -315,10 +315,11 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
 static int entry_scope(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                        const struct ncd_ifaddr_entry *e)
 {
+    (void)ctx;
     if (e->a.family != AF_INET6 || !e->a.link_local)
         return 0;
-    if (ncd_ctx_is_live(ctx) && e->a.scope_id)
-        return e->a.scope_id;
+    /* live, the kernel's scope of a link-local address is its interface's
+     * index; a capture's recorded scope is from another boot or machine */
     const struct ncd_netif *ni = ncd_netif_find(nl, e->name);
     return ni && ni->index ? ni->index : e->a.scope_id;
 }

@@ -421,23 +421,3 @@ int ncd_virt_probe(struct ncd_ctx *ctx, struct ncd_virt *out)
     ncd_ctx_clear_error(ctx);
     return 0;
 }
-
-int ncd_pci_count_nvidia_gpus(struct ncd_ctx *ctx)
-{
-    char **names;
-    int n = ncd_fs_list(ctx, "/sys/bus/pci/devices", &names), g = 0;
-    for (int i = 0; i < n; i++) {
-        char p[128];
-        long long v, c;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/vendor", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &v) < 0 || v != 0x10de)
-            continue;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/class", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &c) == 0 && (c >> 16) == 0x03)
-            g++;
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-    return g;
-}

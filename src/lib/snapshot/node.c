@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "ncd/error.h"
 #include "ncd/node.h"
+#include "ncd/version.h"
 #include "snapshot/snapshot_internal.h"
 
 #include <stdio.h>
@@ -78,6 +79,23 @@ int ncd_node_probe(struct ncd_ctx *ctx, const struct ncd_node_opts *opts,
     }
     ncd_ctx_clear_error(ctx);
     return 0;
+}
+
+int ncd_node_probe_net(struct ncd_ctx *ctx, int version, struct ncd_node *n)
+{
+    char v[16];
+    struct ncd_node_opts o = {
+        .nccl_version = ncd_nccl_version_str(version ? version
+                                                     : NCD_NCCL_NEWEST,
+                                             v, sizeof v),
+        .nvml = NCD_NVML_NEVER};
+    int rc = ncd_node_probe(ctx, &o, NCD_PART_BIT(NCD_PART_NET), n);
+    if (rc < 0)
+        return rc;
+    if (ncd_node_has(n, NCD_PART_NET))
+        return 0;
+    const struct ncd_node_status *st = &n->status[NCD_PART_NET];
+    return ncd_fail(ctx, st->rc < 0 ? st->rc : NCD_EIO, "%s", st->detail);
 }
 
 int ncd_node_has(const struct ncd_node *n, enum ncd_node_part p)

@@ -230,6 +230,15 @@ const char *ncd_sys_where(struct ncd_ctx *ctx)
     return w ? w : fallback(ctx)->where;
 }
 
+int ncd_sys_require_live(struct ncd_ctx *ctx, const char *what)
+{
+    if (ncd_ctx_is_live(ctx))
+        return 0;
+    return ncd_fail(ctx, NCD_ENOTLIVE, "%s: it cannot run on a recorded "
+                                       "sysroot",
+                    what);
+}
+
 /* ---- recording -------------------------------------------------------------- */
 
 enum rec_id {
