@@ -66,5 +66,14 @@ if grep -n -E '#include "ncd/(fs|sysops)\.h"|ncd_fs_|ncd_sys_|ncd_getenv\(|ncd_c
     cat "$TMP/impure"
     st=1
 fi
+# live versus capture is decided in the system-operations layer (sys/, the
+# sysroot in core/); the snapshot records it as a fact (sys.live)
+if grep -n 'ncd_ctx_is_live' $(find src -name '*.c' ! -path 'src/lib/sys/*' \
+        ! -path 'src/lib/core/*' ! -path src/lib/snapshot/comp_base.c) \
+        >"$TMP/live" 2>/dev/null; then
+    echo "a live-versus-capture branch outside sys/ (use the operations of sysops.h):"
+    cat "$TMP/live"
+    st=1
+fi
 [ $st -eq 0 ] && echo "no cycle: $(wc -l <"$TMP/edges") module edges, $(wc -l <"$TMP/hedges") include edges"
 exit $st

@@ -79,7 +79,9 @@ void ncd_ctx_free(struct ncd_ctx *ctx);
  */
 int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg);
 
-/** 1 when the sysroot is "/" (this machine), 0 for a recorded tree. */
+/** 1 when the sysroot is "/" (this machine), 0 for a recorded tree.  For
+ *  the system-operations layer (sysops.h) and the sysroot only; everything
+ *  else asks that layer (scripts/check-layers.sh enforces it). */
 int ncd_ctx_is_live(const struct ncd_ctx *ctx);
 
 /** The sysroot path as given ("/" for live).  Owned by ctx. */

@@ -227,6 +227,10 @@ int ncd_sys_firewall(struct ncd_ctx *ctx, int timeout_ms, char **buf,
  *  /etc/hostname, else "unknown".  Sanitised to UTF-8.  Always 0. */
 int ncd_sys_hostname(struct ncd_ctx *ctx, char *buf, size_t len);
 
+/** This machine's host name whatever the context (for ranks, which always
+ *  run here): gethostname(2), "unknown" when it fails; NUL-terminated. */
+void ncd_sys_live_hostname(char *buf, size_t len);
+
 /** The probing process: getuid(2); replay: .ncd/self ("uid N").  Always 0. */
 int ncd_sys_identity(struct ncd_ctx *ctx, struct ncd_sys_identity *out);
 

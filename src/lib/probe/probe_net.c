@@ -191,8 +191,8 @@ static void *server_main(void *arg)
 static void local_facts(struct ncd_ctx *ctx, struct ncd_probe *p)
 {
     struct ncd_probe_rank *s = &p->self;
-    char hn[256] = "";
-    gethostname(hn, sizeof hn - 1);
+    char hn[256];
+    ncd_sys_live_hostname(hn, sizeof hn);
     snprintf(s->host, sizeof s->host, "%s", hn);
     ncd_fs_read_str(ctx, "/proc/sys/kernel/random/boot_id", s->boot_id,
                     sizeof s->boot_id);

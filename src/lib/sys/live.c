@@ -393,12 +393,17 @@ static int live_firewall(struct ncd_ctx *ctx, int timeout_ms, char **buf,
 
 /* ---- identity, host name, sockets, names ------------------------------------- */
 
-static int live_hostname(struct ncd_ctx *ctx, char *buf, size_t len)
+void ncd_sys_live_hostname(char *buf, size_t len)
 {
-    (void)ctx;
     if (gethostname(buf, len - 1) < 0)
         snprintf(buf, len, "unknown");
     buf[len - 1] = '\0';
+}
+
+static int live_hostname(struct ncd_ctx *ctx, char *buf, size_t len)
+{
+    (void)ctx;
+    ncd_sys_live_hostname(buf, len);
     return 0;
 }
 
