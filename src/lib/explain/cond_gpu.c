@@ -75,7 +75,7 @@ int ncd__cond_consumer_gpu_p2p(struct ncd__reason *rs, size_t rule)
         const struct ncd__gpu *g = &ex->gpus[i];
         int hitname = 0;
         for (size_t k = 0; k < r->npats && !hitname; k++)
-            hitname = pcre2_match(ex->rules->pats[r->pat0 + k].re,
+            hitname = pcre2_match(ncd__pattern_code(ex->rules, r->pat0 + k),
                                   (PCRE2_SPTR)g->name, strlen(g->name), 0, 0,
                                   md, NULL) >= 0;
         if (!hitname)

@@ -1,10 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* An explain scan: chunked input -> lines -> facts + rule matches. */
+/*
+ * An explain scan: chunked input -> lines -> facts + rule matches.
+ *
+ * Each line goes through two steps.  ncd__line_scan() is a pure function of
+ * the line and the rules: normalise, parse the header, run the literal
+ * prefilter and the candidate patterns (over all NCCL versions).
+ * ncd__line_apply() updates the scan's state in input order: the process's
+ * facts, the version filter of the match (re-matched with the process's
+ * NCCL version only when the best rule does not apply to it), evidence,
+ * captures.  Serially the two run back to back; with several threads
+ * (ncd__explain_feed_fd) the threads scan blocks of lines concurrently and
+ * apply them one block after the other, in input order, so the state is
+ * the one a serial scan builds, byte for byte.
+ */
 #define _GNU_SOURCE
 #include "explain/session.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncd/error.h"
 
@@ -17,6 +34,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->ctx = ctx;
     ex->rules = rules;
     ex->lastproc = -1;
+    ex->threads = 1;
     ex->part = malloc(NCD_LOG_MAX_LINE + 1);
     ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
@@ -99,15 +117,19 @@ int ncd_explain_begin(struct ncd_explain *ex, const char *name)
     return 0;
 }
 
-/* Keeps captured named groups of the first match of a rule. */
+/* Keeps captured named groups of the first match of a rule (pattern `pat`
+ * matched `text`: the match runs again here, for its groups). */
 static void keep_captures(struct ncd_explain *ex, struct ncd__rec *rec,
-                          size_t pat, const char *text)
+                          size_t pat, const char *text, size_t len)
 {
     const struct ncd_rules *r = ex->rules;
     uint32_t count = 0, esize = 0;
     PCRE2_SPTR table;
     pcre2_code *re = r->pats[pat].re;
     if (pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count) != 0 || !count)
+        return;
+    if (pcre2_match(ncd__pattern_code(r, pat), (PCRE2_SPTR)text, len, 0, 0,
+                    ex->m.md, NULL) < 0)
         return;
     pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &esize);
     pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
@@ -213,48 +235,71 @@ enum ncd_category ncd__category_for_src(const char *src, size_t len)
     return NCD_CAT_NET_UNREACHABLE;
 }
 
-static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+/* The stateless step: 1 when the line needs ncd__line_apply() (an NCCL
+ * line, an nccl-tests '#' line or a rule match), 0 when it only counts. */
+static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
+                     const char *line, size_t len, char *scratch,
+                     size_t scratch_sz, struct ncd__lscan *o)
 {
-    struct ncd_log_line ll;
-    ex->lineno++;
-    ex->lines++;
-    ex->seq++;
     if (len == 0 || (len == 1 && line[0] == '\r'))
-        return; /* NCCL prints an empty line before every WARN */
-    if (ncd_log_parse(line, len, ex->scratch, NCD_LOG_MAX_LINE + 1, &ll) < 0)
-        return;
-    if (ll.text_len == 0)
-        return;
-    struct ncd__proc *pr = NULL;
-    if (ll.level != NCD_LOG_NONE) {
-        ex->nccl_lines++;
-        ex->info_lines += ll.level == NCD_LOG_INFO;
-        pr = ncd__proc_get(ex, &ll);
-    }
-    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#')
-        ncd__facts_line(ex, &ll, pr);
+        return 0; /* NCCL prints an empty line before every WARN */
+    if (ncd_log_parse(line, len, scratch, scratch_sz, &o->ll) < 0 ||
+        o->ll.text_len == 0)
+        return 0;
+    o->rule = ncd__rules_match(r, m, o->ll.text, o->ll.text_len, 0, &o->pat);
+    return o->ll.level != NCD_LOG_NONE || o->ll.text[0] == '#' || o->rule >= 0;
+}
 
-    size_t pat;
-    long ri = ncd__rules_match(ex->rules, &ex->m, ll.text, ll.text_len,
-                               pr ? pr->vcode : 0, &pat);
+/* The stateful step, in input order; ex->lineno / ex->seq are the line's. */
+static void line_apply(struct ncd_explain *ex, struct ncd__lscan *s)
+{
+    struct ncd_log_line *ll = &s->ll;
+    struct ncd__proc *pr = NULL;
+    if (ll->level != NCD_LOG_NONE) {
+        ex->nccl_lines++;
+        ex->info_lines += ll->level == NCD_LOG_INFO;
+        pr = ncd__proc_get(ex, ll);
+    }
+    if (ll->level != NCD_LOG_NONE || ll->text[0] == '#')
+        ncd__facts_line(ex, ll, pr);
+
+    /* the best rule over all versions is the answer unless the process's
+     * NCCL version rules it out: then the best among those that apply */
+    long ri = s->rule;
+    size_t pat = s->pat;
+    int version = pr ? pr->vcode : 0;
+    if (ri >= 0 && !ncd__rule_applies(&ex->rules->v[ri], version))
+        ri = ncd__rules_match(ex->rules, &ex->m, ll->text, ll->text_len,
+                              version, &pat);
     /* the rank NCCL reported for this process, when the launcher gave none */
-    if (ll.rank < 0 && pr && pr->rank >= 0)
-        ll.rank = pr->rank;
+    if (ll->rank < 0 && pr && pr->rank >= 0)
+        ll->rank = pr->rank;
     if (ri >= 0 && ri == ex->wd_rule)
-        ncd__facts_watchdog(ex, &ll);
+        ncd__facts_watchdog(ex, ll);
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0)
-            keep_captures(ex, rec, pat, ll.text);
-        ncd__rec_add(ex, rec, &ll, ex->nsrc - 1, ex->lineno);
+            keep_captures(ex, rec, pat, ll->text, ll->text_len);
+        ncd__rec_add(ex, rec, ll, ex->nsrc - 1, ex->lineno);
         return;
     }
-    if (ll.level == NCD_LOG_WARN) {
+    if (ll->level == NCD_LOG_WARN) {
         /* A WARN no rule knows: bucket it by the NCCL source file. */
         enum ncd_category cat =
-            ncd__category_for_src(ll.src, ll.src ? ll.src_len : 0);
-        ncd__rec_add(ex, &ex->unmatched[cat], &ll, ex->nsrc - 1, ex->lineno);
+            ncd__category_for_src(ll->src, ll->src ? ll->src_len : 0);
+        ncd__rec_add(ex, &ex->unmatched[cat], ll, ex->nsrc - 1, ex->lineno);
     }
+}
+
+static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+{
+    struct ncd__lscan s;
+    ex->lineno++;
+    ex->lines++;
+    ex->seq++;
+    if (line_scan(ex->rules, &ex->m, line, len, ex->scratch,
+                  NCD_LOG_MAX_LINE + 1, &s))
+        line_apply(ex, &s);
 }
 
 int ncd_explain_feed(struct ncd_explain *ex, const void *buf, size_t len)
@@ -319,4 +364,243 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
         *lines = ex->lines;
     if (nccl_lines)
         *nccl_lines = ex->nccl_lines;
+}
+
+int ncd_explain_set_threads(struct ncd_explain *ex, int n)
+{
+    if (n < 1 || n > NCD_EXPLAIN_MAX_THREADS)
+        return ncd_fail(ex->ctx, NCD_EINVAL, "threads: %d is not in 1..%d", n,
+                        NCD_EXPLAIN_MAX_THREADS);
+    ex->threads = n;
+    return 0;
+}
+
+/* ------------------------------------------------ parallel block scan */
+
+/*
+ * Block k holds the lines that start in [k*BLOCK, (k+1)*BLOCK): its reader
+ * reads from one byte before (to see whether a line starts at the block's
+ * first byte) to NCD_LOG_MAX_LINE + 1 bytes past its end (the rest of its
+ * last line; the part of a line past NCD_LOG_MAX_LINE is ignored anyway).
+ */
+#define BLOCK (1u << 20)
+
+struct par {
+    struct ncd_explain *ex;
+    int fd;
+    size_t size;
+    size_t nblocks;
+    atomic_size_t next;   /* next block to scan */
+    pthread_mutex_t lock;
+    pthread_cond_t turn;
+    size_t applied;       /* blocks applied so far (the next to apply) */
+    size_t stop;          /* first block not to use (a read failed) */
+    int err;              /* its errno */
+};
+
+struct worker {
+    struct par *P;
+    struct ncd__matcher m;
+    char *buf;     /* the block's bytes */
+    char *arena;   /* normalised text of the lines kept */
+    struct ncd__lscan *ev;
+    size_t nev, capev;
+};
+
+/* pread until `len` bytes or end of file; the count or -errno. */
+static long read_at(int fd, char *buf, size_t len, size_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (long)got;
+}
+
+/* Waits until block k is the next to apply; returns 0 when it should be
+ * used, 1 when a read failed before it. */
+static int wait_turn(struct par *P, size_t k)
+{
+    pthread_mutex_lock(&P->lock);
+    while (P->applied != k)
+        pthread_cond_wait(&P->turn, &P->lock);
+    int skip = k >= P->stop;
+    pthread_mutex_unlock(&P->lock);
+    return skip;
+}
+
+static void end_turn(struct par *P, size_t k, int err)
+{
+    pthread_mutex_lock(&P->lock);
+    if (err && k < P->stop) {
+        P->stop = k;
+        P->err = err;
+    }
+    P->applied = k + 1;
+    pthread_cond_broadcast(&P->turn);
+    pthread_mutex_unlock(&P->lock);
+}
+
+/* Scans block k into w->ev; at its turn applies it.  Lines are those of
+ * ncd_explain_feed(): split at '\n', the last one of the file may lack it. */
+static void do_block(struct worker *w, size_t k)
+{
+    struct par *P = w->P;
+    struct ncd_explain *ex = P->ex;
+    size_t start = k * (size_t)BLOCK;
+    size_t from = k ? start - 1 : 0;
+    size_t to = start + BLOCK + NCD_LOG_MAX_LINE + 1;
+    if (to > P->size)
+        to = P->size;
+    long got = read_at(P->fd, w->buf, to - from, from);
+    int err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
+    const char *b = w->buf, *e = w->buf + (got > 0 ? got : 0);
+    const char *lim = w->buf + (start + BLOCK - from); /* lines start before */
+    const char *p = b;
+    if (k) { /* the first line starts after the first '\n' at start-1.. */
+        const char *nl = memchr(b, '\n', (size_t)(e - b));
+        p = nl ? nl + 1 : e;
+    }
+    w->nev = 0;
+    size_t used = 0, cap = BLOCK + NCD_LOG_MAX_LINE + 2;
+    uint32_t nlines = 0;
+    int oom = 0;
+    const char *first = p;
+    while (!err && p < lim && p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        /* without '\n' here: the file's last line, or one longer than
+         * NCD_LOG_MAX_LINE (only its first NCD_LOG_MAX_LINE bytes count) */
+        size_t len = (size_t)((nl ? nl : e) - p);
+        if (w->nev == w->capev) {
+            size_t nc = w->capev ? w->capev * 2 : 4096;
+            struct ncd__lscan *nv = realloc(w->ev, nc * sizeof *nv);
+            if (!nv) {
+                oom = 1;
+                break;
+            }
+            w->ev = nv;
+            w->capev = nc;
+        }
+        struct ncd__lscan *s = &w->ev[w->nev];
+        if (line_scan(ex->rules, &w->m, p, len, w->arena + used, cap - used,
+                      s)) {
+            s->line = nlines;
+            used += (size_t)(s->ll.text + s->ll.text_len - (w->arena + used)) + 1;
+            w->nev++;
+        }
+        nlines++;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    if (wait_turn(P, k)) {
+        end_turn(P, k, 0);
+        return;
+    }
+    uint64_t line0 = ex->lineno, seq0 = ex->seq;
+    for (size_t i = 0; i < w->nev; i++) {
+        ex->lineno = line0 + w->ev[i].line + 1;
+        ex->seq = seq0 + w->ev[i].line + 1;
+        line_apply(ex, &w->ev[i]);
+    }
+    ex->lineno = line0 + nlines;
+    ex->seq = seq0 + nlines;
+    ex->lines += nlines;
+    if (oom) {
+        /* no room to keep the rest: scan it here, in order */
+        p = first;
+        for (uint32_t i = 0; i < nlines; i++)
+            p = (const char *)memchr(p, '\n', (size_t)(e - p)) + 1;
+        while (p < lim && p < e) {
+            const char *nl = memchr(p, '\n', (size_t)(e - p));
+            process_line(ex, p, (size_t)((nl ? nl : e) - p));
+            if (!nl)
+                break;
+            p = nl + 1;
+        }
+    }
+    end_turn(P, k, err);
+}
+
+static void *work(void *arg)
+{
+    struct worker *w = arg;
+    struct par *P = w->P;
+    for (;;) {
+        size_t k = atomic_fetch_add(&P->next, 1);
+        if (k >= P->nblocks)
+            break;
+        do_block(w, k);
+    }
+    return NULL;
+}
+
+static int worker_init(struct worker *w, struct par *P)
+{
+    memset(w, 0, sizeof *w);
+    w->P = P;
+    w->buf = malloc(BLOCK + NCD_LOG_MAX_LINE + 2);
+    w->arena = malloc(BLOCK + NCD_LOG_MAX_LINE + 2);
+    if (!w->buf || !w->arena || ncd__matcher_init(&w->m, P->ex->rules) < 0) {
+        free(w->buf);
+        free(w->arena);
+        return NCD_ENOMEM;
+    }
+    return 0;
+}
+
+static void worker_release(struct worker *w)
+{
+    ncd__matcher_release(&w->m);
+    free(w->buf);
+    free(w->arena);
+    free(w->ev);
+}
+
+int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
+{
+    struct par P = {.ex = ex, .fd = fd, .size = size};
+    P.nblocks = (size + BLOCK - 1) / BLOCK;
+    P.stop = P.nblocks;
+    atomic_init(&P.next, 0);
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_cond_init(&P.turn, NULL);
+    int nt = ex->threads;
+    if ((size_t)nt > P.nblocks)
+        nt = (int)P.nblocks;
+    struct worker w[NCD_EXPLAIN_MAX_THREADS];
+    pthread_t tid[NCD_EXPLAIN_MAX_THREADS];
+    int started = 0, rc = 0;
+    if (worker_init(&w[0], &P) < 0)
+        rc = NCD_ENOMEM;
+    for (int i = 1; rc == 0 && i < nt; i++) {
+        if (worker_init(&w[i], &P) < 0)
+            break;
+        if (pthread_create(&tid[i], NULL, work, &w[i]) != 0) {
+            worker_release(&w[i]);
+            break; /* fewer threads: the same result */
+        }
+        started = i;
+    }
+    if (rc == 0) {
+        work(&w[0]);
+        worker_release(&w[0]);
+    }
+    for (int i = 1; i <= started; i++) {
+        pthread_join(tid[i], NULL);
+        worker_release(&w[i]);
+    }
+    pthread_mutex_destroy(&P.lock);
+    pthread_cond_destroy(&P.turn);
+    if (rc < 0)
+        return rc;
+    ex->bytes += P.stop < P.nblocks ? P.stop * (size_t)BLOCK : size;
+    return P.err ? -P.err : 0;
 }

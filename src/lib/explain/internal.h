@@ -23,8 +23,40 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ncd/explain.h"
+
+/* ---- string search ---- */
+
+/*
+ * First occurrence of nd[0, nl) in h[0, hl), or NULL.  memchr on the
+ * needle's first non-blank byte, then memcmp: cheaper than glibc's memmem
+ * on one log message and a short literal (memmem's set-up dominated the
+ * fact extractor's profile).  NCD__FIND takes a string literal.
+ */
+static inline const char *ncd__find(const char *h, size_t hl, const char *nd,
+                                    size_t nl)
+{
+    if (nl == 0)
+        return h;
+    if (hl < nl)
+        return NULL;
+    size_t a = 0;
+    while (a + 1 < nl && nd[a] == ' ')
+        a++;
+    const char *p = h + a, *last = h + (hl - nl) + a;
+    while (p <= last) {
+        p = (const char *)memchr(p, nd[a], (size_t)(last - p) + 1);
+        if (!p)
+            return NULL;
+        if (memcmp(p - a, nd, nl) == 0)
+            return p - a;
+        p++;
+    }
+    return NULL;
+}
+#define NCD__FIND(h, hl, lit) ncd__find((h), (hl), (lit), sizeof(lit) - 1)
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
@@ -37,8 +69,9 @@ void ncd__sanitize(char *s, size_t n);
 
 struct ncd__pattern {
     char *src;
-    pcre2_code *re;
-    size_t rule; /* owning rule index */
+    pcre2_code *re; /* compiled at load (errors show then); JIT-compiled
+                       on its first prefilter hit: ncd__pattern_code() */
+    size_t rule;    /* owning rule index */
 };
 
 struct ncd__lit {
@@ -91,6 +124,8 @@ struct ncd_rules {
                         consecutive windows in the bitmap */
     struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
     size_t ngrams;
+    int prefilter_stale; /* rules added since the last ncd__prefilter_build */
+    struct ncd__jit *jit; /* lazy JIT state (mutable in a read-only set) */
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)
@@ -114,6 +149,15 @@ int ncd__literal_add(struct ncd_rules *r, char *s, size_t pat);
  * after rules were added or rolled back.  0 or NCD_ENOMEM. */
 int ncd__prefilter_build(struct ncd_rules *r);
 
+/*
+ * Pattern p's code, JIT-compiled on first use.  A loaded rule set is shared
+ * read-only by scans in several threads: the first caller compiles under a
+ * lock, the others wait for it (PCRE2's JIT compile writes into the code).
+ * JIT compiling all patterns at load cost ~13 ms of start-up that a log
+ * touching a handful of rules never repays.
+ */
+pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p);
+
 /* Match scratch for ncd__rules_match(). */
 struct ncd__matcher {
     pcre2_match_data *md;
@@ -135,6 +179,16 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       size_t *pat);
 
 /* ---- rules.c ---- */
+
+/*
+ * ncd_rules_load_buf() with the prefilter rebuilt only when `build` (a
+ * caller loading several documents builds once at the end, when
+ * r->prefilter_stale).  A failed document rolls back and rebuilds.
+ */
+int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                        const char *name, const char *buf, size_t len,
+                        int build);
+void ncd__jit_free(struct ncd__jit *j);
 
 /* Frees a string vector of n items (NULL allowed). */
 void ncd__strv_free(char **v, size_t n);

@@ -15,10 +15,63 @@
 #define _GNU_SOURCE
 #include "explain/internal.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
+
+/* Lazy JIT: one flag per pattern (1 = JIT done or tried), one lock. */
+struct ncd__jit {
+    pthread_mutex_t lock;
+    size_t n;
+    atomic_uchar done[];
+};
+
+pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p)
+{
+    struct ncd__jit *j = r->jit;
+    pcre2_code *re = r->pats[p].re;
+    if (!j || p >= j->n ||
+        atomic_load_explicit(&j->done[p], memory_order_acquire))
+        return re;
+    pthread_mutex_lock(&j->lock);
+    if (!atomic_load_explicit(&j->done[p], memory_order_relaxed)) {
+        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
+        atomic_store_explicit(&j->done[p], 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return re;
+}
+
+/* (Re)sizes the lazy JIT state to the patterns; flags of patterns already
+ * compiled stay set.  0 or NCD_ENOMEM. */
+static int jit_state(struct ncd_rules *r)
+{
+    struct ncd__jit *old = r->jit;
+    if (old && old->n == r->npats)
+        return 0;
+    struct ncd__jit *j = malloc(sizeof *j + (r->npats + 1) * sizeof j->done[0]);
+    if (!j)
+        return NCD_ENOMEM;
+    pthread_mutex_init(&j->lock, NULL);
+    j->n = r->npats;
+    for (size_t i = 0; i < r->npats; i++)
+        atomic_init(&j->done[i],
+                    old && i < old->n ? atomic_load(&old->done[i]) : 0);
+    ncd__jit_free(old);
+    r->jit = j;
+    return 0;
+}
+
+void ncd__jit_free(struct ncd__jit *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
 
 /* ---------------------------------------------------------- literals */
 
@@ -421,7 +474,8 @@ int ncd__prefilter_build(struct ncd_rules *r)
     r->stride = stride;
     r->pat_order = po;
     r->pat_rank = pr;
-    return 0;
+    r->prefilter_stale = 0;
+    return jit_state(r);
 }
 
 /* ---------------------------------------------------------------- match */
@@ -496,8 +550,8 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
         const struct ncd__rule *ru = &r->v[r->pats[p].rule];
         if (!ncd__rule_applies(ru, version))
             continue;
-        int rc = pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, m->md,
-                             NULL);
+        int rc = pcre2_match(ncd__pattern_code(r, p), (PCRE2_SPTR)text, len,
+                             0, 0, m->md, NULL);
         if (rc >= 0) {
             found = (long)r->pats[p].rule;
             *pat = p;

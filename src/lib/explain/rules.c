@@ -95,6 +95,7 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->grams);
     free(rules->pat_order);
     free(rules->pat_rank);
+    ncd__jit_free(rules->jit);
     free(rules);
 }
 
@@ -361,7 +362,7 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
         free(src);
         return rc;
     }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
+    /* JIT compiling waits for the pattern's first use (ncd__pattern_code) */
     uint32_t cap = 0;
     pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &cap);
     if (cap + 1 > r->max_match_captures)
@@ -475,8 +476,9 @@ static void rollback(struct ncd_rules *r, size_t n0, size_t np0, size_t nl0)
         free(r->lits[--r->nlits].s);
 }
 
-int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
-                       const char *name, const char *buf, size_t len)
+int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                        const char *name, const char *buf, size_t len,
+                        int build)
 {
     struct loader L = {.r = rules};
     int rc = ncd__yaml_load(ctx, name, buf, len, &L.y);
@@ -495,8 +497,11 @@ int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
         rc = load_rule(&L, ncd__yaml_seq_at(&L.y, list, i));
     /* absorbs must name known rules (possibly in other files: checked in
      * the self-test, since files load one by one). */
-    if (rc == 0)
-        rc = ncd__prefilter_build(rules);
+    if (rc == 0) {
+        rules->prefilter_stale |= rules->n > n0;
+        if (build)
+            rc = ncd__prefilter_build(rules);
+    }
 out:
     ncd__yaml_release(&L.y);
     if (rc < 0) {
@@ -505,6 +510,12 @@ out:
         return rc;
     }
     return (int)(rules->n - n0);
+}
+
+int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                       const char *name, const char *buf, size_t len)
+{
+    return ncd__rules_load_doc(ctx, rules, name, buf, len, 1);
 }
 
 int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
@@ -516,12 +527,15 @@ int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
         if (strncmp(f->name, "rules/", 6) != 0 || nl < 5 ||
             strcmp(f->name + nl - 5, ".yaml") != 0)
             continue;
-        int rc = ncd_rules_load_buf(ctx, rules, f->name,
-                                    (const char *)f->data, f->size);
+        /* one prefilter build for all files (it costs ~2M instructions) */
+        int rc = ncd__rules_load_doc(ctx, rules, f->name,
+                                     (const char *)f->data, f->size, 0);
         if (rc < 0)
-            return rc;
+            return rc; /* the failed document rebuilt it */
         total += rc;
     }
+    if (rules->prefilter_stale && ncd__prefilter_build(rules) < 0)
+        return NCD_ENOMEM;
     return total;
 }
 

@@ -89,7 +89,7 @@ size_t ncd_rules_selftest(const struct ncd_rules *rules,
                     /* derived rules: patterns apply to a fact string */
                     got = 0;
                     for (size_t p = 0; p < r->npats && md; p++)
-                        got |= pcre2_match(rules->pats[r->pat0 + p].re,
+                        got |= pcre2_match(ncd__pattern_code(rules, r->pat0 + p),
                                            (PCRE2_SPTR)ex[k], strlen(ex[k]), 0,
                                            0, md, NULL) >= 0;
                 } else {

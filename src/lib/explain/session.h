@@ -145,6 +145,7 @@ struct ncd_explain {
     char *part; /* partial line across chunks */
     size_t partlen;
     int skipping; /* inside an over-long line */
+    int threads;  /* scan threads for large regular files (1: serial) */
     uint64_t lineno, seq;
     unsigned long long bytes, lines, nccl_lines, info_lines;
     char *scratch;
@@ -198,6 +199,29 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
+
+/*
+ * One line after its stateless part: parsed, and its best pattern rule over
+ * all NCCL versions.  Depends on the line and the rules only, so any thread
+ * may compute it; ncd__line_apply() then updates the scan's state, in input
+ * order (see explain.c).
+ */
+struct ncd__lscan {
+    struct ncd_log_line ll;
+    long rule;     /* rule index or -1 */
+    size_t pat;    /* its pattern */
+    uint32_t line; /* index of the line in its block */
+};
+
+/*
+ * Reads `size` bytes of the regular file `fd` as the current source with
+ * ex->threads threads, each reading (pread) and scanning blocks of lines
+ * while the blocks' results are applied in input order: facts, matches and
+ * evidence come out exactly as from ncd_explain_feed() over the same bytes.
+ * Returns 0, or a negative errno when a read failed (the lines before the
+ * failing block were used).
+ */
+int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size);
 enum ncd_category ncd__category_for_src(const char *src, size_t len);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
