@@ -35,6 +35,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->rules = rules;
     ex->lastproc = -1;
     ex->threads = 1;
+    ex->block = NCD__BLOCK;
     ex->part = malloc(NCD_LOG_MAX_LINE + 1);
     ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
@@ -378,12 +379,12 @@ int ncd_explain_set_threads(struct ncd_explain *ex, int n)
 /* ------------------------------------------------ parallel block scan */
 
 /*
- * Block k holds the lines that start in [k*BLOCK, (k+1)*BLOCK): its reader
- * reads from one byte before (to see whether a line starts at the block's
- * first byte) to NCD_LOG_MAX_LINE + 1 bytes past its end (the rest of its
- * last line; the part of a line past NCD_LOG_MAX_LINE is ignored anyway).
+ * Block k holds the lines that start in [k*B, (k+1)*B), B = ex->block
+ * (NCD__BLOCK): its reader reads from one byte before (to see whether a
+ * line starts at the block's first byte) to NCD_LOG_MAX_LINE + 1 bytes past
+ * its end (the rest of its last line; the part of a line past
+ * NCD_LOG_MAX_LINE is ignored anyway).
  */
-#define BLOCK (1u << 20)
 
 struct par {
     struct ncd_explain *ex;
@@ -454,22 +455,23 @@ static void do_block(struct worker *w, size_t k)
 {
     struct par *P = w->P;
     struct ncd_explain *ex = P->ex;
-    size_t start = k * (size_t)BLOCK;
+    size_t B = ex->block;
+    size_t start = k * B;
     size_t from = k ? start - 1 : 0;
-    size_t to = start + BLOCK + NCD_LOG_MAX_LINE + 1;
+    size_t to = start + B + NCD_LOG_MAX_LINE + 1;
     if (to > P->size)
         to = P->size;
     long got = read_at(P->fd, w->buf, to - from, from);
     int err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
     const char *b = w->buf, *e = w->buf + (got > 0 ? got : 0);
-    const char *lim = w->buf + (start + BLOCK - from); /* lines start before */
+    const char *lim = w->buf + (start + B - from); /* lines start before */
     const char *p = b;
     if (k) { /* the first line starts after the first '\n' at start-1.. */
         const char *nl = memchr(b, '\n', (size_t)(e - b));
         p = nl ? nl + 1 : e;
     }
     w->nev = 0;
-    size_t used = 0, cap = BLOCK + NCD_LOG_MAX_LINE + 2;
+    size_t used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
     uint32_t nlines = 0;
     int oom = 0;
     const char *first = p;
@@ -546,8 +548,8 @@ static int worker_init(struct worker *w, struct par *P)
 {
     memset(w, 0, sizeof *w);
     w->P = P;
-    w->buf = malloc(BLOCK + NCD_LOG_MAX_LINE + 2);
-    w->arena = malloc(BLOCK + NCD_LOG_MAX_LINE + 2);
+    w->buf = malloc(P->ex->block + NCD_LOG_MAX_LINE + 2);
+    w->arena = malloc(P->ex->block + NCD_LOG_MAX_LINE + 2);
     if (!w->buf || !w->arena || ncd__matcher_init(&w->m, P->ex->rules) < 0) {
         free(w->buf);
         free(w->arena);
@@ -567,7 +569,7 @@ static void worker_release(struct worker *w)
 int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
 {
     struct par P = {.ex = ex, .fd = fd, .size = size};
-    P.nblocks = (size + BLOCK - 1) / BLOCK;
+    P.nblocks = (size + ex->block - 1) / ex->block;
     P.stop = P.nblocks;
     atomic_init(&P.next, 0);
     pthread_mutex_init(&P.lock, NULL);
@@ -601,6 +603,6 @@ int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
     pthread_cond_destroy(&P.turn);
     if (rc < 0)
         return rc;
-    ex->bytes += P.stop < P.nblocks ? P.stop * (size_t)BLOCK : size;
+    ex->bytes += P.stop < P.nblocks ? P.stop * ex->block : size;
     return P.err ? -P.err : 0;
 }

@@ -15,6 +15,7 @@
 #define NCD__MAX_SOURCES 65536
 #define NCD__MAX_CAPS 6
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
+#define NCD__BLOCK (1u << 20) /* bytes per block of the threaded reader */
 
 struct ncd__evid {
     uint32_t src;
@@ -146,6 +147,7 @@ struct ncd_explain {
     size_t partlen;
     int skipping; /* inside an over-long line */
     int threads;  /* scan threads for large regular files (1: serial) */
+    size_t block; /* bytes per block of the threaded reader (tests vary it) */
     uint64_t lineno, seq;
     unsigned long long bytes, lines, nccl_lines, info_lines;
     char *scratch;
