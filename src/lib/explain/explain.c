@@ -384,28 +384,50 @@ int ncd_explain_set_threads(struct ncd_explain *ex, int n)
  * line starts at the block's first byte) to NCD_LOG_MAX_LINE + 1 bytes past
  * its end (the rest of its last line; the part of a line past
  * NCD_LOG_MAX_LINE is ignored anyway).
+ *
+ * Every thread reads and scans blocks, in order of k, into free slots (up
+ * to SLOTS_PER_THREAD blocks per thread ahead of the applied ones, so a
+ * thread on a slower or busier core does not hold the others back).  The
+ * calling thread alone applies them, in order of k, whenever the next one
+ * is ready, and scans otherwise: the scan's state (processes, matches)
+ * stays in one core's cache.
  */
+#define SLOTS_PER_THREAD 3
+
+struct slot {
+    _Alignas(128) size_t k; /* its block */
+    int state;              /* S_FREE, S_SCANNING, S_READY */
+    char *buf;              /* the block's bytes, `got` of them */
+    size_t got;
+    char *arena;            /* normalised text of the lines kept */
+    struct ncd__lscan *ev;
+    size_t nev, capev;
+    uint32_t nlines;        /* lines starting in the block, scanned */
+    const char *first;      /* the first of them in buf */
+    const char *lim;        /* lines start before this */
+    int err;                /* errno of its read */
+    int oom;                /* the lines from nlines on were not scanned */
+};
+enum { S_FREE, S_SCANNING, S_READY };
 
 struct par {
     struct ncd_explain *ex;
     int fd;
-    size_t size;
-    size_t nblocks;
-    atomic_size_t next;   /* next block to scan */
+    size_t size, nblocks;
+    struct slot *slots;
+    size_t nslots;
     pthread_mutex_t lock;
-    pthread_cond_t turn;
-    size_t applied;       /* blocks applied so far (the next to apply) */
-    size_t stop;          /* first block not to use (a read failed) */
-    int err;              /* its errno */
+    pthread_cond_t cv;
+    size_t next_scan;  /* next block to read and scan */
+    size_t next_apply; /* next block to apply */
+    int done;          /* the caller stopped (all applied, or a read failed) */
 };
 
-struct worker {
-    struct par *P;
+/* A scanning thread's own matcher, on cache lines of its own (it changes
+ * on every line). */
+struct scanner {
+    _Alignas(128) struct par *P;
     struct ncd__matcher m;
-    char *buf;     /* the block's bytes */
-    char *arena;   /* normalised text of the lines kept */
-    struct ncd__lscan *ev;
-    size_t nev, capev;
 };
 
 /* pread until `len` bytes or end of file; the count or -errno. */
@@ -425,102 +447,82 @@ static long read_at(int fd, char *buf, size_t len, size_t off)
     return (long)got;
 }
 
-/* Waits until block k is the next to apply; returns 0 when it should be
- * used, 1 when a read failed before it. */
-static int wait_turn(struct par *P, size_t k)
+/* Reads block s->k and scans its lines into s (no lock held).  Lines are
+ * those of ncd_explain_feed(): split at '\n', the file's last one may lack
+ * it. */
+static void scan_block(struct par *P, struct ncd__matcher *m, struct slot *s)
 {
-    pthread_mutex_lock(&P->lock);
-    while (P->applied != k)
-        pthread_cond_wait(&P->turn, &P->lock);
-    int skip = k >= P->stop;
-    pthread_mutex_unlock(&P->lock);
-    return skip;
-}
-
-static void end_turn(struct par *P, size_t k, int err)
-{
-    pthread_mutex_lock(&P->lock);
-    if (err && k < P->stop) {
-        P->stop = k;
-        P->err = err;
-    }
-    P->applied = k + 1;
-    pthread_cond_broadcast(&P->turn);
-    pthread_mutex_unlock(&P->lock);
-}
-
-/* Scans block k into w->ev; at its turn applies it.  Lines are those of
- * ncd_explain_feed(): split at '\n', the last one of the file may lack it. */
-static void do_block(struct worker *w, size_t k)
-{
-    struct par *P = w->P;
-    struct ncd_explain *ex = P->ex;
-    size_t B = ex->block;
+    const struct ncd_rules *rules = P->ex->rules;
+    size_t B = P->ex->block, k = s->k;
     size_t start = k * B;
     size_t from = k ? start - 1 : 0;
     size_t to = start + B + NCD_LOG_MAX_LINE + 1;
     if (to > P->size)
         to = P->size;
-    long got = read_at(P->fd, w->buf, to - from, from);
-    int err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
-    const char *b = w->buf, *e = w->buf + (got > 0 ? got : 0);
-    const char *lim = w->buf + (start + B - from); /* lines start before */
-    const char *p = b;
-    if (k) { /* the first line starts after the first '\n' at start-1.. */
+    long got = read_at(P->fd, s->buf, to - from, from);
+    s->err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
+    s->got = got > 0 ? (size_t)got : 0;
+    s->nev = s->nlines = 0;
+    s->oom = 0;
+    const char *b = s->buf, *e = s->buf + s->got, *p = b;
+    s->lim = s->buf + (start + B - from);
+    if (k) { /* the first line starts after the first '\n' from start-1 */
         const char *nl = memchr(b, '\n', (size_t)(e - b));
         p = nl ? nl + 1 : e;
     }
-    w->nev = 0;
-    size_t used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
+    s->first = p;
+    size_t nev = 0, capev = s->capev, used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
+    struct ncd__lscan *ev = s->ev;
     uint32_t nlines = 0;
-    int oom = 0;
-    const char *first = p;
-    while (!err && p < lim && p < e) {
+    while (!s->err && p < s->lim && p < e) {
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         /* without '\n' here: the file's last line, or one longer than
          * NCD_LOG_MAX_LINE (only its first NCD_LOG_MAX_LINE bytes count) */
         size_t len = (size_t)((nl ? nl : e) - p);
-        if (w->nev == w->capev) {
-            size_t nc = w->capev ? w->capev * 2 : 4096;
-            struct ncd__lscan *nv = realloc(w->ev, nc * sizeof *nv);
+        if (nev == capev) {
+            size_t nc = capev ? capev * 2 : 4096;
+            struct ncd__lscan *nv = realloc(ev, nc * sizeof *nv);
             if (!nv) {
-                oom = 1;
+                s->oom = 1;
                 break;
             }
-            w->ev = nv;
-            w->capev = nc;
+            s->ev = ev = nv;
+            s->capev = capev = nc;
         }
-        struct ncd__lscan *s = &w->ev[w->nev];
-        if (line_scan(ex->rules, &w->m, p, len, w->arena + used, cap - used,
-                      s)) {
-            s->line = nlines;
-            used += (size_t)(s->ll.text + s->ll.text_len - (w->arena + used)) + 1;
-            w->nev++;
+        struct ncd__lscan *ls = &ev[nev];
+        if (line_scan(rules, m, p, len, s->arena + used, cap - used, ls)) {
+            ls->line = nlines;
+            used += (size_t)(ls->ll.text + ls->ll.text_len - (s->arena + used)) + 1;
+            nev++;
         }
         nlines++;
         if (!nl)
             break;
         p = nl + 1;
     }
-    if (wait_turn(P, k)) {
-        end_turn(P, k, 0);
-        return;
-    }
+    s->nev = nev;
+    s->nlines = nlines;
+}
+
+/* Applies a scanned block to the scan's state (the calling thread only).
+ * Returns its read error, 0 when none. */
+static int apply_block(struct ncd_explain *ex, struct slot *s)
+{
     uint64_t line0 = ex->lineno, seq0 = ex->seq;
-    for (size_t i = 0; i < w->nev; i++) {
-        ex->lineno = line0 + w->ev[i].line + 1;
-        ex->seq = seq0 + w->ev[i].line + 1;
-        line_apply(ex, &w->ev[i]);
+    for (size_t i = 0; i < s->nev; i++) {
+        ex->lineno = line0 + s->ev[i].line + 1;
+        ex->seq = seq0 + s->ev[i].line + 1;
+        line_apply(ex, &s->ev[i]);
     }
-    ex->lineno = line0 + nlines;
-    ex->seq = seq0 + nlines;
-    ex->lines += nlines;
-    if (oom) {
+    ex->lineno = line0 + s->nlines;
+    ex->seq = seq0 + s->nlines;
+    ex->lines += s->nlines;
+    if (s->oom) {
         /* no room to keep the rest: scan it here, in order */
-        p = first;
-        for (uint32_t i = 0; i < nlines; i++)
+        const char *p = s->first, *e = s->buf + s->got;
+        for (uint32_t i = 0; i < s->nlines; i++)
             p = (const char *)memchr(p, '\n', (size_t)(e - p)) + 1;
-        while (p < lim && p < e) {
+        while (p < s->lim && p < e) {
             const char *nl = memchr(p, '\n', (size_t)(e - p));
             process_line(ex, p, (size_t)((nl ? nl : e) - p));
             if (!nl)
@@ -528,81 +530,152 @@ static void do_block(struct worker *w, size_t k)
             p = nl + 1;
         }
     }
-    end_turn(P, k, err);
+    return s->err;
 }
 
-static void *work(void *arg)
+/* A free slot for the next block to scan, NULL when there is none or no
+ * block is left (lock held). */
+static struct slot *take_slot(struct par *P)
 {
-    struct worker *w = arg;
-    struct par *P = w->P;
-    for (;;) {
-        size_t k = atomic_fetch_add(&P->next, 1);
-        if (k >= P->nblocks)
-            break;
-        do_block(w, k);
-    }
+    if (P->done || P->next_scan >= P->nblocks)
+        return NULL;
+    for (size_t i = 0; i < P->nslots; i++)
+        if (P->slots[i].state == S_FREE) {
+            struct slot *s = &P->slots[i];
+            s->state = S_SCANNING;
+            s->k = P->next_scan++;
+            return s;
+        }
     return NULL;
 }
 
-static int worker_init(struct worker *w, struct par *P)
+/* The slot holding block k once scanned, else NULL (lock held). */
+static struct slot *ready_slot(struct par *P, size_t k)
 {
-    memset(w, 0, sizeof *w);
-    w->P = P;
-    w->buf = malloc(P->ex->block + NCD_LOG_MAX_LINE + 2);
-    w->arena = malloc(P->ex->block + NCD_LOG_MAX_LINE + 2);
-    if (!w->buf || !w->arena || ncd__matcher_init(&w->m, P->ex->rules) < 0) {
-        free(w->buf);
-        free(w->arena);
-        return NCD_ENOMEM;
-    }
-    return 0;
+    for (size_t i = 0; i < P->nslots; i++)
+        if (P->slots[i].state == S_READY && P->slots[i].k == k)
+            return &P->slots[i];
+    return NULL;
 }
 
-static void worker_release(struct worker *w)
+static void *scan_thread(void *arg)
 {
-    ncd__matcher_release(&w->m);
-    free(w->buf);
-    free(w->arena);
-    free(w->ev);
+    struct scanner *t = arg;
+    struct par *P = t->P;
+    pthread_mutex_lock(&P->lock);
+    for (;;) {
+        if (P->done || P->next_scan >= P->nblocks)
+            break;
+        struct slot *s = take_slot(P);
+        if (!s) {
+            pthread_cond_wait(&P->cv, &P->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&P->lock);
+        scan_block(P, &t->m, s);
+        pthread_mutex_lock(&P->lock);
+        s->state = S_READY;
+        pthread_cond_broadcast(&P->cv);
+    }
+    pthread_mutex_unlock(&P->lock);
+    return NULL;
+}
+
+/* The calling thread: applies the next block when it is ready, scans one
+ * otherwise.  Returns the first read error (0 when none). */
+static int apply_loop(struct par *P, struct scanner *t)
+{
+    int err = 0;
+    pthread_mutex_lock(&P->lock);
+    while (P->next_apply < P->nblocks) {
+        struct slot *s = ready_slot(P, P->next_apply);
+        if (s) {
+            pthread_mutex_unlock(&P->lock);
+            err = apply_block(P->ex, s);
+            pthread_mutex_lock(&P->lock);
+            s->state = S_FREE;
+            P->next_apply++;
+            pthread_cond_broadcast(&P->cv);
+            if (err)
+                break; /* the lines after a failed read are not used */
+            continue;
+        }
+        if ((s = take_slot(P))) {
+            pthread_mutex_unlock(&P->lock);
+            scan_block(P, &t->m, s);
+            pthread_mutex_lock(&P->lock);
+            s->state = S_READY;
+            continue;
+        }
+        pthread_cond_wait(&P->cv, &P->lock);
+    }
+    P->done = 1;
+    pthread_cond_broadcast(&P->cv);
+    pthread_mutex_unlock(&P->lock);
+    return err;
+}
+
+static void slots_free(struct par *P)
+{
+    for (size_t i = 0; i < P->nslots; i++) {
+        free(P->slots[i].buf);
+        free(P->slots[i].arena);
+        free(P->slots[i].ev);
+    }
+    free(P->slots);
 }
 
 int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
 {
     struct par P = {.ex = ex, .fd = fd, .size = size};
     P.nblocks = (size + ex->block - 1) / ex->block;
-    P.stop = P.nblocks;
-    atomic_init(&P.next, 0);
-    pthread_mutex_init(&P.lock, NULL);
-    pthread_cond_init(&P.turn, NULL);
     int nt = ex->threads;
     if ((size_t)nt > P.nblocks)
-        nt = (int)P.nblocks;
-    struct worker w[NCD_EXPLAIN_MAX_THREADS];
+        nt = P.nblocks ? (int)P.nblocks : 1;
+    struct scanner t[NCD_EXPLAIN_MAX_THREADS];
     pthread_t tid[NCD_EXPLAIN_MAX_THREADS];
-    int started = 0, rc = 0;
-    if (worker_init(&w[0], &P) < 0)
-        rc = NCD_ENOMEM;
-    for (int i = 1; rc == 0 && i < nt; i++) {
-        if (worker_init(&w[i], &P) < 0)
+    P.nslots = (size_t)nt * SLOTS_PER_THREAD;
+    P.slots = aligned_alloc(_Alignof(struct slot), P.nslots * sizeof *P.slots);
+    if (!P.slots)
+        return NCD_ENOMEM;
+    memset(P.slots, 0, P.nslots * sizeof *P.slots);
+    size_t ok = 0;
+    for (; ok < P.nslots; ok++) {
+        struct slot *s = &P.slots[ok];
+        s->buf = malloc(ex->block + NCD_LOG_MAX_LINE + 2);
+        s->arena = malloc(ex->block + NCD_LOG_MAX_LINE + 2);
+        if (!s->buf || !s->arena)
             break;
-        if (pthread_create(&tid[i], NULL, work, &w[i]) != 0) {
-            worker_release(&w[i]);
+    }
+    /* fewer slots than wanted still work; none does not */
+    if (ok < 2 || ncd__matcher_init(&t[0].m, ex->rules) < 0) {
+        slots_free(&P);
+        return NCD_ENOMEM;
+    }
+    P.nslots = ok;
+    t[0].P = &P;
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_cond_init(&P.cv, NULL);
+    int started = 0;
+    for (int i = 1; i < nt; i++) {
+        t[i].P = &P;
+        if (ncd__matcher_init(&t[i].m, ex->rules) < 0)
+            break;
+        if (pthread_create(&tid[i], NULL, scan_thread, &t[i]) != 0) {
+            ncd__matcher_release(&t[i].m);
             break; /* fewer threads: the same result */
         }
         started = i;
     }
-    if (rc == 0) {
-        work(&w[0]);
-        worker_release(&w[0]);
-    }
+    int err = apply_loop(&P, &t[0]);
     for (int i = 1; i <= started; i++) {
         pthread_join(tid[i], NULL);
-        worker_release(&w[i]);
+        ncd__matcher_release(&t[i].m);
     }
+    ncd__matcher_release(&t[0].m);
     pthread_mutex_destroy(&P.lock);
-    pthread_cond_destroy(&P.turn);
-    if (rc < 0)
-        return rc;
-    ex->bytes += P.stop < P.nblocks ? P.stop * ex->block : size;
-    return P.err ? -P.err : 0;
+    pthread_cond_destroy(&P.cv);
+    slots_free(&P);
+    ex->bytes += err ? P.next_apply * ex->block : size;
+    return err ? -err : 0;
 }

@@ -722,10 +722,36 @@ static const unsigned char host_end[256] = {
     [':'] = 1, [' '] = 1, ['\t'] = 1, ['['] = 1, [']'] = 1, ['\0'] = 1,
 };
 
-/* Decimal digits at s[*i] (at most 12) into *v; 0 when there are none. */
+/* Decimal digits at s[*i] (at most 12, not followed by another digit)
+ * into *v and *i past them; 0 when there are none.  Up to 7 digits (pids,
+ * tids) are read 8 bytes at a time (SWAR: a digit is a byte 0x30..0x39). */
 static int scan_uint(const char *s, size_t n, size_t *i, long *v)
 {
-    size_t k0 = *i, k = k0, lim = n - k0 > 12 ? k0 + 12 : n;
+    size_t k0 = *i, k = k0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n - k0 >= 8) {
+        uint64_t w;
+        memcpy(&w, s + k0, 8);
+        /* a zero byte where s has a digit; the +6 cannot carry out of a
+         * digit byte, so the bytes up to the first non-digit are right */
+        uint64_t m = ((w & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                     (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) ^
+                      0x3030303030303030ull);
+        if (m) { /* fewer than 8 digits (x86-64 and arm64 are little-endian) */
+            unsigned len = (unsigned)__builtin_ctzll(m) >> 3;
+            if (len == 0)
+                return 0;
+            uint64_t x = (w - 0x3030303030303030ull) << (8 * (8 - len));
+            x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+            x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+            x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+            *v = (long)x;
+            *i = k0 + len;
+            return 1;
+        }
+    }
+#endif
+    size_t lim = n - k0 > 12 ? k0 + 12 : n;
     long x = 0;
     unsigned d;
     while (k < lim && (d = (unsigned)(unsigned char)s[k] - '0') < 10) {

@@ -480,12 +480,32 @@ int ncd__prefilter_build(struct ncd_rules *r)
 
 /* ---------------------------------------------------------------- match */
 
+/* A matcher's scratch changes on every line: allocated on cache lines of
+ * its own, so matchers of different threads never share one. */
+#define LINE_PAD 128
+static void *pad_alloc(size_t n, void *arg)
+{
+    (void)arg;
+    return aligned_alloc(LINE_PAD, (n + LINE_PAD - 1) / LINE_PAD * LINE_PAD);
+}
+
+static void pad_free(void *p, void *arg)
+{
+    (void)arg;
+    free(p);
+}
+
 int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 {
     memset(m, 0, sizeof *m);
-    m->md = pcre2_match_data_create(r->max_match_captures + 1, NULL);
-    m->cand = malloc((r->npats + 1) * sizeof *m->cand);
-    m->seen = calloc(r->npats + 1, 1);
+    pcre2_general_context *gc = pcre2_general_context_create(pad_alloc, pad_free,
+                                                             NULL);
+    m->md = gc ? pcre2_match_data_create(r->max_match_captures + 1, gc) : NULL;
+    pcre2_general_context_free(gc);
+    m->cand = pad_alloc((r->npats + 1) * sizeof *m->cand, NULL);
+    m->seen = pad_alloc(r->npats + 1, NULL);
+    if (m->seen)
+        memset(m->seen, 0, r->npats + 1);
     if (!m->md || !m->cand || !m->seen) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;

@@ -15,7 +15,7 @@
 #define NCD__MAX_SOURCES 65536
 #define NCD__MAX_CAPS 6
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
-#define NCD__BLOCK (1u << 20) /* bytes per block of the threaded reader */
+#define NCD__BLOCK (1u << 18) /* bytes per block of the threaded reader */
 
 struct ncd__evid {
     uint32_t src;
