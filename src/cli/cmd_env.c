@@ -8,6 +8,7 @@
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/rcfile.h"
+#include "rcedit.h"
 
 enum {
     OPT_FORMAT = CLI_OPT__NEXT,
@@ -193,8 +194,8 @@ int ncd_cmd_env(int argc, char **argv)
 
     if (remove_from) {
         enum ncd_rc_action act;
-        int rc = ncd_rc_update(ctx, remove_from, NULL, dry, &act,
-                               dry ? &preview : NULL, NULL);
+        int rc = cli_rc_update(ctx, remove_from, NULL, dry, &act,
+                               dry ? &preview : NULL);
         if (rc < 0) {
             cli_err("env --remove: %s: %s", ncd_strerror(rc),
                     ncd_ctx_errdetail(ctx));
@@ -240,8 +241,8 @@ int ncd_cmd_env(int argc, char **argv)
         struct ncd_strbuf body = {0};
         render(&body, env, FMT_SH, ncd_sb_str(&notes));
         enum ncd_rc_action act;
-        rc = ncd_rc_update(ctx, write_to, ncd_sb_str(&body), dry, &act,
-                           dry ? &preview : NULL, NULL);
+        rc = cli_rc_update(ctx, write_to, ncd_sb_str(&body), dry, &act,
+                           dry ? &preview : NULL);
         ncd_sb_release(&body);
         if (rc < 0) {
             cli_err("env --write: %s: %s", ncd_strerror(rc),

@@ -44,7 +44,10 @@ static const struct cli_cmd commands[] = {
      "another format).  --write FILE keeps them in one marked block\n"
      "(# >>> nccl-doctor >>> ... # <<< nccl-doctor <<<) that re-runs replace\n"
      "in place; the file is replaced atomically, a backup is kept, and\n"
-     "nothing outside the block changes.  --remove takes the block out.\n"},
+     "nothing outside the block changes.  --remove takes the block out and\n"
+     "gives back the original bytes.  Symbolic links are followed; a\n"
+     "hard-linked or read-only file is left alone (--dry-run shows the new\n"
+     "content); an edit made by another program meanwhile stops the update.\n"},
     {"perf", ncd_cmd_perf,
      "nccl-tests compatible collective benchmark (NCCL or TCP sockets)",
      "usage: nccl-doctor perf COLLECTIVE [nccl-tests options] [-np N]\n"

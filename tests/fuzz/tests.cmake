@@ -1,0 +1,7 @@
+# Fuzz targets of parsers outside explain (cmake/fuzz.cmake): one
+# fuzz_<name>.c each, seeds in fuzz-seeds/fuzz_<name>/.
+include(${CMAKE_SOURCE_DIR}/cmake/fuzz.cmake)
+foreach(t fuzz_rcfile)
+  ncd_add_fuzz_target(${t} ${CMAKE_CURRENT_LIST_DIR}/${t}.c
+                      ${CMAKE_CURRENT_LIST_DIR}/fuzz-seeds/${t} fuzz fuzz)
+endforeach()
