@@ -292,7 +292,9 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
 static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
                         const char *m, size_t ml)
 {
-    if (pr->phase >= ph)
+    /* lines without host:pid:tid (a cut header) may be any process's: the
+     * init phase of that pseudo process means nothing */
+    if (pr->phase >= ph || pr->pid < 0)
         return;
     pr->phase = (uint8_t)ph;
     pr->phase_line = ex->lineno;
