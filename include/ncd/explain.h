@@ -97,14 +97,32 @@ struct ncd_log_line {
 /**
  * Normalises and parses one line (without its '\n').
  *
- * Removes CRs, NUL bytes and ANSI escape sequences, then, in a loop, the
- * launcher prefixes: Open MPI --tag-output ("[1,0]<stdout>:"), torchrun
- * ("[rank3]:", "[default0]:"), Paddle ("[trainer3]:", "[trainer0|0]:"),
- * "rankN: ", "[N] ", srun --label ("3: "), leading time stamps (ISO 8601,
- * "[YYYY-MM-DD HH:MM:SS(.frac)]") and a "host: " label in front of another
- * prefix.  Prefixes carrying a rank set `rank`.  Then finds the NCCL
- * header anywhere in the line (format of B8, with or without "(func)",
- * time stamp, "file:line"; very old "host:pid:tid [d] INFO msg" too).
+ * 1. A JSON object holding a log line (Docker json-file and Fluent Bit
+ *    "log", journalctl -o json "MESSAGE", Google Cloud Logging
+ *    "textPayload", ECS "message", "msg") is replaced by that line, its
+ *    "time"/"timestamp"/"@timestamp" giving `ts`.
+ * 2. CRs, NUL bytes and ANSI escape sequences are removed.
+ * 3. Launcher and collector prefixes are removed, in a loop: Open MPI
+ *    --tag-output ("[1,0]<stdout>:"), Horovod ("[0]<stdout>:"), torchrun
+ *    ("[rank3]:", "[default0]:"), "[trainer3]:", "[trainer0|0]:",
+ *    mpiexec -l ("[3] "), Determined ("[rank=3] "), kubectl logs --prefix
+ *    ("[pod/P/C] "), Ray ("(RayWorkerWrapper pid=1, ip=A) ", "(pid=1) "),
+ *    CRI log files ("<time> stdout F "), ISO 8601 time stamps
+ *    ("2024-01-02T03:04:05.123Z", "[2024-01-02 03:04:05]"), syslog
+ *    ("Jan  2 03:04:05 host proc[1]: "), "rankN: ", srun --label ("3: "),
+ *    docker compose ("svc-1  | ") and a "host: " label in front of another
+ *    prefix.  Prefixes carrying a rank set `rank`, time stamps `ts`.
+ * 4. The NCCL header (NCCL src/include/debug.h, src/debug.cc): INFO, WARN
+ *    with "file:line", "(func)" (2.30.7+) and "[time]" (2.26+), TRACE,
+ *    ABORT, CALL, the bare "NCCL version" line; the 2.0 .. 2.2 form
+ *    without "NCCL" ("host:pid:tid [d] INFO msg", "... [d] file:line WARN
+ *    msg"); NCCL 1.x "WARN file:line msg".  It is read at the start of the
+ *    normalised text, else searched anywhere (text an unknown wrapper put
+ *    in front).  Without one, a message NCCL prints at INFO level whose
+ *    header was cut ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "9[1a000]
+ *    -> 2[6b000] [send] via NET/IB/0/GDRDMA", "NET/IB : Using ...", 1.x
+ *    "INFO rank 0 using device 0 ...") is an INFO line without host.
+ * Each shape and its source is a row of line.c's tables.
  *
  * Never fails on any byte sequence: binary input gives NCD_LOG_NONE.
  * @param line     the raw bytes; need not be NUL-terminated.

@@ -126,11 +126,11 @@ static void keep_captures(struct ncd_explain *ex, struct ncd__rec *rec,
     const struct ncd_rules *r = ex->rules;
     uint32_t count = 0, esize = 0;
     PCRE2_SPTR table;
-    pcre2_code *re = r->pats[pat].re;
-    if (pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count) != 0 || !count)
+    pcre2_code *re = ncd__pattern_code(r, pat);
+    if (!re || pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count) != 0 ||
+        !count)
         return;
-    if (pcre2_match(ncd__pattern_code(r, pat), (PCRE2_SPTR)text, len, 0, 0,
-                    ex->m.md, NULL) < 0)
+    if (pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, ex->m.md, NULL) < 0)
         return;
     pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &esize);
     pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);

@@ -323,7 +323,7 @@ int ncd_rules_load_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
             break;
         }
         if ((rc = read_file(ctx, p, &buf, &len)) == 0 &&
-            (rc = ncd__rules_load_doc(ctx, rules, p, buf, len, 0)) >= 0)
+            (rc = ncd__rules_load_doc(ctx, rules, p, buf, len, 0, 0)) >= 0)
             total += rc;
         free(buf);
         free(p);

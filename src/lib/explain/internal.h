@@ -3,12 +3,15 @@
  * Internals of the rule set, shared by the explain modules.
  *
  * The modules of src/lib/explain/ (public API: include/ncd/explain.h):
- *   line.c          one log line -> header + message (launcher prefixes,
- *                   time stamps, NCCL's header formats)
+ *   line.c          one log line -> header + message (JSON wrappers,
+ *                   launcher/collector prefixes and cut headers as tables
+ *                   of shapes, time stamps, NCCL's header formats 1.x..)
  *   rules.c         rules/NAME.yaml -> rules (through core/yaml.h)
  *   prefilter.c     literal prefilter + PCRE2 matcher over the rule set
  *   rules_check.c   the rules' self-test and their POSIX ERE form
- *   explain.c       a scan: chunks -> lines -> facts + per-rule matches
+ *   explain.c       a scan: chunks -> lines -> facts + per-rule matches;
+ *                   a line's pure step (parse + match) and its ordered
+ *                   apply; the threaded block reader
  *   facts.c         facts of NCCL INFO / nccl-tests lines, per process
  *   facts_report.c  the facts as JSON and as `--facts` text
  *   reason.c        matches + conditions -> ranked findings
@@ -69,8 +72,9 @@ void ncd__sanitize(char *s, size_t n);
 
 struct ncd__pattern {
     char *src;
-    pcre2_code *re; /* compiled at load (errors show then); JIT-compiled
-                       on its first prefilter hit: ncd__pattern_code() */
+    pcre2_code *re; /* user rules: compiled at load (errors show then);
+                       built-in: NULL until the first use.  Read it only
+                       through ncd__pattern_code() */
     size_t rule;    /* owning rule index */
 };
 
@@ -150,13 +154,20 @@ int ncd__literal_add(struct ncd_rules *r, char *s, size_t pat);
 int ncd__prefilter_build(struct ncd_rules *r);
 
 /*
- * Pattern p's code, JIT-compiled on first use.  A loaded rule set is shared
- * read-only by scans in several threads: the first caller compiles under a
- * lock, the others wait for it (PCRE2's JIT compile writes into the code).
- * JIT compiling all patterns at load cost ~13 ms of start-up that a log
- * touching a handful of rules never repays.
+ * Pattern p's code, compiled and JIT-compiled on first use; NULL when it
+ * does not compile (the self-test reports it; it never matches).  A loaded
+ * rule set is shared read-only by scans in several threads: the first
+ * caller compiles under a lock, the others wait for it.  Compiling all
+ * patterns at load cost ~20 ms of start-up that a log touching a handful
+ * of rules never repays.
  */
 pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p);
+
+/* PCRE2 compile of a rule pattern (bytes, as grep -E in the C locale). */
+pcre2_code *ncd__pattern_compile(const char *src, int *err, PCRE2_SIZE *off);
+
+/* An upper bound of the capturing groups of a pattern. */
+uint32_t ncd__pattern_groups(const char *src);
 
 /* Match scratch for ncd__rules_match(). */
 struct ncd__matcher {
@@ -184,10 +195,12 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
  * ncd_rules_load_buf() with the prefilter rebuilt only when `build` (a
  * caller loading several documents builds once at the end, when
  * r->prefilter_stale).  A failed document rolls back and rebuilds.
+ * `lazy`: patterns compile on first use (built-in rules, which the test
+ * suite compiles); else now, and a bad one fails the load.
  */
 int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
                         const char *name, const char *buf, size_t len,
-                        int build);
+                        int build, int lazy);
 void ncd__jit_free(struct ncd__jit *j);
 
 /* Frees a string vector of n items (NULL allowed). */

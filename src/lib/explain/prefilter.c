@@ -29,20 +29,56 @@ struct ncd__jit {
     atomic_uchar done[];
 };
 
+pcre2_code *ncd__pattern_compile(const char *src, int *err, PCRE2_SIZE *off)
+{
+    return pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
+                         0 /* bytes, like grep in the C locale */, err, off,
+                         NULL);
+}
+
+uint32_t ncd__pattern_groups(const char *src)
+{
+    uint32_t n = 0;
+    int incl = 0;
+    for (const char *p = src; *p; p++) {
+        if (*p == '\\') {
+            if (!*++p)
+                break;
+        } else if (incl) {
+            incl = *p != ']';
+        } else if (*p == '[') {
+            incl = 1;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']')
+                p++;
+        } else if (*p == '(' && (p[1] != '?' || p[2] == '<' || p[2] == 'P')) {
+            n++;
+        }
+    }
+    return n;
+}
+
 pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p)
 {
     struct ncd__jit *j = r->jit;
-    pcre2_code *re = r->pats[p].re;
     if (!j || p >= j->n ||
         atomic_load_explicit(&j->done[p], memory_order_acquire))
-        return re;
+        return r->pats[p].re;
     pthread_mutex_lock(&j->lock);
+    struct ncd__pattern *pt = &r->pats[p];
     if (!atomic_load_explicit(&j->done[p], memory_order_relaxed)) {
-        pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
+        if (!pt->re) {
+            int err;
+            PCRE2_SIZE off;
+            pt->re = ncd__pattern_compile(pt->src, &err, &off);
+        }
+        if (pt->re)
+            pcre2_jit_compile(pt->re, PCRE2_JIT_COMPLETE); /* or interpret */
         atomic_store_explicit(&j->done[p], 1, memory_order_release);
     }
     pthread_mutex_unlock(&j->lock);
-    return re;
+    return pt->re;
 }
 
 /* (Re)sizes the lazy JIT state to the patterns; flags of patterns already
@@ -570,8 +606,9 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
         const struct ncd__rule *ru = &r->v[r->pats[p].rule];
         if (!ncd__rule_applies(ru, version))
             continue;
-        int rc = pcre2_match(ncd__pattern_code(r, p), (PCRE2_SPTR)text, len,
-                             0, 0, m->md, NULL);
+        pcre2_code *re = ncd__pattern_code(r, p);
+        int rc = re ? pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, m->md, NULL)
+                    : PCRE2_ERROR_NOMATCH;
         if (rc >= 0) {
             found = (long)r->pats[p].rule;
             *pat = p;

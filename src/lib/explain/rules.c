@@ -190,6 +190,7 @@ int ncd__rule_applies(const struct ncd__rule *rule, int version)
 struct loader {
     struct ncd__yaml y;
     struct ncd_rules *r;
+    int lazy; /* compile patterns on first use (built-in, tested rules) */
 };
 
 #define LFAIL(L, n, ...) ncd__yaml_fail(&(L)->y, (n), NCD_EINVAL, __VA_ARGS__)
@@ -349,22 +350,25 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
         free(src);
         return rc;
     }
-    int err;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
-                                   0 /* bytes, like grep in the C locale */,
-                                   &err, &off, NULL);
-    if (!re) {
-        PCRE2_UCHAR buf[256];
-        pcre2_get_error_message(err, buf, sizeof buf);
-        rc = LFAIL(L, pn, "pattern '%s' does not compile: %s at offset %zu",
-                   src, (char *)buf, (size_t)off);
-        free(src);
-        return rc;
+    /* Rules given by the user compile now, so a bad pattern is reported at
+     * load; built-in ones, which the test suite compiles, on their first
+     * prefilter hit (ncd__pattern_code): compiling all 500+ cost most of
+     * the start-up.  JIT compiling always waits for the first use. */
+    pcre2_code *re = NULL;
+    if (!L->lazy) {
+        int err;
+        PCRE2_SIZE off;
+        re = ncd__pattern_compile(src, &err, &off);
+        if (!re) {
+            PCRE2_UCHAR buf[256];
+            pcre2_get_error_message(err, buf, sizeof buf);
+            rc = LFAIL(L, pn, "pattern '%s' does not compile: %s at offset %zu",
+                       src, (char *)buf, (size_t)off);
+            free(src);
+            return rc;
+        }
     }
-    /* JIT compiling waits for the pattern's first use (ncd__pattern_code) */
-    uint32_t cap = 0;
-    pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &cap);
+    uint32_t cap = ncd__pattern_groups(src);
     if (cap + 1 > r->max_match_captures)
         r->max_match_captures = cap + 1;
     if (r->npats == r->capp) {
@@ -478,9 +482,9 @@ static void rollback(struct ncd_rules *r, size_t n0, size_t np0, size_t nl0)
 
 int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
                         const char *name, const char *buf, size_t len,
-                        int build)
+                        int build, int lazy)
 {
-    struct loader L = {.r = rules};
+    struct loader L = {.r = rules, .lazy = lazy};
     int rc = ncd__yaml_load(ctx, name, buf, len, &L.y);
     if (rc < 0) {
         ncd__yaml_release(&L.y);
@@ -515,7 +519,7 @@ out:
 int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
                        const char *name, const char *buf, size_t len)
 {
-    return ncd__rules_load_doc(ctx, rules, name, buf, len, 1);
+    return ncd__rules_load_doc(ctx, rules, name, buf, len, 1, 0);
 }
 
 int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
@@ -529,7 +533,7 @@ int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
             continue;
         /* one prefilter build for all files (it costs ~2M instructions) */
         int rc = ncd__rules_load_doc(ctx, rules, f->name,
-                                     (const char *)f->data, f->size, 0);
+                                     (const char *)f->data, f->size, 0, 1);
         if (rc < 0)
             return rc; /* the failed document rebuilt it */
         total += rc;
