@@ -13,11 +13,9 @@
  *  2. The formatter: preamble, device lines, table header, rows, footer and
  *     the -J JSON document as pure functions of the results, byte for byte
  *     the format strings of nccl-tests src/util.cu (v2.19.6).
- *  3. The process group and rank-to-rank connection layer
- *     (struct ncd_pg, struct ncd_peerset): rendezvous of N processes
- *     through a TCP root (NCCL-unique-id style) or MPI, small allgathers
- *     and barriers, and a validated full mesh of TCP connections between
- *     ranks.  `probe` and `tune` build on it.
+ *  3. The rank-to-rank connection mesh (struct ncd_peerset): a validated
+ *     full mesh of TCP connections between ranks, set up over the job's
+ *     process group (pg.h; the job runner, job.h, makes the group).
  *  4. The benchmark runner and its two backends: `socket` (host buffers,
  *     TCP between ranks, ring and direct algorithms) and `nccl`
  *     (libnccl.so.2 and libcudart.so through dlopen).
@@ -35,6 +33,7 @@
 
 #include <jansson.h>
 
+#include "ncd/pg.h"
 #include "ncd/strbuf.h"
 
 #ifdef __cplusplus
@@ -45,18 +44,19 @@ extern "C" {
 /* 1. Collectives, datatypes, ops                                      */
 /* ------------------------------------------------------------------ */
 
-/** The collectives of nccl-tests (one binary each, `<name>_perf`). */
+/**
+ * The collectives of nccl-tests (one binary each, `<name>_perf`):
+ * NCD_COLL_ALL_GATHER, NCD_COLL_ALL_REDUCE, NCD_COLL_ALLTOALL,
+ * NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
+ * NCD_COLL_REDUCE, NCD_COLL_REDUCE_SCATTER, NCD_COLL_SCATTER,
+ * NCD_COLL_SENDRECV.  One row per collective (src/lib/perf/coll/<name>.c,
+ * see src/lib/perf/coll.h); the build lists the rows in ncd_colls.def
+ * (NCD_COLL(name, NAME), alphabetical), so a new row file adds its value.
+ */
 enum ncd_perf_coll {
-    NCD_COLL_ALL_REDUCE,
-    NCD_COLL_ALL_GATHER,
-    NCD_COLL_REDUCE_SCATTER,
-    NCD_COLL_BROADCAST,
-    NCD_COLL_REDUCE,
-    NCD_COLL_ALLTOALL,
-    NCD_COLL_SENDRECV,
-    NCD_COLL_GATHER,
-    NCD_COLL_SCATTER,
-    NCD_COLL_HYPERCUBE,
+#define NCD_COLL(name, NAME) NCD_COLL_##NAME,
+#include "ncd_colls.def"
+#undef NCD_COLL
     NCD_COLL__COUNT
 };
 
@@ -97,6 +97,10 @@ enum ncd_perf_op {
 
 /** "all_reduce" ... (static string); NULL for an unknown value. */
 const char *ncd_perf_coll_name(enum ncd_perf_coll c);
+/** nccl-tests' binary name "all_reduce_perf" ... (static); NULL if unknown. */
+const char *ncd_perf_coll_prog(enum ncd_perf_coll c);
+/** Appends every collective's name, separated by spaces, in enum order. */
+void ncd_perf_coll_list(struct ncd_strbuf *sb);
 
 /**
  * Parses a collective name: "all_reduce", "allreduce", "all_reduce_perf"
@@ -119,10 +123,20 @@ const char *ncd_perf_op_name(enum ncd_perf_op o);
 /** Parses an op name; -1 when unknown. */
 int ncd_perf_op_from_name(const char *s);
 
-/** 1 when the collective takes a reduction op (redop column = op name). */
+/** 1 when the collective applies the reduction op (all_reduce, reduce,
+ *  reduce_scatter). */
 int ncd_perf_coll_has_op(enum ncd_perf_coll c);
 /** 1 when the collective has a root (broadcast, reduce, gather, scatter). */
 int ncd_perf_coll_has_root(enum ncd_perf_coll c);
+/** 1 when the collective needs a power-of-two number of ranks (hypercube:
+ *  nccl-tests src/hypercube.cu exchanges with rank ^ 2^k). */
+int ncd_perf_coll_needs_pow2(enum ncd_perf_coll c);
+/** 1 when the redop column shows the op, so -o all runs one row per op
+ *  (the reductions and sendrecv, which nccl-tests passes the op to). */
+int ncd_perf_coll_loops_ops(enum ncd_perf_coll c);
+/** 0 when nccl-tests does not check the in-place result (sendrecv: its
+ *  #wrong is N/A). */
+int ncd_perf_coll_checks_inplace(enum ncd_perf_coll c);
 /**
  * The text of the redop column: the op name for reductions and sendrecv,
  * "none" for all_gather/broadcast/alltoall/gather/scatter, "" for
@@ -272,6 +286,47 @@ struct ncd_perf_opts {
 /** Fills `o` with nccl-tests' defaults. */
 void ncd_perf_opts_default(struct ncd_perf_opts *o);
 
+/** nccl-tests' getopt string (src/common.cu, v2.19.6): every option but
+ *  -h takes a value. */
+#define NCD_PERF_GETOPT                                                       \
+    "t:g:b:e:i:f:n:m:w:N:p:I:K:c:o:d:r:z:y:T:hG:C:a:R:x:D:V:J:S:M:u:"
+
+/** One nccl-tests option: its letter and long name (--nthreads...). */
+struct ncd_perf_option {
+    char letter;
+    const char *name;
+};
+
+/** Number of nccl-tests options (all take a value; -h is not counted). */
+size_t ncd_perf_options_count(void);
+/** Option i (0 <= i < count), static; NULL out of range. */
+const struct ncd_perf_option *ncd_perf_option_at(size_t i);
+
+/** A message from applying an option, for the user. */
+struct ncd_perf_optmsg {
+    char text[256]; /**< "" when there is nothing to say */
+    int to_stdout;  /**< nccl-tests prints it on stdout ("invalid op X,
+                         defaulting to sum .. ") */
+    int raw;        /**< nccl-tests' own wording: print as is, without a
+                         program prefix */
+};
+
+/**
+ * Applies nccl-tests option `letter` with value `arg` to `o` as nccl-tests
+ * parses it: integers with strtol(.., 0) and nccl-doctor's ranges (-t, -g,
+ * -m at least 1; -n, -w, -N, -c, -T at least 0; -z, -a 0..3; -u 0..1024);
+ * sizes with ncd_perf_parse_size(); an unknown -o/-d falls back to
+ * sum/float with nccl-tests' message; -r -1 = every root (a word reads as
+ * 0, as strtol does); -J keeps `arg` (not copied); -G and the GPU-only
+ * -x -D -V -I -K are accepted and ignored with a note.
+ * @param m  receives a message to show, also on success (a note).
+ * @return 0; nccl-tests' exit status for a bad value: 6 (usage) or 255
+ *         (a bad size); NCD_ENOENT when `letter` is not an nccl-tests
+ *         option.
+ */
+int ncd_perf_opt_apply(struct ncd_perf_opts *o, int letter, const char *arg,
+                       struct ncd_perf_optmsg *m);
+
 /** One side (out-of-place or in-place) of a table row. */
 struct ncd_perf_cell {
     double time_us; /**< time (or CPU time with -C) per op, µs */
@@ -357,96 +412,19 @@ int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
                          double avg_busbw, const char *error,
                          const char *end_time);
 
+/**
+ * Checks the options before any rank starts, as nccl-tests does: -J must
+ * end in ".json" (status 6), min <= max and a sweep that ends (status
+ * 255, nccl-tests' message).  @return 0 or the status, message in `msg`.
+ */
+int ncd_perf_opts_check(const struct ncd_perf_opts *o, char *msg,
+                        size_t msglen);
+
 /* ------------------------------------------------------------------ */
-/* 3. Process group and rank-to-rank connections                       */
+/* 3. The rank-to-rank connection mesh (socket backend)                */
 /* ------------------------------------------------------------------ */
 
 struct ncd_ctx;
-
-/**
- * A process group: `nprocs` processes that can allgather small blobs.
- * Made by ncd_pg_tcp_root(), ncd_pg_tcp_join() or ncd_pg_mpi().  Not
- * thread-safe: one thread per process calls it.
- */
-struct ncd_pg;
-
-/**
- * Rendezvous parameters for the TCP root ("NCCL unique id" style: proc 0
- * listens, the others connect).
- */
-struct ncd_pg_params {
-    int nprocs;          /**< processes in the job */
-    int proc;            /**< this process, 0..nprocs-1 */
-    const char *host;    /**< root address (IPv4/IPv6 literal or name) */
-    int port;            /**< root port */
-    int listen_fd;       /**< proc 0: an already bound+listening socket to
-                              use (from `-np`), or -1 to bind host:port */
-    uint64_t token;      /**< job token every process must present; 0 = proc
-                              0 draws one and hands it to the others */
-    int timeout_ms;      /**< for the whole rendezvous and each allgather */
-};
-
-/**
- * Creates a TCP process group.  Proc 0 accepts the others (connections
- * presenting a wrong magic, token, size or a duplicate proc index are
- * closed and do not count); the others connect with retries until the
- * timeout.  @return 0, or NCD_ETIMEOUT / NCD_ECONNREFUSED / NCD_EPROTO /
- * NCD_ESYS with the detail in ctx; on success *out (free with
- * ncd_pg_free()).
- */
-int ncd_pg_tcp(struct ncd_ctx *ctx, const struct ncd_pg_params *p,
-               struct ncd_pg **out);
-
-/**
- * A process group over MPI_COMM_WORLD (initialises MPI with
- * MPI_THREAD_FUNNELED if needed).  NCD_EUNSUPPORTED when built without
- * -DNCD_WITH_MPI=ON.
- */
-int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
-               struct ncd_pg **out);
-
-/** A one-process group (no communication). */
-int ncd_pg_single(struct ncd_pg **out);
-
-/** Number of processes in the group. */
-int ncd_pg_nprocs(const struct ncd_pg *pg);
-/** This process's index, 0..nprocs-1 (0 is the TCP root). */
-int ncd_pg_proc(const struct ncd_pg *pg);
-/** The job token agreed at rendezvous. */
-uint64_t ncd_pg_token(const struct ncd_pg *pg);
-/**
- * The local IP address of the connection to the root ("" for proc 0, MPI
- * and single groups): the address peers can reach this process on.
- */
-const char *ncd_pg_local_addr(const struct ncd_pg *pg);
-
-/**
- * Allgather: every process contributes `len` bytes (the same len on every
- * process, at most 1 MiB); `all` receives nprocs * len bytes in proc order.
- * @return 0, or NCD_EPEER (a process died: detail names it), NCD_ETIMEOUT,
- * NCD_EPROTO (lengths disagree).
- */
-int ncd_pg_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg, const void *mine,
-                     size_t len, void *all);
-
-/**
- * This process's index among the group's processes on the same node (MPI:
- * MPI_Comm_split_type SHARED), or -1 when the group cannot tell.
- */
-int ncd_pg_local_index(struct ncd_pg *pg);
-
-/**
- * Splits "host:port" or "[v6addr]:port" (port 1..65535).
- * @return 0, or NCD_EINVAL.
- */
-int ncd_perf_split_hostport(const char *s, char *host, size_t hostlen,
-                            int *port);
-
-/** Barrier over the group (an allgather of one byte). */
-int ncd_pg_barrier(struct ncd_ctx *ctx, struct ncd_pg *pg);
-
-/** Closes connections (MPI: finalises). NULL allowed. */
-void ncd_pg_free(struct ncd_pg *pg);
 
 /** What every rank publishes at rendezvous. */
 struct ncd_rank_info {
@@ -526,8 +504,8 @@ struct ncd_perf_job {
     struct ncd_pg *pg;      /**< process group (owned by the caller) */
     enum ncd_perf_backend_kind backend;
     enum ncd_perf_algo algo;
-    const char *bind_addr;  /**< socket: address to listen on */
-    const char *ifname;     /**< socket: its interface name (for display) */
+    char bind_addr[64];     /**< socket: address to listen on ("" any) */
+    char ifname[64];        /**< socket: its interface name (for display) */
     int sock_nthreads;      /**< NCCL_SOCKET_NTHREADS (0..16) */
     int sock_nsocks;        /**< NCCL_NSOCKS_PERTHREAD (>= 1) */
     int peer_timeout_ms;    /**< max time without progress on a socket */
@@ -575,6 +553,62 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
                  struct ncd_perf_summary *sum);
 
 /**
+ * The output of one run on global rank 0, assembled event by event from
+ * the runner's sink: nccl-tests' text (the preamble with nccl-doctor's
+ * "#  Backend: <desc>" line and, when auto fell back to sockets,
+ * "#  (no usable NCCL/GPU: <why>)"; the header; rows; the footer) and the
+ * JSON document (-J, or --json on stdout) with nccl-tests' local-time
+ * stamps.
+ */
+struct ncd_perf_report;
+
+/**
+ * @param json_stdout  --json: build the document for the caller to print
+ *                     (ignored when o->json_path is set: -J writes the
+ *                     file nccl-tests would, ncd_perf_json_pick_path()).
+ * @param argv,envp    recorded in the document (not copied: must outlive
+ *                     r).
+ * @param fallback     why auto did not pick nccl, or NULL / "".
+ * @return NULL when out of memory; free with ncd_perf_report_free().
+ */
+struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
+                                            int json_stdout, char *const *argv,
+                                            char *const *envp,
+                                            const char *fallback);
+/** Appends what nccl-tests prints about -J first: "# Writing JSON output
+ *  to PATH", or "# skipping json output; failed to probe destination". */
+void ncd_perf_report_start(struct ncd_perf_report *r, struct ncd_strbuf *sb);
+/** Appends the preamble and the table header (sink.preamble). */
+void ncd_perf_report_preamble(struct ncd_perf_report *r,
+                              struct ncd_strbuf *sb, int nccl_version,
+                              const char *backend_desc,
+                              const struct ncd_perf_device *devs, int ndevs);
+/** Appends a row (sink.row). */
+void ncd_perf_report_row(struct ncd_perf_report *r, struct ncd_strbuf *sb,
+                         const struct ncd_perf_row *row);
+/**
+ * Fills the runner's `sink` so that the preamble and each row, formatted
+ * by r, are handed to out(arg, text) as they come, and progress goes to
+ * progress(arg, ...) (may be NULL).  r must outlive the run.
+ */
+void ncd_perf_report_sink(struct ncd_perf_report *r,
+                          void (*out)(void *arg, const char *text),
+                          void (*progress)(void *arg, size_t i, size_t n,
+                                           size_t bytes),
+                          void *arg, struct ncd_perf_sink *sink);
+/**
+ * Appends the footer when the run had no error, finishes the JSON
+ * document and writes the -J file (atomically, ncd_perf_json_write()).
+ * @param stdout_doc  receives the --json document (owned by r), else NULL.
+ * @return 0, or the write's NCD_E* code (detail in ctx).
+ */
+int ncd_perf_report_finish(struct ncd_perf_report *r, struct ncd_ctx *ctx,
+                           struct ncd_strbuf *sb,
+                           const struct ncd_perf_summary *sum,
+                           json_t **stdout_doc);
+void ncd_perf_report_free(struct ncd_perf_report *r);
+
+/**
  * Checks whether the nccl backend can run here, without running anything:
  * loads libnccl.so.2 and libcudart.so and counts CUDA devices.
  * @param why       receives the reason when it cannot (library not found
@@ -586,41 +620,22 @@ int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
                          char *why, size_t whylen, int *version,
                          int *ndevices);
 
-/* ------------------------------------------------------------------ */
-/* 5. Launchers and the data interface                                 */
-/* ------------------------------------------------------------------ */
-
-/** A job started by an external launcher (ecosystem.md section 2). */
-struct ncd_launch {
-    const char *launcher;  /**< "torchrun", "paddle", "Open MPI", "MPICH",
-                                "MVAPICH2", "Slurm srun"; static */
-    int rank, size;        /**< process index and number of processes */
-    int local_rank;        /**< index on this node, -1 when unknown */
-    int local_size;        /**< processes on this node, -1 when unknown */
-    char master_addr[256]; /**< rendezvous host, "" when the launcher has
-                                none (MPI, Slurm) */
-    int master_port;       /**< 0 when unknown */
-    int is_mpi;            /**< launched by an MPI launcher */
-};
-
 /**
- * Reads the launcher variables from ctx's environment, in this order:
- * torchrun (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
- * MASTER_PORT), paddle.distributed.launch (PADDLE_TRAINER_ID,
- * PADDLE_TRAINERS_NUM, PADDLE_RANK_IN_NODE / PADDLE_LOCAL_RANK,
- * PADDLE_MASTER or the first PADDLE_TRAINER_ENDPOINTS entry), Open MPI
- * (OMPI_COMM_WORLD_*), MPICH/Intel MPI (PMI_RANK, PMI_SIZE,
- * MPI_LOCALRANKID, MPI_LOCALNRANKS), MVAPICH2 (MV2_COMM_WORLD_*), Slurm
- * (SLURM_PROCID, SLURM_STEP_NUM_TASKS or SLURM_NTASKS, SLURM_LOCALID;
- * the rendezvous host is the first node of SLURM_STEP_NODELIST or
- * SLURM_JOB_NODELIST and the port 20000 + (7 x SLURM_JOB_ID +
- * SLURM_STEP_ID) mod 10000, below Linux's ephemeral port range).
- * MASTER_ADDR/MASTER_PORT, when set, override the launcher's rendezvous
- * address.
- * @return 1 found, 0 no launcher (or a 1-process job), NCD_EPARSE when a
- *         variable is garbage (detail in ctx).
+ * Appends the failure line of a run that stopped (one line, newline
+ * ended), in the form of nccl-tests' CHECK macros so that health checks
+ * that grep "Test ... failure" and explain recognise it:
+ * "<host>: Test <CUDA failure|timeout|NCCL failure|failure> perf/<backend>
+ * '<text>'" (kind from the nccl-tests status 2, 4, 3, other); on the
+ * socket backend a status 3 text starts with ncclRemoteError's string,
+ * "remote process exited or there was a network error / ".
  */
-int ncd_perf_detect_launcher(struct ncd_ctx *ctx, struct ncd_launch *out);
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
+                          enum ncd_perf_backend_kind backend,
+                          const char *error);
+
+/* ------------------------------------------------------------------ */
+/* 5. The data interface of the socket backend                         */
+/* ------------------------------------------------------------------ */
 
 /**
  * Picks the interface and address the socket backend listens on, in this
@@ -635,6 +650,89 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
                         const char *local_addr, int local_only, char *ifname,
                         size_t iflen, char *addr, size_t addrlen, char *why,
                         size_t whylen);
+
+/* ------------------------------------------------------------------ */
+/* 6. Setting up a run                                                 */
+/* ------------------------------------------------------------------ */
+
+/** --backend names: "socket", "nccl", "auto" (NULL = auto); -1 unknown. */
+int ncd_perf_backend_from_name(const char *s);
+/** --algo names: "ring", "direct", "auto" (NULL = auto); -1 unknown. */
+int ncd_perf_algo_from_name(const char *s);
+
+/**
+ * The backend to run: `asked` unless it is AUTO; AUTO is nccl when
+ * ncd_perf_nccl_usable() says libnccl.so.2 and a CUDA device are usable
+ * here, else socket, with the reason nccl was not usable in `why` ("" when
+ * none).
+ */
+enum ncd_perf_backend_kind
+ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
+                        const char *nccl_path, const char *cudart_path,
+                        char *why, size_t whylen);
+
+/**
+ * Whether the run fits a job of `nranks` ranks on backend `be` (not
+ * AUTO): 0, or nccl-tests' status with the message in `why`: 6 when the
+ * collective needs a power-of-two number of ranks; 3 when the root is not
+ * a rank (NCCL's ncclInvalidArgument, as nccl-tests reports it); 5 for
+ * fp8 types on the socket backend.
+ */
+int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
+                      enum ncd_perf_backend_kind be, char *why,
+                      size_t whylen);
+
+/**
+ * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD from ctx's environment
+ * as NCCL's socket transport reads them (NCCL src/transport/net_socket.cc
+ * ncclNetSocketGetNsockNthread, 2.30): integers parsed as NCCL_PARAM does
+ * (ncd_nccl_int_parse()); unset, empty or unparsable means 0 threads and
+ * 1 socket per thread; NTHREADS above the catalog's maximum (16, NCCL's
+ * MAX_THREADS) is clamped; when threads x sockets exceed the catalog's
+ * NCCL_NSOCKS_PERTHREAD maximum (64, NCCL's MAX_SOCKETS), NSOCKS_PERTHREAD
+ * becomes 64 / NTHREADS.  Negative threads count as 0, fewer than one
+ * socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
+ * @return 0, or NCD_EPARSE / NCD_ENOMEM when the catalog cannot be read.
+ */
+int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
+
+/**
+ * The socket backend's data interface and address in `pj` for this
+ * process (ncd_perf_pick_iface() with `iface`, the address this process
+ * reached the rendezvous from, and `all_local`).  A no-op for nccl.  The
+ * thread and socket counts are the caller's (ncd_perf_socket_settings(),
+ * read once per job).
+ * @return 0, or 3 (nccl-tests' status: no usable interface) with the
+ *         message in ctx.
+ */
+int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
+                            const char *local_addr, int all_local,
+                            struct ncd_perf_job *pj);
+
+/**
+ * nccl-tests' variables from ctx's environment: NCCL_TESTS_MIN_BW into
+ * o->min_bw (GB/s, strtod), NCCL_TESTS_DEVICE into *device0 (-1 unset).
+ */
+void ncd_perf_env(struct ncd_ctx *ctx, struct ncd_perf_opts *o, int *device0);
+
+/** 0 when a -J path ends in ".json" (nccl-tests' rule), else NCD_EINVAL. */
+int ncd_perf_json_check_name(const char *path);
+
+/**
+ * The file -J writes, as nccl-tests picks it: `asked` when it does not
+ * exist, else the first free of asked.0, asked.1, ... asked.9999.
+ * @return 0 with `out` set; NCD_EINVAL (not .json); NCD_EEXISTS when all
+ *         are taken (`out` is "": nccl-tests then skips the JSON output).
+ */
+int ncd_perf_json_pick_path(const char *asked, char *out, size_t outlen);
+
+/**
+ * Writes the document (compact, key order kept, newline ended) to a
+ * temporary file next to `path` and renames it into place, so no partial
+ * file is ever seen.  @return 0 or NCD_E* with the detail in ctx.
+ */
+int ncd_perf_json_write(struct ncd_ctx *ctx, const json_t *doc,
+                        const char *path);
 
 #ifdef __cplusplus
 }

@@ -26,8 +26,8 @@
  *     ncd_probe_render_text() render it.
  *
  * The communication between ranks is a caller-supplied allgather (the CLI
- * uses the process group of perf.h), so this layer does not depend on how
- * the job was launched.
+ * uses the job's process group, pg.h and job.h), so this layer does not
+ * depend on how the job was launched.
  *
  * Units: times in µs, bandwidth in GB/s (1e9 B/s), sizes in bytes, MTU as
  * the IP packet size in bytes (what `ip link` shows).
@@ -252,19 +252,6 @@ json_t *ncd_probe_json(const struct ncd_probe_result *r);
 void ncd_probe_render_text(struct ncd_strbuf *out,
                            const struct ncd_probe_result *r,
                            const struct ncd_text_style *st);
-
-/**
- * Which local interface and address the kernel would use to reach
- * `host`:`port` (a UDP connect, nothing is sent).  For the "cannot reach
- * the rendezvous" message.  @return 0 with ifname/addr filled, or a
- * negative NCD_E* code with `why` filled (name does not resolve, no route).
- */
-int ncd_probe_route_to(const char *host, int port, char *ifname,
-                       size_t iflen, char *addr, size_t addrlen, char *why,
-                       size_t whylen);
-
-/** Interface holding the local address `addr` ("" when none). */
-void ncd_probe_iface_of(const char *addr, char *ifname, size_t iflen);
 
 #ifdef __cplusplus
 }

@@ -8,19 +8,26 @@
  * compared with the current environment: median bus bandwidth, spread,
  * ratio, and whether a difference is larger than the noise.
  *
- * This layer is pure data (no processes, no printing): the CLI runs the
- * benchmarks and hands the measured bandwidths to ncd_tune_summarize().
+ * Two layers:
+ *  - data (candidates, statistics, findings, rendering): pure functions;
+ *  - running (section "Running" below): every measurement is a child
+ *    `perf ... --json` started with ncd_spawn() (job.h) under the
+ *    candidate's environment; several hosts stay in step through the
+ *    job's process group.  Nothing here prints: progress goes to a
+ *    callback.
  * Bandwidths in GB/s (1e9 B/s).
  */
 #ifndef NCD_TUNE_H
 #define NCD_TUNE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <jansson.h>
 
 #include "ncd/ctx.h"
 #include "ncd/finding.h"
+#include "ncd/job.h"
 #include "ncd/netif.h"
 #include "ncd/recommend.h"
 #include "ncd/strbuf.h"
@@ -154,6 +161,97 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
                           const struct ncd_tune_runs *runs,
                           const struct ncd_tune_stat *stats, int winner,
                           const char *metric);
+
+/* ------------------------------------------------------------------ */
+/* Running                                                             */
+/* ------------------------------------------------------------------ */
+
+/** Most arguments handed to perf. */
+#define NCD_TUNE_MAX_PERF_ARGS 56
+
+/** How each measurement runs. */
+struct ncd_tune_exec {
+    const char *self;             /**< the nccl-doctor binary to run as
+                                       `perf` ("/proc/self/exe") */
+    const char *const *perf_args; /**< perf's arguments (collective and
+                                       options), nperf of them */
+    int nperf;
+    const char *backend;          /**< perf's --backend, or NULL */
+    int run_timeout_s;            /**< a run is killed after this */
+    int metric_avg;               /**< 1: nccl-tests' average bus bandwidth;
+                                       0: busbw at the largest size */
+    const atomic_int *cancel;     /**< may be NULL: a non-zero value stops
+                                       the running perf ("interrupted") */
+    /** Called after each run (rank 0): candidate label, repetition
+     *  (0-based), whether it failed, its busbw.  May be NULL. */
+    void (*progress)(void *arg, const char *label, int rep, int failed,
+                     double busbw);
+    void *progress_arg;
+};
+
+/** What one perf run gave (plain data: sent between processes). */
+struct ncd_tune_result {
+    int32_t status; /**< perf's exit status; -1 killed, timed out,
+                         interrupted or unreadable */
+    int32_t pad;
+    double busbw;   /**< GB/s (when its JSON was read) */
+    char error[200];/**< the first line of perf's error output */
+};
+
+/**
+ * busbw of a `perf --json` document: the mean of the out-of-place and
+ * in-place bus bandwidth at the largest size, or (metric_avg) nccl-tests'
+ * average_bus_bandwidth.
+ * @return 0, or NCD_EPARSE with the reason in `err`.
+ */
+int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
+                        char *err, size_t errlen);
+
+/**
+ * Runs perf once under candidate `c`: `np` > 1 adds -np (one host);
+ * `rdv` adds --rendezvous with RANK=`proc` and WORLD_SIZE=`nprocs`;
+ * `want_json` reads the bus bandwidth from its --json output.
+ */
+void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
+                       const struct ncd_tune_cand *c, int np,
+                       const char *rdv, int nprocs, int proc, int want_json,
+                       struct ncd_tune_result *out);
+
+/**
+ * Every candidate `reps` times on this host (interleaved, so drift hits
+ * all candidates alike); runs[] receives set->n records.
+ */
+void ncd_tune_measure_local(struct ncd_ctx *ctx,
+                            const struct ncd_tune_exec *ex,
+                            const struct ncd_tune_set *set, int reps, int np,
+                            struct ncd_tune_runs *runs);
+
+/**
+ * The candidate set: `cands` (a candidates file's text, see
+ * ncd_tune_parse_file()), or when NULL the node's defaults
+ * (ncd_tune_default_set(); a full list is not an error).
+ * @return 0 or NCD_EPARSE / NCD_ERANGE / a probe error (detail in ctx).
+ */
+int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
+                       int families, int local_only, const char *common,
+                       struct ncd_tune_set *out);
+
+/**
+ * Measures on every process of a multi-host job: the interface names
+ * usable everywhere are gathered, rank 0 builds the set (from `cands`,
+ * read on rank 0 only, or the defaults) and shares it; then for every
+ * repetition and candidate rank 0 picks a free port on its rendezvous
+ * host and every process runs its perf child against it.  On rank 0,
+ * set and runs[] hold the results (a failure is charged to the first
+ * failing rank).
+ * @return 0, or NCD_EUSAGE (the job has no TCP rendezvous host: MPI),
+ *         the process group's error, or rank 0's set error (on the other
+ *         ranks NCD_EINVAL: rank 0 says why).
+ */
+int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
+                         const struct ncd_job *job, const char *cands,
+                         size_t len, int families, int reps,
+                         struct ncd_tune_set *set, struct ncd_tune_runs *runs);
 
 #ifdef __cplusplus
 }

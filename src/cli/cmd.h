@@ -8,7 +8,9 @@
  *     argv[0] is the subcommand name; parse the rest with getopt_long and
  *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
  *  2. Declare it here and add a line to commands[] in main.c with a
- *     one-line summary and its usage text.
+ *     one-line summary and its usage text, kept beside the command's
+ *     option table as `const char ncd_cmd_<name>_usage[]` (git's
+ *     builtin/<cmd>.c style).
  *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
  * The library does the work; a command parses options, calls libncd,
  * renders, prints and returns an exit status from the list below.
@@ -153,9 +155,13 @@ int ncd_cmd_perf(int argc, char **argv);
 int ncd_cmd_probe(int argc, char **argv);
 int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
-/* Usage texts kept next to their command's option table. */
-extern const char ncd_cmd_explain_usage[];
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
+
+/* Usage texts kept next to their command's option table. */
+extern const char ncd_cmd_perf_usage[];
+extern const char ncd_cmd_probe_usage[];
+extern const char ncd_cmd_tune_usage[];
+extern const char ncd_cmd_explain_usage[];
 
 #endif

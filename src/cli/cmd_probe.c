@@ -10,11 +10,43 @@
 #include <unistd.h>
 
 #include "cmd.h"
-#include "launch.h"
+#include "cli_job.h"
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "ncd/job.h"
 #include "ncd/perf.h"
 #include "ncd/probe.h"
+
+const char ncd_cmd_probe_usage[] =
+    "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
+    "                         [--timeout MS] [--burst SIZE] [--no-mtu]\n"
+    "                         [--nccl-version X.Y.Z] [--strict]\n"
+    "\n"
+    "Launched like perf (-np N on one host; under mpirun, srun, torchrun or\n"
+    "paddle.distributed.launch; or --rendezvous HOST:PORT with WORLD_SIZE\n"
+    "and RANK on every host).  Every rank reports its host, NCCL's\n"
+    "predicted interface and address, the interface nccl-doctor recommends\n"
+    "and the NCCL version; then every pair of ranks connects both ways on\n"
+    "the address NCCL would use (a port from the ephemeral range, as NCCL\n"
+    "gets, plus a control port outside it), measures connect time, round\n"
+    "trip and a bandwidth burst, and sends don't-fragment datagrams of\n"
+    "increasing size.  Rank 0 prints the host x host reachability matrix\n"
+    "(ok, refused, timed-out, no-route, reset, wrong-peer, no-address) and\n"
+    "findings: port filters (naming the host and port range), interfaces\n"
+    "that do not reach, NCCL_SOCKET_IFNAME differences, NCCL version and\n"
+    "MTU mismatches, host names resolving differently.\n"
+    "\n"
+    "  -np N                 fork N local ranks\n"
+    "  --rendezvous H:P      rank 0 listens there, the others connect\n"
+    "  --timeout MS          per connection attempt            [2000]\n"
+    "  --rendezvous-timeout S  wait for all ranks               [60]\n"
+    "  --burst SIZE          bandwidth burst per pair, 0 = none [4M]\n"
+    "  --no-mtu              skip the don't-fragment probes\n"
+    "  --nccl-version V      predict NCCL V's interface choice\n"
+    "  --json                envelope + ranks, hosts, matrix, rank_matrix\n"
+    "\n"
+    "Exit status: 0 no errors, 1 warnings only (with --strict), 2 errors\n"
+    "found, 3 the probe itself failed (a rank died, no rendezvous).\n";
 
 enum {
     OPT_NP = CLI_OPT__NEXT,
@@ -37,7 +69,7 @@ static int pg_allgather(void *arg, const void *mine, size_t len, void *all)
     return ncd_pg_allgather(a[0], a[1], mine, len, all);
 }
 
-static int probe_job(void *arg, struct ncd_ctx *ctx, const struct cli_job *job)
+static int probe_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
 {
     struct probe_cli *P = arg;
     struct ncd_probe_opts o = P->o;
@@ -82,8 +114,7 @@ static int probe_job(void *arg, struct ncd_ctx *ctx, const struct cli_job *job)
             json_object_update(env, body);
             json_decref(body);
             json_object_set_new(env, "launcher",
-                                json_string(job->launcher ? job->launcher
-                                                          : ""));
+                                json_string(job->plan->launcher));
             json_object_set_new(env, "findings", ncd_findings_to_json(&fl));
             json_object_set_new(env, "recommended_env",
                                 ncd_findings_env_json(&fl, NCD_SEV_WARNING));
@@ -142,12 +173,9 @@ int ncd_cmd_probe(int argc, char **argv)
     ncd_probe_opts_default(&P.o);
     long np = 0, rdv_timeout_s = 60;
     const char *rdv = NULL;
-    /* "-np N" as mpirun spells it */
-    char **av = calloc((size_t)argc + 1, sizeof *av);
+    char **av = cli_np_argv(argc, argv); /* "-np N" as mpirun spells it */
     if (!av)
         return NCD_EXIT_TOOL;
-    for (int i = 0; i < argc; i++)
-        av[i] = strcmp(argv[i], "-np") == 0 ? (char *)"--np" : argv[i];
     optind = 1;
     int opt, bad = 0;
     long v;
@@ -228,17 +256,24 @@ int ncd_cmd_probe(int argc, char **argv)
     }
     P.o.nccl_version = co.nccl_version;
     P.o.nccl_version_src = co.nccl_version_source;
+    struct ncd_job_request req = {.np = (int)np, .rendezvous = rdv};
+    struct ncd_job_plan plan;
+    if (ncd_job_resolve(ctx, &req, &plan)) {
+        cli_err("probe: %s", ncd_ctx_errdetail(ctx));
+        ncd_ctx_free(ctx);
+        return NCD_EXIT_TOOL;
+    }
     /* every exchange waits at most for one step of pair tests */
     long step_ms = 4L * P.o.timeout_ms + 3000;
-    struct cli_launch L = {.cmd = "probe",
-                           .np = (int)np,
-                           .rendezvous = rdv,
-                           .timeout_ms = (int)(rdv_timeout_s * 1000 > step_ms
-                                                   ? rdv_timeout_s * 1000
-                                                   : step_ms),
-                           .argc = &argc,
-                           .argv = &argv};
-    int st = cli_launch_run(ctx, &L, probe_job, &P);
+    long timeout_ms = rdv_timeout_s * 1000 > step_ms ? rdv_timeout_s * 1000
+                                                     : step_ms;
+    struct ncd_job_opts jo = {.timeout_ms = (int)timeout_ms,
+                              .straggler_ms = (int)timeout_ms + 5000,
+                              .fail_status = NCD_EXIT_TOOL,
+                              .argc = &argc,
+                              .argv = &argv};
+    int err;
+    int st = cli_job_run(ctx, "probe", &plan, &jo, probe_job, &P, &err);
     ncd_ctx_free(ctx);
     return st;
 }

@@ -1,14 +1,14 @@
 # perf: an MPI-enabled twin of the CLI for the MPI-launched test
-# (t0405-perf-mpi.sh).  Only the files that change with NCD_WITH_MPI are
-# recompiled; the rest comes from libncd.  Not built when the main build
-# already has MPI (the test then uses nccl-doctor itself).
+# (t0405-perf-mpi.sh).  Only the MPI process group (src/lib/pg/pg_mpi.c,
+# the one file that changes with NCD_WITH_MPI) is recompiled; its objects
+# replace libncd's copy, the rest comes from libncd.  Not built when the
+# main build already has MPI (the test then uses nccl-doctor itself).
 if(NOT NCD_WITH_MPI)
   find_package(MPI QUIET COMPONENTS C)
   if(MPI_C_FOUND)
     file(GLOB _ncd_cli_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/*.c)
     add_executable(nccl-doctor-mpi ${_ncd_cli_srcs}
-      ${CMAKE_SOURCE_DIR}/src/lib/perf/net.c
-      ${CMAKE_SOURCE_DIR}/src/lib/perf/mpi.c)
+      ${CMAKE_SOURCE_DIR}/src/lib/pg/pg_mpi.c)
     target_compile_definitions(nccl-doctor-mpi PRIVATE NCD_WITH_MPI=1)
     target_include_directories(nccl-doctor-mpi PRIVATE
       ${CMAKE_SOURCE_DIR}/src/cli ${CMAKE_SOURCE_DIR}/src/lib

@@ -65,6 +65,7 @@ test_expect_success 'explain recognises that message' "
 test_expect_success 'a rank killed during the probe: the others stop naming it' "
     env NCCL_SOCKET_IFNAME=lo $NCD_BIN probe -np 3 --burst 1G --no-mtu >k.out 2>k.err &
     pp=\$!
+    i=0; while [ \$(pgrep -P \$pp | wc -l) -lt 3 ] && [ \$i -lt 100 ]; do i=\$((i+1)); sleep 0.1; done
     sleep 0.5
     victim=\$(pgrep -P \$pp | sort -n | tail -1)
     test -n \"\$victim\" && kill -9 \$victim

@@ -3,8 +3,8 @@
  * perf: collective table (counts, busbw factors, sweep) against
  * hand-computed tables, the nccl-tests output format against the format
  * strings and the sample of ../shared/reference/nccl-tests-and-errors.md
- * A2, JSON keys, the data checker, the reduction kernels, the
- * NCCL_SOCKET_IFNAME matcher and launcher detection.
+ * A2, JSON keys, the data checker and the reduction kernels.  Launchers:
+ * test_job.c.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -659,106 +659,161 @@ static void test_half(void **state)
     assert_true(ncd__bf16_to_f32(0xc040) == -3.0f);
 }
 
-/* ---- interface matcher and launchers ------------------------------------ */
+/* ---- setting up a run (perf.h section 6, options) ----------------------- */
 
-static struct ncd_ctx *ctx_env(char **env)
-{
-    struct ncd_ctx *ctx;
-    assert_int_equal(ncd_ctx_new(NULL, env, &ctx), 0);
-    return ctx;
-}
-
-static void test_launchers(void **state)
+static void test_socket_settings(void **state)
 {
     (void)state;
-    struct ncd_launch L;
-    char *torch[] = {"RANK=3",        "WORLD_SIZE=8",      "LOCAL_RANK=1",
-                     "LOCAL_WORLD_SIZE=4", "MASTER_ADDR=node0",
-                     "MASTER_PORT=29500", NULL};
-    struct ncd_ctx *ctx = ctx_env(torch);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "torchrun");
-    assert_int_equal(L.rank, 3);
-    assert_int_equal(L.size, 8);
-    assert_int_equal(L.local_rank, 1);
-    assert_string_equal(L.master_addr, "node0");
-    assert_int_equal(L.master_port, 29500);
-    ncd_ctx_free(ctx);
+    /* NCCL src/transport/net_socket.cc: NTHREADS clamped to 16 (the
+     * catalog's max), the product capped at 64 by lowering NSOCKS */
+    static const struct {
+        const char *nt, *ns;
+        int want_nt, want_ns;
+    } t[] = {
+        {NULL, NULL, 0, 1},  {"2", "2", 2, 2},   {"4", "4", 4, 4},
+        {"32", "1", 16, 1},  {"16", "8", 16, 4}, {"3", "64", 3, 21},
+        {"0x4", "010", 4, 8}, /* strtoll base 0, as NCCL_PARAM */
+        {"-2", "0", 0, 1},   {"abc", "", 0, 1},  {"2junk", "3", 2, 3},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        char a[64], b[64];
+        char *env[3] = {NULL, NULL, NULL};
+        int n = 0;
+        if (t[i].nt) {
+            snprintf(a, sizeof a, "NCCL_SOCKET_NTHREADS=%s", t[i].nt);
+            env[n++] = a;
+        }
+        if (t[i].ns) {
+            snprintf(b, sizeof b, "NCCL_NSOCKS_PERTHREAD=%s", t[i].ns);
+            env[n++] = b;
+        }
+        struct ncd_ctx *ctx;
+        assert_int_equal(ncd_ctx_new(NULL, env, &ctx), 0);
+        int nt = -1, ns = -1;
+        assert_int_equal(ncd_perf_socket_settings(ctx, &nt, &ns), 0);
+        if (nt != t[i].want_nt || ns != t[i].want_ns)
+            fail_msg("case %zu (%s x %s): %d x %d, want %d x %d", i,
+                     t[i].nt ? t[i].nt : "-", t[i].ns ? t[i].ns : "-", nt,
+                     ns, t[i].want_nt, t[i].want_ns);
+        ncd_ctx_free(ctx);
+    }
+}
 
-    char *ompi[] = {"OMPI_COMM_WORLD_RANK=1", "OMPI_COMM_WORLD_SIZE=2",
-                    "OMPI_COMM_WORLD_LOCAL_RANK=1", NULL};
-    ctx = ctx_env(ompi);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "Open MPI");
-    assert_true(L.is_mpi);
-    assert_int_equal(L.master_port, 0);
-    ncd_ctx_free(ctx);
+static void test_opt_apply(void **state)
+{
+    (void)state;
+    static const struct {
+        char letter;
+        const char *arg;
+        int rc, to_stdout;
+        const char *msg; /* substring, "" = none */
+    } t[] = {
+        {'t', "2", 0, 0, ""},
+        {'t', "0", 6, 0, "must be at least 1"},
+        {'t', "x", 6, 0, "invalid value 'x' for -t"},
+        {'n', "0x10", 0, 0, ""},
+        {'b', "1.5K", 0, 0, ""},
+        {'e', "12Q", 255, 0, "invalid size specified for 'maxbytes'"},
+        {'z', "4", 6, 0, "must be 0..3"},
+        {'o', "nosuch", 0, 1, "invalid op nosuch, defaulting to sum .. "},
+        {'d', "fp16", 0, 0, ""},
+        {'d', "quad", 0, 1, "invalid type quad, defaulting to float"},
+        {'r', "all", 0, 0, ""},
+        {'r', "-2", 6, 0, "invalid root -2"},
+        {'G', "1", 0, 0, "-G (CUDA graphs) is not implemented"},
+        {'I', "1", 0, 0, "-I is not implemented; ignored"},
+        {'V', "64", 0, 0, ""},
+        {'q', "1", NCD_ENOENT, 0, ""},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        struct ncd_perf_opts o;
+        ncd_perf_opts_default(&o);
+        struct ncd_perf_optmsg m;
+        int rc = ncd_perf_opt_apply(&o, t[i].letter, t[i].arg, &m);
+        if (rc != t[i].rc || (t[i].msg[0] && !strstr(m.text, t[i].msg)) ||
+            (!t[i].msg[0] && rc != NCD_ENOENT && m.text[0]) ||
+            m.to_stdout != t[i].to_stdout)
+            fail_msg("-%c %s: rc %d msg '%s' stdout %d", t[i].letter,
+                     t[i].arg, rc, m.text, m.to_stdout);
+    }
+    struct ncd_perf_opts o;
+    ncd_perf_opts_default(&o);
+    struct ncd_perf_optmsg m;
+    assert_int_equal(ncd_perf_opt_apply(&o, 'b', "1.5K", &m), 0);
+    assert_int_equal(o.minbytes, 1536);
+    assert_int_equal(ncd_perf_opt_apply(&o, 'r', "all", &m), 0);
+    assert_int_equal(o.root, 0); /* strtol reads the word as 0 */
+    assert_int_equal(ncd_perf_opt_apply(&o, 'o', "all", &m), 0);
+    assert_int_equal(o.op, -1);
+    /* every table option is in the getopt string, with a value */
+    for (size_t i = 0; i < ncd_perf_options_count(); i++) {
+        char l[3] = {ncd_perf_option_at(i)->letter, ':', 0};
+        assert_non_null(strstr(NCD_PERF_GETOPT, l));
+    }
+    assert_null(ncd_perf_option_at(ncd_perf_options_count()));
+}
 
-    char *paddle[] = {"PADDLE_TRAINER_ID=0", "PADDLE_TRAINERS_NUM=2",
-                      "PADDLE_LOCAL_RANK=0",
-                      "PADDLE_TRAINER_ENDPOINTS=10.0.0.1:6170,10.0.0.2:6170",
-                      NULL};
-    ctx = ctx_env(paddle);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "paddle");
-    assert_string_equal(L.master_addr, "10.0.0.1");
-    assert_int_equal(L.master_port, 6170);
-    ncd_ctx_free(ctx);
-
-    char *slurm[] = {"SLURM_PROCID=5", "SLURM_NTASKS=16", "SLURM_LOCALID=1",
-                     "SLURM_JOB_ID=4242", "SLURM_STEP_ID=3",
-                     "SLURM_JOB_NODELIST=gpu[007-010,012],login1", NULL};
-    ctx = ctx_env(slurm);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "Slurm srun");
-    assert_int_equal(L.size, 16);
-    assert_string_equal(L.master_addr, "gpu007");
-    assert_int_equal(L.master_port, 20000 + (4242 * 7 + 3) % 10000);
-    ncd_ctx_free(ctx);
-    char *slurm2[] = {"SLURM_PROCID=0", "SLURM_STEP_NUM_TASKS=2",
-                      "SLURM_NTASKS=8", "SLURM_JOB_ID=1",
-                      "SLURM_STEP_NODELIST=nodeA,nodeB",
-                      "MASTER_ADDR=10.0.0.9", "MASTER_PORT=1234", NULL};
-    ctx = ctx_env(slurm2);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_int_equal(L.size, 2); /* the step's tasks, not the job's */
-    assert_string_equal(L.master_addr, "10.0.0.9");
-    assert_int_equal(L.master_port, 1234);
-    ncd_ctx_free(ctx);
-
-    char *pmi[] = {"PMI_RANK=0", "PMI_SIZE=4", "MPI_LOCALRANKID=0", NULL};
-    ctx = ctx_env(pmi);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 1);
-    assert_string_equal(L.launcher, "MPICH");
-    ncd_ctx_free(ctx);
-
-    char *garbage[] = {"RANK=x1", "WORLD_SIZE=2", NULL};
-    ctx = ctx_env(garbage);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
-    assert_non_null(strstr(ncd_ctx_errdetail(ctx), "RANK"));
-    ncd_ctx_free(ctx);
-
-    char *bad[] = {"RANK=4", "WORLD_SIZE=2", NULL};
-    ctx = ctx_env(bad);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), NCD_EPARSE);
-    ncd_ctx_free(ctx);
-
-    char *none[] = {"HOME=/root", NULL};
-    ctx = ctx_env(none);
-    assert_int_equal(ncd_perf_detect_launcher(ctx, &L), 0);
-    ncd_ctx_free(ctx);
-
-    char hp[64];
-    int port;
-    assert_int_equal(ncd_perf_split_hostport("[fe80::1]:99", hp, sizeof hp,
-                                             &port),
+static void test_validate(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o;
+    ncd_perf_opts_default(&o);
+    char why[256];
+    o.coll = NCD_COLL_HYPERCUBE;
+    assert_int_equal(ncd_perf_validate(&o, 6, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     6);
+    assert_non_null(strstr(why, "power-of-two number of ranks, not 6"));
+    assert_int_equal(ncd_perf_validate(&o, 8, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
                      0);
-    assert_string_equal(hp, "fe80::1");
-    assert_int_equal(port, 99);
-    assert_int_equal(ncd_perf_split_hostport("host:0", hp, sizeof hp, &port),
-                     NCD_EINVAL);
-    assert_int_equal(ncd_perf_split_hostport("host", hp, sizeof hp, &port),
-                     NCD_EINVAL);
+    o.coll = NCD_COLL_BROADCAST;
+    o.root = 2;
+    assert_int_equal(ncd_perf_validate(&o, 2, NCD_PERF_BACKEND_NCCL, why,
+                                       sizeof why),
+                     3);
+    assert_non_null(strstr(why, "invalid argument: root 2 is not a rank"));
+    o.root = -1;
+    o.dtype = NCD_DT_F8E5M2;
+    assert_int_equal(ncd_perf_validate(&o, 2, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     5);
+    assert_int_equal(ncd_perf_validate(&o, 2, NCD_PERF_BACKEND_NCCL, why,
+                                       sizeof why),
+                     0);
+    /* before any rank starts: -J suffix and the sweep */
+    ncd_perf_opts_default(&o);
+    o.json_path = "out.txt";
+    assert_int_equal(ncd_perf_opts_check(&o, why, sizeof why), 6);
+    o.json_path = NULL;
+    o.minbytes = 64;
+    o.maxbytes = 8;
+    assert_int_equal(ncd_perf_opts_check(&o, why, sizeof why), 255);
+    assert_non_null(strstr(why, "invalid sizes for 'minbytes' and "
+                                "'maxbytes': 64 > 8"));
+    assert_int_equal(ncd_perf_backend_from_name("socket"),
+                     NCD_PERF_BACKEND_SOCKET);
+    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_AUTO);
+    assert_int_equal(ncd_perf_backend_from_name("gpu"), -1);
+    assert_int_equal(ncd_perf_algo_from_name("direct"), NCD_PERF_ALGO_DIRECT);
+    assert_int_equal(ncd_perf_algo_from_name("tree"), -1);
+}
+
+static void test_failure_line(void **state)
+{
+    (void)state;
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_failure(&sb, "node1", 3, NCD_PERF_BACKEND_SOCKET,
+                         "rank 1 cannot connect");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "node1: Test NCCL failure perf/socket 'remote process "
+                        "exited or there was a network error / rank 1 cannot "
+                        "connect'\n");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_failure(&sb, "node1", 4, NCD_PERF_BACKEND_NCCL, "x");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "node1: Test timeout perf/nccl 'x'\n");
+    ncd_sb_release(&sb);
 }
 
 int main(void)
@@ -777,7 +832,10 @@ int main(void)
         cmocka_unit_test(test_avg_ulp),
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_half),
-        cmocka_unit_test(test_launchers),
+        cmocka_unit_test(test_socket_settings),
+        cmocka_unit_test(test_opt_apply),
+        cmocka_unit_test(test_validate),
+        cmocka_unit_test(test_failure_line),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

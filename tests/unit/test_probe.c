@@ -463,6 +463,36 @@ static void test_tune_defaults(void **state)
     free(s);
 }
 
+/* tune reads perf's -J/--json document (nccl-tests' keys) */
+static void test_tune_perf_json(void **state)
+{
+    (void)state;
+    const char *doc =
+        "{\"results\":["
+        "{\"size\":1024,\"out_of_place\":{\"bus_bw\":1.0},"
+        "\"in_place\":{\"bus_bw\":3.0}},"
+        "{\"size\":4096,\"out_of_place\":{\"bus_bw\":5.0},"
+        "\"in_place\":{\"bus_bw\":7.0}},"
+        "{\"size\":4096,\"out_of_place\":{\"bus_bw\":9.0},"
+        "\"in_place\":{\"bus_bw\":\"nan\"}}],"
+        "\"average_bus_bandwidth\":{\"bandwidth\":4.25,\"okay\":\"true\"}}";
+    double bw = 0;
+    char err[128] = "";
+    /* largest size: mean of its numeric cells (5, 7, 9) */
+    assert_int_equal(ncd_tune_perf_busbw(doc, 0, &bw, err, sizeof err), 0);
+    assert_true(bw > 6.999 && bw < 7.001);
+    assert_int_equal(ncd_tune_perf_busbw(doc, 1, &bw, err, sizeof err), 0);
+    assert_true(bw > 4.249 && bw < 4.251);
+    assert_int_equal(ncd_tune_perf_busbw("{\"results\":[]}", 0, &bw, err,
+                                         sizeof err),
+                     NCD_EPARSE);
+    assert_non_null(strstr(err, "no bus bandwidth"));
+    assert_int_equal(ncd_tune_perf_busbw("# nccl-tests", 0, &bw, err,
+                                         sizeof err),
+                     NCD_EPARSE);
+    assert_non_null(strstr(err, "unreadable"));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -476,6 +506,7 @@ int main(void)
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_tune_file),
+        cmocka_unit_test(test_tune_perf_json),
         cmocka_unit_test(test_tune_stats),
         cmocka_unit_test(test_tune_defaults),
     };

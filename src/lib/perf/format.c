@@ -367,3 +367,21 @@ int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
     rc |= jset(doc, "end_time", json_string(end_time ? end_time : ""));
     return rc ? NCD_ENOMEM : 0;
 }
+
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
+                          enum ncd_perf_backend_kind backend,
+                          const char *error)
+{
+    const char *kind = status == 2   ? "CUDA failure"
+                       : status == 4 ? "timeout"
+                       : status == 3 ? "NCCL failure"
+                                     : "failure";
+    int nccl = backend == NCD_PERF_BACKEND_NCCL;
+    ncd_sb_printf(sb, "%s: Test %s perf/%s '%s%s'\n", host, kind,
+                  nccl ? "nccl" : "socket",
+                  status == 3 && !nccl
+                      ? "remote process exited or there was a network error "
+                        "/ "
+                      : "",
+                  error);
+}

@@ -23,17 +23,13 @@
 #include <unistd.h>
 
 #include "ncd/error.h"
+#include "ncd/job.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "perf/backend.h"
+#include "perf/coll.h"
+#include "perf/nccl_api.h"
 #include "perf/perf_int.h"
-
-typedef struct {
-    char internal[128]; /* NCCL_UNIQUE_ID_BYTES */
-} nccl_uid;
-typedef void *nccl_comm;
-typedef void *cuda_stream;
-typedef int nccl_res; /* ncclResult_t */
-typedef int cuda_err; /* cudaError_t */
 
 struct cudart {
     void *h;
@@ -59,37 +55,9 @@ struct cudart {
     cuda_err (*EventDestroy)(void *);
 };
 
-struct libnccl {
-    void *h;
-    nccl_res (*GetVersion)(int *);
-    nccl_res (*GetUniqueId)(nccl_uid *);
-    nccl_res (*CommInitRank)(nccl_comm *, int, nccl_uid, int);
-    nccl_res (*CommDestroy)(nccl_comm);
-    nccl_res (*CommAbort)(nccl_comm);
-    nccl_res (*CommGetAsyncError)(nccl_comm, nccl_res *);
-    const char *(*GetErrorString)(nccl_res);
-    const char *(*GetLastError)(nccl_comm);
-    nccl_res (*AllReduce)(const void *, void *, size_t, int, int, nccl_comm,
-                          cuda_stream);
-    nccl_res (*Broadcast)(const void *, void *, size_t, int, int, nccl_comm,
-                          cuda_stream);
-    nccl_res (*Reduce)(const void *, void *, size_t, int, int, int, nccl_comm,
-                       cuda_stream);
-    nccl_res (*AllGather)(const void *, void *, size_t, int, nccl_comm,
-                          cuda_stream);
-    nccl_res (*ReduceScatter)(const void *, void *, size_t, int, int,
-                              nccl_comm, cuda_stream);
-    nccl_res (*Send)(const void *, size_t, int, int, nccl_comm, cuda_stream);
-    nccl_res (*Recv)(void *, size_t, int, int, nccl_comm, cuda_stream);
-    nccl_res (*GroupStart)(void);
-    nccl_res (*GroupEnd)(void);
-    nccl_res (*RedOpCreatePreMulSum)(int *, void *, int, int, nccl_comm);
-    nccl_res (*RedOpDestroy)(int, nccl_comm);
-};
-
 struct nccl_proc {
     struct cudart cu;
-    struct libnccl nc;
+    struct ncd__nccl_api nc;
     int ndev;
 };
 
@@ -203,7 +171,7 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     return 0;
 }
 
-static int load_nccl(struct libnccl *nc, const char *path, char *why,
+static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
                      size_t whylen)
 {
     memset(nc, 0, sizeof *nc);
@@ -265,7 +233,7 @@ int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
                          char *why, size_t whylen, int *version,
                          int *ndevices)
 {
-    struct libnccl nc;
+    struct ncd__nccl_api nc;
     struct cudart cu;
     *version = 0;
     *ndevices = 0;
@@ -485,14 +453,7 @@ static void nccl_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
     struct nccl_rank *n = rk->be;
     d->rank = rk->rank;
     d->pid = (int)getpid();
-    char h[256];
-    if (gethostname(h, sizeof h - 1) < 0)
-        snprintf(h, sizeof h, "unknown");
-    h[sizeof h - 1] = '\0';
-    char *dot = strchr(h, '.');
-    if (dot)
-        *dot = '\0';
-    snprintf(d->host, sizeof d->host, "%.63s", h);
+    ncd_job_hostname(d->host, sizeof d->host);
     d->device = n->dev;
     int bus = 0, dev = 0, dom = 0;
     P->cu.DeviceGetAttribute(&bus, ATTR_PCI_BUS, n->dev);
@@ -550,6 +511,15 @@ static void nccl_free(struct ncd__rank *rk)
     rk->send = rk->recv = rk->hsend = rk->hrecv = NULL;
 }
 
+/* Device-to-device copy for a collective's NCCL call (ncd__nccl_call). */
+static int dev_copy(void *arg, void *dst, const void *src, size_t n)
+{
+    struct ncd__rank *rk = arg;
+    struct nccl_proc *P = rk->rt->be_proc;
+    cuda_err e = P->cu.Memcpy(dst, src, n, CUDA_MEMCPY_DEFAULT);
+    return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
+}
+
 static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
                     enum ncd_perf_dtype t, enum ncd_perf_op op, int root,
                     const void *send, void *recv,
@@ -557,7 +527,7 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
 {
     struct ncd__rt *rt = rk->rt;
     struct nccl_proc *P = rt->be_proc;
-    struct libnccl *nc = &P->nc;
+    struct ncd__nccl_api *nc = &P->nc;
     struct nccl_rank *n = rk->be;
     int nr = rt->nranks, me = rk->rank;
     size_t es = ncd_perf_dtype_size(t);
@@ -605,96 +575,26 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
             return nccl_fail(rk, r, "ncclRedOpCreatePreMulSum");
         created = 1;
     }
-    switch (c) {
-    case NCD_COLL_ALL_REDUCE:
-        r = nc->AllReduce(send, recv, cnt, t, rop, n->comm, n->stream);
-        break;
-    case NCD_COLL_REDUCE_SCATTER:
-        r = nc->ReduceScatter(send, recv, cnt, t, rop, n->comm, n->stream);
-        break;
-    case NCD_COLL_ALL_GATHER:
-        r = nc->AllGather(send, recv, cnt, t, n->comm, n->stream);
-        break;
-    case NCD_COLL_BROADCAST:
-        r = nc->Broadcast(send, recv, cnt, t, root, n->comm, n->stream);
-        break;
-    case NCD_COLL_REDUCE:
-        r = nc->Reduce(send, recv, cnt, t, rop, root, n->comm, n->stream);
-        break;
-    case NCD_COLL_SENDRECV:
-        nc->GroupStart();
-        r = nc->Send(send, cnt, t, (me + 1) % nr, n->comm, n->stream);
-        if (!r)
-            r = nc->Recv(recv, cnt, t, (me + nr - 1) % nr, n->comm,
-                         n->stream);
-        if (!r)
-            r = nc->GroupEnd();
-        else
-            nc->GroupEnd();
-        break;
-    case NCD_COLL_ALLTOALL:
-    case NCD_COLL_GATHER:
-    case NCD_COLL_SCATTER: {
-        size_t bl = cnt * es;
-        nc->GroupStart();
-        for (int p = 0; p < nr && !r; p++) {
-            if (c == NCD_COLL_ALLTOALL) {
-                r = nc->Send((const char *)send + (size_t)p * bl, cnt, t, p,
-                             n->comm, n->stream);
-                if (!r)
-                    r = nc->Recv((char *)recv + (size_t)p * bl, cnt, t, p,
-                                 n->comm, n->stream);
-            } else if (c == NCD_COLL_GATHER) {
-                if (p == 0)
-                    r = nc->Send(send, cnt, t, root, n->comm, n->stream);
-                if (!r && me == root)
-                    r = nc->Recv((char *)recv + (size_t)p * bl, cnt, t, p,
-                                 n->comm, n->stream);
-            } else {
-                if (me == root)
-                    r = nc->Send((const char *)send + (size_t)p * bl, cnt, t,
-                                 p, n->comm, n->stream);
-                if (!r && p == 0)
-                    r = nc->Recv(recv, cnt, t, root, n->comm, n->stream);
-            }
-        }
-        nccl_res g = nc->GroupEnd();
-        if (!r)
-            r = g;
-        break;
-    }
-    case NCD_COLL_HYPERCUBE: {
-        /* recursive doubling of all_gather blocks, one group per step */
-        size_t bl = cnt * es;
-        if (send != (char *)recv + (size_t)me * bl) {
-            cuda_err e = P->cu.Memcpy((char *)recv + (size_t)me * bl, send,
-                                      bl, CUDA_MEMCPY_DEFAULT);
-            if (e)
-                return cuda_fail(rk, e, "cudaMemcpy");
-        }
-        for (int s = 1; s < nr && !r; s <<= 1) {
-            int partner = me ^ s;
-            size_t mlo = (size_t)(me & ~(s - 1)), plo =
-                                                      (size_t)(partner &
-                                                               ~(s - 1));
-            nc->GroupStart();
-            r = nc->Send((char *)recv + mlo * bl, cnt * (size_t)s, t, partner,
-                         n->comm, n->stream);
-            if (!r)
-                r = nc->Recv((char *)recv + plo * bl, cnt * (size_t)s, t,
-                             partner, n->comm, n->stream);
-            nccl_res g = nc->GroupEnd();
-            if (!r)
-                r = g;
-        }
-        break;
-    }
-    default:
-        r = 4; /* ncclInvalidArgument */
-        break;
-    }
+    struct ncd__nccl_call call = {.nc = nc,
+                                  .comm = n->comm,
+                                  .stream = n->stream,
+                                  .send = send,
+                                  .recv = recv,
+                                  .count = cnt,
+                                  .esize = es,
+                                  .dtype = t,
+                                  .op = rop,
+                                  .root = root,
+                                  .rank = me,
+                                  .nranks = nr,
+                                  .copy = dev_copy,
+                                  .copy_arg = rk};
+    const struct ncd__coll *row = ncd__coll(c);
+    r = row ? row->nccl(&call) : NCD_NCCL_INVALID_ARGUMENT;
     if (created && nc->RedOpDestroy)
         nc->RedOpDestroy(rop, n->comm);
+    if (r < 0) /* the copy failed and said so */
+        return -1;
     if (r)
         return nccl_fail(rk, r, ncd_perf_coll_name(c));
     return 0;
@@ -719,7 +619,7 @@ static int nccl_sync(struct ncd__rank *rk)
     struct ncd__rt *rt = rk->rt;
     struct nccl_proc *P = rt->be_proc;
     struct nccl_rank *n = rk->be;
-    double start = ncd__now();
+    double start = ncd_sock_now();
     int timeout = rt->o->timeout_s;
     for (;;) {
         cuda_err e = P->cu.StreamQuery(n->stream);
@@ -734,7 +634,7 @@ static int nccl_sync(struct ncd__rank *rk)
             n->comm = NULL;
             return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
         }
-        if (timeout > 0 && ncd__now() - start > timeout) {
+        if (timeout > 0 && ncd_sock_now() - start > timeout) {
             ncd__rt_fail(rt, NCD_PT_TIMEOUT,
                          "(%ds) waiting for the stream of rank %d (device %d)",
                          timeout, rk->rank, n->dev);

@@ -14,9 +14,6 @@ float ncd__half_to_f32(uint16_t h);
 uint16_t ncd__f32_to_bf16(float f);
 float ncd__bf16_to_f32(uint16_t b);
 
-/* Monotonic clock in seconds. */
-double ncd__now(void);
-
 /* Copies n bytes with the vectorised kernel (large copies). */
 void ncd__copy(void *dst, const void *src, size_t n);
 

@@ -58,13 +58,6 @@ float ncd__bf16_to_f32(uint16_t b)
     return f;
 }
 
-double ncd__now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 NCD_CLONES void ncd__copy(void *dst, const void *src, size_t n)
 {
     if (dst != src)

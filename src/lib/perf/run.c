@@ -21,8 +21,8 @@
 #include "ncd/ctx.h"
 #include "ncd/error.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "perf/backend.h"
-#include "perf/net_int.h"
 #include "perf/perf_int.h"
 
 #define BLOB_MAX 1024
@@ -126,7 +126,7 @@ static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
     enum ncd_perf_coll c = rt->o->coll;
     int agg = rt->o->agg_iters > 0 ? rt->o->agg_iters : 1;
     int z = rt->o->blocking;
-    double (*clk)(void) = rt->o->report_cputime ? cputime : ncd__now;
+    double (*clk)(void) = rt->o->report_cputime ? cputime : ncd_sock_now;
     /* device timer only for plain wall-clock runs without barriers */
     int devtimer = be->timer_start && be->timer_stop &&
                    !rt->o->report_cputime && z != 1 && z != 3;
@@ -248,7 +248,7 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
         /* sendrecv in-place is not checked (nccl-tests prints N/A); nor
          * are fp8 results, which the host cannot reduce bit-exactly like
          * the GPU (nccl backend only: the socket backend refuses fp8) */
-        int skip_check = (o->coll == NCD_COLL_SENDRECV && ip) ||
+        int skip_check = (ip && !ncd_perf_coll_checks_inplace(o->coll)) ||
                          t == NCD_DT_F8E4M3 || t == NCD_DT_F8E5M2;
         if (o->check && !skip_check) {
             mine.wrong = 0;
@@ -401,8 +401,7 @@ static void *rank_main(void *arg)
             rk->send = base_send + (size_t)o->unalign * es;
             rk->recv = base_recv + (size_t)o->unalign * es;
             for (int op = 0; op < NCD_OP__COUNT; op++) {
-                if (ncd_perf_coll_has_op(o->coll) ||
-                    o->coll == NCD_COLL_SENDRECV) {
+                if (ncd_perf_coll_loops_ops(o->coll)) {
                     if (o->op >= 0 ? op != o->op : 0)
                         continue;
                 } else if (op != NCD_OP_SUM) {
@@ -483,8 +482,8 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
         snprintf(sum->error, sizeof sum->error, "out of memory");
         goto done;
     }
-    ncd__pg_set_abort(job->pg, &rt->abort);
-    ncd__pg_set_timeout(job->pg, job->peer_timeout_ms);
+    ncd_pg_set_abort(job->pg, &rt->abort);
+    ncd_pg_set_timeout(job->pg, job->peer_timeout_ms);
     status = rt->be->open(rt);
     if (status) {
         snprintf(sum->error, sizeof sum->error, "%s", rt->error);
@@ -529,7 +528,7 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
             status = NCD_PT_WRONG;
     }
 done:
-    ncd__pg_set_abort(job->pg, NULL);
+    ncd_pg_set_abort(job->pg, NULL);
     sum->status = status;
     free(rt->blob_mine);
     free(rt->blob_all);

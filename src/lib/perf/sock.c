@@ -13,6 +13,8 @@
  * Socket I/O is non-blocking; sockets are driven by the rank's thread plus
  * NTHREADS-1 helper threads (socket s belongs to thread s % NTHREADS).
  * Every wait has the progress timeout; a closed socket names the peer.
+ * The collectives themselves are the rows' algorithms (coll/<name>.c),
+ * built on the primitives exported in sock_coll.h.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -30,7 +32,10 @@
 
 #include "ncd/error.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "perf/perf_int.h"
+#include "perf/coll.h"
+#include "perf/sock_coll.h"
 #include "perf/sock_int.h"
 
 #define XMAGIC 0x4e434458u /* "NCDX" */
@@ -357,7 +362,7 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         set_error(R, NCD_ENOMEM, "out of memory");
         return;
     }
-    double last = ncd__now();
+    double last = ncd_sock_now();
     while (left && !atomic_load(&R->failed) &&
            !(R->abort_flag && atomic_load(R->abort_flag))) {
         int np = 0;
@@ -450,8 +455,8 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
                     if (do_send(R, b, st, &left) < 0)
                         break;
             }
-            last = ncd__now();
-        } else if (ncd__now() - last > R->timeout_ms / 1000.0) {
+            last = ncd_sock_now();
+        } else if (ncd_sock_now() - last > R->timeout_ms / 1000.0) {
             /* name the peer we wait for: data we expect from it first,
              * then a send the network does not take, then anything */
             int peer = -1;
@@ -556,20 +561,20 @@ static int add_op(struct ncd__sock_rank *R, int peer, int recv, void *buf,
     return R->nops++;
 }
 
-static int add_send(struct ncd__sock_rank *R, int peer, const void *buf,
-                    size_t len, int dep)
+int ncd__sock_send(struct ncd__sock_rank *R, int peer, const void *buf,
+                   size_t len, int dep)
 {
     return add_op(R, peer, 0, (void *)buf, NULL, len, XA_COPY, dep);
 }
 
-static int add_recv(struct ncd__sock_rank *R, int peer, void *dst, size_t len)
+int ncd__sock_recv(struct ncd__sock_rank *R, int peer, void *dst, size_t len)
 {
     return add_op(R, peer, 1, dst, NULL, len, XA_COPY, -1);
 }
 
-static int add_reduce(struct ncd__sock_rank *R, int peer, void *dst,
-                      const void *src, size_t len, int scale_in,
-                      int scale_src, int finish)
+int ncd__sock_reduce(struct ncd__sock_rank *R, int peer, void *dst,
+                     const void *src, size_t len, int scale_in, int scale_src,
+                     int finish)
 {
     int i = add_op(R, peer, 1, dst, src, len, XA_REDUCE, -1);
     if (i >= 0) {
@@ -580,8 +585,8 @@ static int add_reduce(struct ncd__sock_rank *R, int peer, void *dst,
     return i;
 }
 
-static int add_acc(struct ncd__sock_rank *R, int peer, void *dst, size_t len,
-                   int scale_in)
+int ncd__sock_acc(struct ncd__sock_rank *R, int peer, void *dst, size_t len,
+                  int scale_in)
 {
     int i = add_op(R, peer, 1, dst, NULL, len, XA_ACC, -1);
     if (i >= 0)
@@ -590,7 +595,7 @@ static int add_acc(struct ncd__sock_rank *R, int peer, void *dst, size_t len,
 }
 
 /* Runs the ops added since the last batch; all ranks call it in step. */
-static int run_batch(struct ncd__sock_rank *R)
+int ncd__sock_run(struct ncd__sock_rank *R)
 {
     int rc = 0;
     R->seq++;
@@ -802,7 +807,7 @@ const char *ncd__sock_rank_error(const struct ncd__sock_rank *R)
     return R->err;
 }
 
-static char *scratch(struct ncd__sock_rank *R, size_t len)
+char *ncd__sock_scratch(struct ncd__sock_rank *R, size_t len)
 {
     if (R->scratch_len < len || !R->scratch) {
         free(R->scratch);
@@ -810,6 +815,8 @@ static char *scratch(struct ncd__sock_rank *R, size_t len)
         R->scratch_len = R->scratch ? len : 0;
         if (R->scratch_len > R->scratch_peak)
             R->scratch_peak = R->scratch_len;
+        if (!R->scratch)
+            ncd__sock_nomem(R);
     }
     return R->scratch;
 }
@@ -830,416 +837,47 @@ void ncd__sock_release_scratch(struct ncd__sock_rank *R)
     R->scratch_len = 0;
 }
 
-/* Collectives ---------------------------------------------------------- */
-
-static inline int mod(int a, int n)
+int ncd__sock_nomem(struct ncd__sock_rank *R)
 {
-    return ((a % n) + n) % n;
+    set_error(R, NCD_ENOMEM, "out of memory");
+    return NCD_ENOMEM;
 }
 
-/* Segment i of `count` elements cut in n parts (first count%n get one more). */
-static void seg(size_t count, int n, int i, size_t es, size_t *off,
-                size_t *len)
-{
-    size_t base = count / (size_t)n, rem = count % (size_t)n;
-    size_t ui = (size_t)i;
-    *off = (ui * base + (ui < rem ? ui : rem)) * es;
-    *len = (base + (ui < rem ? 1 : 0)) * es;
-}
-
-/* Rank i's block: `count` elements each when the blocks are equal
- * (all_gather/reduce_scatter), else seg()'s split of `count` over n. */
-static void block_of(size_t count, int n, int i, size_t es, int equal_blocks,
-                     size_t *off, size_t *len)
-{
-    if (equal_blocks) {
-        *off = (size_t)i * count * es;
-        *len = count * es;
-    } else {
-        seg(count, n, i, es, off, len);
-    }
-}
-
-#define CHK(x)                                                                 \
-    do {                                                                       \
-        if ((x) < 0) {                                                         \
-            set_error(R, NCD_ENOMEM, "out of memory");                         \
-            return NCD_ENOMEM;                                                 \
-        }                                                                      \
-    } while (0)
-
-static int ring_all_reduce(struct ncd__sock_rank *R, const char *send,
-                           char *recv, size_t count, size_t es)
-{
-    int n = R->nranks, me = R->rank, next = mod(me + 1, n),
-        prev = mod(me - 1, n);
-    int last = -1;
-    for (int s = 0; s < n - 1; s++) {
-        size_t so, sl, ro, rl;
-        seg(count, n, mod(me - s, n), es, &so, &sl);
-        seg(count, n, mod(me - s - 1, n), es, &ro, &rl);
-        CHK(add_send(R, next, (s == 0 ? send : recv) + so, sl, last));
-        last = add_reduce(R, prev, recv + ro, send + ro, rl, s == 0, 1,
-                          s == n - 2);
-        CHK(last);
-    }
-    for (int s = 0; s < n - 1; s++) {
-        size_t so, sl, ro, rl;
-        seg(count, n, mod(me + 1 - s, n), es, &so, &sl);
-        seg(count, n, mod(me - s, n), es, &ro, &rl);
-        CHK(add_send(R, next, recv + so, sl, last));
-        last = add_recv(R, prev, recv + ro, rl);
-        CHK(last);
-    }
-    return run_batch(R);
-}
-
-/* Direct reduce-scatter of `blocks` (block i at off(i), len(i)) into dst. */
-static int direct_rs(struct ncd__sock_rank *R, const char *send, char *dst,
-                     size_t count, size_t es, int equal_blocks)
-{
-    int n = R->nranks, me = R->rank;
-    size_t mo, ml;
-    block_of(count, n, me, es, equal_blocks, &mo, &ml);
-    /* dst = f(own block), then accumulate the others' */
-    if (R->op == NCD_OP_MULSUM)
-        ncd_perf_reduce_finish(R->dt, R->op, dst, send + mo, ml / es, n, 1);
-    else
-        ncd__copy(dst, send + mo, ml);
-    for (int p = 0; p < n; p++) {
-        if (p == me)
-            continue;
-        size_t po, pl;
-        block_of(count, n, p, es, equal_blocks, &po, &pl);
-        CHK(add_send(R, p, send + po, pl, -1));
-        CHK(add_acc(R, p, dst, ml, 1));
-    }
-    int rc = run_batch(R);
-    if (!rc && R->op == NCD_OP_AVG)
-        ncd_perf_reduce_finish(R->dt, R->op, dst, dst, ml / es, n, 0);
-    return rc;
-}
-
-static int direct_ag(struct ncd__sock_rank *R, const char *mine, char *recv,
-                     size_t count, size_t es, int equal_blocks)
-{
-    int n = R->nranks, me = R->rank;
-    size_t mo, ml;
-    block_of(count, n, me, es, equal_blocks, &mo, &ml);
-    ncd__copy(recv + mo, mine, ml);
-    for (int p = 0; p < n; p++) {
-        if (p == me)
-            continue;
-        size_t po, pl;
-        block_of(count, n, p, es, equal_blocks, &po, &pl);
-        CHK(add_send(R, p, recv + mo, ml, -1));
-        CHK(add_recv(R, p, recv + po, pl));
-    }
-    return run_batch(R);
-}
-
-static int ring_reduce_scatter(struct ncd__sock_rank *R, const char *send,
-                               char *recv, size_t base, size_t es)
-{
-    int n = R->nranks, me = R->rank, next = mod(me + 1, n),
-        prev = mod(me - 1, n);
-    size_t bl = base * es;
-    char *tmp = scratch(R, bl * (size_t)n);
-    if (!tmp && bl) {
-        set_error(R, NCD_ENOMEM, "out of memory");
-        return NCD_ENOMEM;
-    }
-    int last = -1;
-    for (int s = 0; s < n - 1; s++) {
-        size_t si = (size_t)mod(me - s - 1, n), ri = (size_t)mod(me - s - 2, n);
-        CHK(add_send(R, next, (s == 0 ? send : tmp) + si * bl, bl, last));
-        char *dst = s == n - 2 ? recv : tmp + ri * bl;
-        last = add_reduce(R, prev, dst, send + ri * bl, bl, s == 0, 1,
-                          s == n - 2);
-        CHK(last);
-    }
-    return run_batch(R);
-}
-
-static int ring_all_gather(struct ncd__sock_rank *R, const char *send,
-                           char *recv, size_t base, size_t es)
-{
-    int n = R->nranks, me = R->rank, next = mod(me + 1, n),
-        prev = mod(me - 1, n);
-    size_t bl = base * es;
-    ncd__copy(recv + (size_t)me * bl, send, bl);
-    int last = -1;
-    for (int s = 0; s < n - 1; s++) {
-        size_t si = (size_t)mod(me - s, n), ri = (size_t)mod(me - s - 1, n);
-        CHK(add_send(R, next, s == 0 ? send : recv + si * bl, bl, last));
-        last = add_recv(R, prev, recv + ri * bl, bl);
-        CHK(last);
-    }
-    return run_batch(R);
-}
-
-static int ring_broadcast(struct ncd__sock_rank *R, const char *send,
-                          char *recv, size_t len, int root)
-{
-    int n = R->nranks, me = R->rank, pos = mod(me - root, n);
-    int r = -1;
-    if (pos > 0)
-        CHK(r = add_recv(R, mod(me - 1, n), recv, len));
-    if (pos < n - 1)
-        CHK(add_send(R, mod(me + 1, n), pos == 0 ? send : recv, len, r));
-    if (pos == 0)
-        ncd__copy(recv, send, len);
-    return run_batch(R);
-}
-
-static int ring_reduce(struct ncd__sock_rank *R, const char *send, char *recv,
-                       size_t len, int root)
-{
-    int n = R->nranks, me = R->rank, pos = mod(me - root - 1, n);
-    int next = mod(me + 1, n), prev = mod(me - 1, n);
-    if (pos == 0) {
-        CHK(add_send(R, next, send, len, -1));
-    } else {
-        int r = add_reduce(R, prev, recv, send, len, pos == 1, 1,
-                           pos == n - 1);
-        CHK(r);
-        if (pos < n - 1)
-            CHK(add_send(R, next, recv, len, r));
-    }
-    return run_batch(R);
-}
-
-static int direct_reduce(struct ncd__sock_rank *R, const char *send,
-                         char *recv, size_t len, size_t es, int root)
-{
-    int n = R->nranks, me = R->rank;
-    if (me != root) {
-        CHK(add_send(R, root, send, len, -1));
-        return run_batch(R);
-    }
-    if (R->op == NCD_OP_MULSUM)
-        ncd_perf_reduce_finish(R->dt, R->op, recv, send, len / es, n, 1);
-    else
-        ncd__copy(recv, send, len);
-    for (int p = 0; p < n; p++)
-        if (p != me)
-            CHK(add_acc(R, p, recv, len, 1));
-    int rc = run_batch(R);
-    if (!rc && R->op == NCD_OP_AVG)
-        ncd_perf_reduce_finish(R->dt, R->op, recv, recv, len / es, n, 0);
-    return rc;
-}
-
-static int direct_broadcast(struct ncd__sock_rank *R, const char *send,
-                            char *recv, size_t len, int root)
-{
-    int n = R->nranks, me = R->rank;
-    if (me == root) {
-        for (int p = 0; p < n; p++)
-            if (p != me)
-                CHK(add_send(R, p, send, len, -1));
-        ncd__copy(recv, send, len);
-    } else {
-        CHK(add_recv(R, root, recv, len));
-    }
-    return run_batch(R);
-}
-
-static int alltoall(struct ncd__sock_rank *R, const char *send, char *recv,
-                    size_t base, size_t es)
-{
-    int n = R->nranks, me = R->rank;
-    size_t bl = base * es;
-    if (send == recv) { /* in-place: send from a copy */
-        char *tmp = scratch(R, bl * (size_t)n);
-        if (!tmp && bl) {
-            set_error(R, NCD_ENOMEM, "out of memory");
-            return NCD_ENOMEM;
-        }
-        if (bl)
-            memcpy(tmp, send, bl * (size_t)n);
-        send = tmp;
-    }
-    ncd__copy(recv + (size_t)me * bl, send + (size_t)me * bl, bl);
-    /* start with the nearest peers: spreads the load like a shifted ring */
-    for (int k = 1; k < n; k++) {
-        int to = mod(me + k, n), from = mod(me - k, n);
-        CHK(add_send(R, to, send + (size_t)to * bl, bl, -1));
-        CHK(add_recv(R, from, recv + (size_t)from * bl, bl));
-    }
-    return run_batch(R);
-}
-
-static int ring_gather(struct ncd__sock_rank *R, const char *send, char *recv,
-                       size_t bl, int root)
-{
-    int n = R->nranks, me = R->rank, pos = mod(me - root - 1, n);
-    int next = mod(me + 1, n), prev = mod(me - 1, n);
-    /* rank at chain position q is root+1+q; pos n-1 is the root */
-    if (me == root)
-        ncd__copy(recv + (size_t)me * bl, send, bl);
-    else
-        CHK(add_send(R, next, send, bl, -1));
-    for (int q = pos - 1; q >= 0; q--) {
-        int who = mod(root + 1 + q, n);
-        int r = add_recv(R, prev, recv + (size_t)who * bl, bl);
-        CHK(r);
-        if (me != root)
-            CHK(add_send(R, next, recv + (size_t)who * bl, bl, r));
-    }
-    return run_batch(R);
-}
-
-static int direct_gather(struct ncd__sock_rank *R, const char *send,
-                         char *recv, size_t bl, int root)
-{
-    int n = R->nranks, me = R->rank;
-    if (me != root) {
-        CHK(add_send(R, root, send, bl, -1));
-    } else {
-        ncd__copy(recv + (size_t)me * bl, send, bl);
-        for (int p = 0; p < n; p++)
-            if (p != me)
-                CHK(add_recv(R, p, recv + (size_t)p * bl, bl));
-    }
-    return run_batch(R);
-}
-
-static int ring_scatter(struct ncd__sock_rank *R, const char *send, char *recv,
-                        size_t bl, int root)
-{
-    int n = R->nranks, me = R->rank, pos = mod(me - root, n);
-    int next = mod(me + 1, n), prev = mod(me - 1, n);
-    /* farthest block first; rank at position q is root+q */
-    if (pos == 0) {
-        for (int q = n - 1; q >= 1; q--) {
-            int who = mod(root + q, n);
-            CHK(add_send(R, next, send + (size_t)who * bl, bl, -1));
-        }
-        ncd__copy(recv, send + (size_t)me * bl, bl);
-        return run_batch(R);
-    }
-    char *tmp = scratch(R, bl * (size_t)n);
-    if (!tmp && bl) {
-        set_error(R, NCD_ENOMEM, "out of memory");
-        return NCD_ENOMEM;
-    }
-    for (int q = n - 1; q >= pos; q--) {
-        int who = mod(root + q, n);
-        if (q == pos) {
-            CHK(add_recv(R, prev, recv, bl));
-        } else {
-            int r = add_recv(R, prev, tmp + (size_t)who * bl, bl);
-            CHK(r);
-            CHK(add_send(R, next, tmp + (size_t)who * bl, bl, r));
-        }
-    }
-    return run_batch(R);
-}
-
-static int direct_scatter(struct ncd__sock_rank *R, const char *send,
-                          char *recv, size_t bl, int root)
-{
-    int n = R->nranks, me = R->rank;
-    if (me == root) {
-        for (int p = 0; p < n; p++)
-            if (p != me)
-                CHK(add_send(R, p, send + (size_t)p * bl, bl, -1));
-        ncd__copy(recv, send + (size_t)me * bl, bl);
-    } else {
-        CHK(add_recv(R, root, recv, bl));
-    }
-    return run_batch(R);
-}
-
-static int hypercube(struct ncd__sock_rank *R, const char *send, char *recv,
-                     size_t bl)
-{
-    int n = R->nranks, me = R->rank;
-    ncd__copy(recv + (size_t)me * bl, send, bl);
-    for (int k = 1; k < n; k <<= 1) {
-        int partner = me ^ k;
-        size_t mlo = (size_t)(me & ~(k - 1)), plo = (size_t)(partner & ~(k - 1));
-        CHK(add_send(R, partner, recv + mlo * bl, (size_t)k * bl, -1));
-        CHK(add_recv(R, partner, recv + plo * bl, (size_t)k * bl));
-        int rc = run_batch(R);
-        if (rc)
-            return rc;
-    }
-    return 0;
-}
+/* Collectives: the row's algorithm ------------------------------------- */
 
 int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
                    enum ncd_perf_dtype dt, enum ncd_perf_op op, int root,
-                   const void *sendv, void *recvv,
+                   const void *send, void *recv,
                    const struct ncd_perf_counts *k, enum ncd_perf_algo algo)
 {
-    const char *send = sendv;
-    char *recv = recvv;
-    size_t es = ncd_perf_dtype_size(dt);
-    int n = R->nranks;
+    const struct ncd__coll *c = ncd__coll(coll);
+    struct ncd__sock_args a = {.send = send,
+                               .recv = recv,
+                               .count = k->paramcount,
+                               .es = ncd_perf_dtype_size(dt),
+                               .root = root,
+                               .rank = R->rank,
+                               .nranks = R->nranks,
+                               .dt = dt,
+                               .op = op};
     R->dt = dt;
     R->op = op;
     R->nops = 0;
     if (atomic_load(&R->failed))
         return R->err_code ? R->err_code : NCD_EPEER;
-    int ring = algo != NCD_PERF_ALGO_DIRECT;
-    if (algo == NCD_PERF_ALGO_AUTO)
-        ring = coll == NCD_COLL_ALL_REDUCE || coll == NCD_COLL_ALL_GATHER ||
-               coll == NCD_COLL_REDUCE_SCATTER ||
-               coll == NCD_COLL_BROADCAST || coll == NCD_COLL_REDUCE;
-    size_t cnt = k->paramcount, bl = cnt * es;
-    if (n == 1) {
-        switch (coll) {
-        case NCD_COLL_ALL_REDUCE:
-        case NCD_COLL_REDUCE:
-        case NCD_COLL_REDUCE_SCATTER:
-            ncd_perf_reduce_finish(dt, op, recv, send, cnt, 1, 1);
-            break;
-        default:
-            ncd__copy(recv, send, bl);
-            break;
-        }
-        return 0;
-    }
-    switch (coll) {
-    case NCD_COLL_ALL_REDUCE:
-        if (ring)
-            return ring_all_reduce(R, send, recv, cnt, es);
-        else {
-            size_t mo, ml;
-            seg(cnt, n, R->rank, es, &mo, &ml);
-            int rc = direct_rs(R, send, recv + mo, cnt, es, 0);
-            return rc ? rc : direct_ag(R, recv + mo, recv, cnt, es, 0);
-        }
-    case NCD_COLL_REDUCE_SCATTER:
-        return ring ? ring_reduce_scatter(R, send, recv, cnt, es)
-                    : direct_rs(R, send, recv, cnt, es, 1);
-    case NCD_COLL_ALL_GATHER:
-        return ring ? ring_all_gather(R, send, recv, cnt, es)
-                    : direct_ag(R, send, recv, cnt, es, 1);
-    case NCD_COLL_BROADCAST:
-        return ring ? ring_broadcast(R, send, recv, bl, root)
-                    : direct_broadcast(R, send, recv, bl, root);
-    case NCD_COLL_REDUCE:
-        return ring ? ring_reduce(R, send, recv, bl, root)
-                    : direct_reduce(R, send, recv, bl, es, root);
-    case NCD_COLL_ALLTOALL:
-        return alltoall(R, send, recv, cnt, es);
-    case NCD_COLL_GATHER:
-        return ring ? ring_gather(R, send, recv, bl, root)
-                    : direct_gather(R, send, recv, bl, root);
-    case NCD_COLL_SCATTER:
-        return ring ? ring_scatter(R, send, recv, bl, root)
-                    : direct_scatter(R, send, recv, bl, root);
-    case NCD_COLL_SENDRECV:
-        CHK(add_send(R, mod(R->rank + 1, n), send, bl, -1));
-        CHK(add_recv(R, mod(R->rank - 1, n), recv, bl));
-        return run_batch(R);
-    case NCD_COLL_HYPERCUBE:
-        return hypercube(R, send, recv, bl);
-    default:
+    if (!c) {
         set_error(R, NCD_EINVAL, "unknown collective");
         return NCD_EINVAL;
     }
+    if (R->nranks == 1) { /* nothing to exchange: the local result */
+        if (c->reduces)
+            ncd_perf_reduce_finish(dt, op, recv, send, a.count, 1, 1);
+        else
+            ncd__copy(recv, send, a.count * a.es);
+        return 0;
+    }
+    int ring = algo == NCD_PERF_ALGO_AUTO ? c->ring_by_default
+                                          : algo != NCD_PERF_ALGO_DIRECT;
+    return ring || !c->sock_direct ? c->sock_ring(R, &a)
+                                   : c->sock_direct(R, &a);
 }

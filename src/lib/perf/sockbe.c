@@ -38,8 +38,8 @@ static int sock_open(struct ncd__rt *rt)
     snprintf(rt->desc, sizeof rt->desc,
              "socket (TCP over %s %s, %d socket%s per peer, %d helper "
              "thread%s, %s algorithm, host buffers)",
-             j->ifname && *j->ifname ? j->ifname : "?",
-             j->bind_addr && *j->bind_addr ? j->bind_addr : "*", nsockets(j),
+             j->ifname[0] ? j->ifname : "?",
+             j->bind_addr[0] ? j->bind_addr : "*", nsockets(j),
              nsockets(j) == 1 ? "" : "s", j->sock_nthreads,
              j->sock_nthreads == 1 ? "" : "s", algo);
     rt->nccl_version = 0;

@@ -1,39 +1,37 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Process group over MPI (built with -DNCD_WITH_MPI=ON): MPI_Allgather on
- * MPI_COMM_WORLD, local index from MPI_Comm_split_type(SHARED), job token
- * drawn by rank 0 and broadcast.  Only one thread per process calls MPI
- * (MPI_THREAD_FUNNELED is enough).
+ * The MPI process group (include/ncd/pg.h): MPI_Allgather on
+ * MPI_COMM_WORLD, the job token drawn by rank 0 and broadcast.  Only one
+ * thread per process calls MPI (MPI_THREAD_FUNNELED is enough).
+ *
+ * This file is compiled twice: into libncd as configured, and with
+ * NCD_WITH_MPI=1 into the MPI-enabled test twin of the CLI
+ * (tests/perf/tests.cmake), whose copy then replaces libncd's.  Both
+ * variants must therefore define the same external symbols.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
-#include "ncd/perf.h"
-#include "perf/net_int.h"
+#include "pg/pg_int.h"
 
 #ifdef NCD_WITH_MPI
 #include <mpi.h>
-#include <sys/random.h>
 
 static int we_initialised;
 
-int ncd__pg_mpi_allgather(struct ncd_pg *pg, const void *mine, size_t len,
-                          void *all);
-void ncd__pg_mpi_free(struct ncd_pg *pg);
-
-int ncd__pg_mpi_allgather(struct ncd_pg *pg, const void *mine, size_t len,
-                          void *all)
+static int mpi_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
+                         const void *mine, size_t len, void *all)
 {
     (void)pg;
-    return MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE,
-                         MPI_COMM_WORLD) == MPI_SUCCESS
-               ? 0
-               : -1;
+    if (MPI_Allgather(mine, (int)len, MPI_BYTE, all, (int)len, MPI_BYTE,
+                      MPI_COMM_WORLD) != MPI_SUCCESS)
+        return ncd_fail(ctx, NCD_EPEER, "MPI_Allgather failed");
+    return 0;
 }
 
-void ncd__pg_mpi_free(struct ncd_pg *pg)
+static void mpi_release(struct ncd_pg *pg)
 {
     (void)pg;
     int fin = 0;
@@ -43,16 +41,15 @@ void ncd__pg_mpi_free(struct ncd_pg *pg)
     we_initialised = 0;
 }
 
-int ncd__pg_mpi_local(int *local_rank);
-int ncd__pg_mpi_local(int *local_rank)
+static const struct ncd_pg_ops mpi_ops = {
+    .name = "mpi",
+    .allgather = mpi_allgather,
+    .release = mpi_release,
+};
+
+int ncd_pg_mpi_available(void)
 {
-    MPI_Comm node;
-    if (MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0,
-                            MPI_INFO_NULL, &node) != MPI_SUCCESS)
-        return -1;
-    MPI_Comm_rank(node, local_rank);
-    MPI_Comm_free(&node);
-    return 0;
+    return 1;
 }
 
 int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
@@ -71,17 +68,21 @@ int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    uint64_t token = 0;
-    if (rank == 0 && getrandom(&token, sizeof token, 0) != sizeof token)
-        token = 0x6e63642d6d706921ull;
+    uint64_t token = rank == 0 ? ncd__pg_draw_token() : 0;
     MPI_Bcast(&token, 8, MPI_BYTE, 0, MPI_COMM_WORLD);
-    struct ncd_pg *pg = ncd__pg_new_kind(2, size, rank, token);
+    struct ncd_pg *pg = calloc(1, sizeof *pg);
     if (!pg)
         return NCD_ENOMEM;
+    ncd__pg_init(pg, &mpi_ops, size, rank, token);
     *out = pg;
     return 0;
 }
 #else
+int ncd_pg_mpi_available(void)
+{
+    return 0;
+}
+
 int ncd_pg_mpi(struct ncd_ctx *ctx, int *argc, char ***argv,
                struct ncd_pg **out)
 {

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: MIT */
+/**
+ * @file readall.h
+ * @brief One grow-buffer reader: whole files, whole pipes, or a pipe read
+ *        a piece at a time inside a poll() loop, with a size cap.
+ *
+ * The buffer doubles as it fills (starting at 4 KiB) up to `max` bytes;
+ * what arrives beyond `max` is read and dropped (so a writer never blocks
+ * on a full pipe) and `truncated` is set.  `data` is NUL-terminated
+ * whenever it is not NULL, so text can be used as a C string.
+ */
+#ifndef NCD_READALL_H
+#define NCD_READALL_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A growing read buffer.  Zero-initialise, set `max` (0 = 64 MiB). */
+struct ncd_rdbuf {
+    char *data;    /**< NULL until something was read; NUL-terminated */
+    size_t len;    /**< bytes kept */
+    size_t cap;    /**< bytes allocated (excluding the NUL) */
+    size_t max;    /**< most bytes kept; 0 means 64 MiB */
+    int truncated; /**< 1 when bytes beyond max were dropped */
+};
+
+/**
+ * One read() from `fd` into the buffer (a non-blocking fd after poll(),
+ * or a blocking one).
+ * @return bytes read (> 0, counting dropped ones), 0 at end of file, or -1
+ *         with errno (EAGAIN, EINTR, ENOMEM...).
+ */
+ssize_t ncd_rdbuf_fill(struct ncd_rdbuf *b, int fd);
+
+/**
+ * Reads `fd` to end of file into `out` (zero-initialised by the caller,
+ * max set or 0).  @return 0, or -1 with errno (EINTR is retried).
+ */
+int ncd_read_fd(int fd, struct ncd_rdbuf *out);
+
+/**
+ * Reads a whole file (opened with O_CLOEXEC, outside any sysroot: for
+ * files the user names on the command line).
+ * @return 0, or -1 with errno (ENOENT, EACCES, ...).
+ */
+int ncd_read_file(const char *path, struct ncd_rdbuf *out);
+
+/** Frees the data and zeroes the buffer (max is kept).  NULL-safe. */
+void ncd_rdbuf_release(struct ncd_rdbuf *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

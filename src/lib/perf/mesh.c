@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The rank-to-rank connection mesh of the socket backend (perf.h
+ * section 3): every rank listens on its data address, the lower rank of
+ * each pair connects, and every accepted connection is validated (magic,
+ * protocol version, job token, ranks and socket index in range, no
+ * duplicate) before it is used; a failure names the peer's rank, host,
+ * pid and address.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "ncd/ctx.h"
+#include "ncd/error.h"
+#include "ncd/job.h"
+#include "ncd/perf.h"
+#include "ncd/sock.h"
+
+#define PEER_MAGIC 0x4e434453u /* "NCDS" */
+#define PROTO_VERSION 1u
+
+struct peer_hello {
+    uint32_t magic, version;
+    uint64_t token;
+    uint32_t from, to, sock, nsocks;
+};
+
+struct ncd_peerset {
+    int nranks, rank, nsocks;
+    int *fds; /* [peer * nsocks + s] */
+    char (*desc)[160];
+};
+
+int ncd_peer_listen(struct ncd_ctx *ctx, const char *addr, const char *ifname,
+                    int rank, struct ncd_rank_info *info)
+{
+    memset(info, 0, sizeof *info);
+    info->rank = rank;
+    info->pid = (int32_t)getpid();
+    ncd_job_hostname(info->host, sizeof info->host);
+    snprintf(info->ifname, sizeof info->ifname, "%s", ifname ? ifname : "");
+    int port = 0;
+    int fd = ncd_sock_listen(addr, ifname, 0, SOCK_STREAM, 1024, NULL);
+    if (fd < 0) {
+        int e = errno;
+        if (e == EINVAL)
+            return ncd_fail(ctx, NCD_EINVAL, "'%s' is not an IP address",
+                            addr);
+        return ncd_fail(ctx, ncd_err_from_errno(e),
+                        "rank %d cannot listen on %s: %s", rank,
+                        addr && *addr ? addr : "*", strerror(e));
+    }
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    ncd_sock_addr_str((struct sockaddr *)&ss, info->addr, sizeof info->addr,
+                      &port);
+    info->port = port;
+    return fd;
+}
+
+static void describe(struct ncd_peerset *ps, const struct ncd_rank_info *in,
+                     int peer)
+{
+    const struct ncd_rank_info *r = &in[peer];
+    char hp[96];
+    ncd_sock_hostport_str(r->addr, r->port, hp, sizeof hp);
+    snprintf(ps->desc[peer], sizeof ps->desc[0], "rank %d (host %s, pid %d, %s)",
+             peer, r->host, r->pid, hp);
+}
+
+int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
+                        const struct ncd_rank_info *infos, int nsocks,
+                        uint64_t token, int timeout_ms,
+                        struct ncd_peerset **out)
+{
+    struct ncd_peerset *ps = calloc(1, sizeof *ps);
+    if (!ps) {
+        close(lfd);
+        return NCD_ENOMEM;
+    }
+    ps->nranks = nranks;
+    ps->rank = rank;
+    ps->nsocks = nsocks;
+    ps->fds = malloc(sizeof(int) * (size_t)nranks * (size_t)nsocks);
+    ps->desc = calloc((size_t)nranks, sizeof ps->desc[0]);
+    if (!ps->fds || !ps->desc) {
+        close(lfd);
+        ncd_peerset_free(ps);
+        return NCD_ENOMEM;
+    }
+    for (int i = 0; i < nranks * nsocks; i++)
+        ps->fds[i] = -1;
+    for (int p = 0; p < nranks; p++)
+        describe(ps, infos, p);
+    double deadline = ncd_sock_now() + timeout_ms / 1000.0;
+    int rc = 0;
+    /* Connect to every lower rank, then accept every higher one. */
+    for (int p = 0; p < rank && !rc; p++) {
+        for (int s = 0; s < nsocks && !rc; s++) {
+            int fd = ncd_sock_connect_retry(ctx, infos[p].addr, infos[p].port,
+                                   deadline, "peer");
+            if (fd < 0) {
+                ncd_ctx_clear_error(ctx);
+                rc = ncd_fail(ctx, fd, "rank %d cannot connect to %s: %s",
+                              rank, ps->desc[p],
+                              fd == NCD_ECONNREFUSED
+                                  ? "connection refused"
+                                  : "no answer (firewall, wrong interface "
+                                    "or address not reachable)");
+                break;
+            }
+            ps->fds[p * nsocks + s] = fd;
+            struct peer_hello h = {PEER_MAGIC, PROTO_VERSION, token,
+                                   (uint32_t)rank, (uint32_t)p, (uint32_t)s,
+                                   (uint32_t)nsocks};
+            int err;
+            if (ncd_sock_io(fd, &h, sizeof h, 1, deadline, NULL, &err))
+                rc = ncd_fail(ctx, NCD_EPEER,
+                              "rank %d: %s closed the connection during the "
+                              "handshake",
+                              rank, ps->desc[p]);
+        }
+    }
+    int need = (nranks - 1 - rank) * nsocks;
+    while (!rc && need > 0) {
+        char peer[96];
+        int fd = ncd_sock_accept(ctx, lfd, deadline, NULL, peer, sizeof peer,
+                                 "peers to connect");
+        if (fd < 0) {
+            ncd_ctx_clear_error(ctx);
+            int missing = -1;
+            for (int p = rank + 1; p < nranks && missing < 0; p++)
+                for (int s = 0; s < nsocks; s++)
+                    if (ps->fds[p * nsocks + s] < 0) {
+                        missing = p;
+                        break;
+                    }
+            rc = ncd_fail(ctx, fd,
+                          "rank %d: %s never connected (timeout %d s): it "
+                          "died, or cannot reach %s:%d",
+                          rank, missing >= 0 ? ps->desc[missing] : "a peer",
+                          timeout_ms / 1000, infos[rank].addr,
+                          infos[rank].port);
+            break;
+        }
+        struct peer_hello h;
+        int err;
+        double hd = ncd_sock_now() + 5.0;
+        if (hd > deadline)
+            hd = deadline;
+        int r = ncd_sock_io(fd, &h, sizeof h, 0, hd, NULL, &err);
+        if (r || h.magic != PEER_MAGIC || h.version != PROTO_VERSION ||
+            h.token != token || (int)h.to != rank || (int)h.from <= rank ||
+            (int)h.from >= nranks || (int)h.nsocks != nsocks ||
+            (int)h.sock >= nsocks ||
+            ps->fds[(int)h.from * nsocks + (int)h.sock] >= 0) {
+            close(fd); /* stray or foreign connection: reject */
+            continue;
+        }
+        ps->fds[(int)h.from * nsocks + (int)h.sock] = fd;
+        need--;
+    }
+    close(lfd);
+    if (rc) {
+        ncd_peerset_free(ps);
+        return rc;
+    }
+    for (int i = 0; i < nranks * nsocks; i++)
+        if (ps->fds[i] >= 0)
+            ncd_sock_set_nonblock(ps->fds[i]);
+    *out = ps;
+    return 0;
+}
+
+int ncd_peerset_fd(const struct ncd_peerset *ps, int peer, int s)
+{
+    if (peer < 0 || peer >= ps->nranks || s < 0 || s >= ps->nsocks)
+        return -1;
+    return ps->fds[peer * ps->nsocks + s];
+}
+
+int ncd_peerset_nsocks(const struct ncd_peerset *ps)
+{
+    return ps->nsocks;
+}
+
+const char *ncd_peerset_describe(const struct ncd_peerset *ps, int peer)
+{
+    if (peer < 0 || peer >= ps->nranks)
+        return "rank ?";
+    return ps->desc[peer];
+}
+
+void ncd_peerset_free(struct ncd_peerset *ps)
+{
+    if (!ps)
+        return;
+    if (ps->fds)
+        for (int i = 0; i < ps->nranks * ps->nsocks; i++)
+            if (ps->fds[i] >= 0)
+                close(ps->fds[i]);
+    free(ps->fds);
+    free(ps->desc);
+    free(ps);
+}
+

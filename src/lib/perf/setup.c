@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Setting up a perf run (include/ncd/perf.h section 6): backend and
+ * algorithm names, the backend choice, whether the collective fits the
+ * job, the socket transport's thread and socket counts as NCCL reads them,
+ * and nccl-tests' own environment variables.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/error.h"
+#include "ncd/ncclvars.h"
+#include "ncd/perf.h"
+
+int ncd_perf_backend_from_name(const char *s)
+{
+    if (!s || !strcmp(s, "auto"))
+        return NCD_PERF_BACKEND_AUTO;
+    if (!strcmp(s, "socket"))
+        return NCD_PERF_BACKEND_SOCKET;
+    if (!strcmp(s, "nccl"))
+        return NCD_PERF_BACKEND_NCCL;
+    return -1;
+}
+
+int ncd_perf_algo_from_name(const char *s)
+{
+    if (!s || !strcmp(s, "auto"))
+        return NCD_PERF_ALGO_AUTO;
+    if (!strcmp(s, "ring"))
+        return NCD_PERF_ALGO_RING;
+    if (!strcmp(s, "direct"))
+        return NCD_PERF_ALGO_DIRECT;
+    return -1;
+}
+
+enum ncd_perf_backend_kind
+ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
+                        const char *nccl_path, const char *cudart_path,
+                        char *why, size_t whylen)
+{
+    if (whylen)
+        why[0] = '\0';
+    if (asked != NCD_PERF_BACKEND_AUTO)
+        return asked;
+    int ver = 0, ndev = 0;
+    return ncd_perf_nccl_usable(nccl_path, cudart_path, why, whylen, &ver,
+                                &ndev)
+               ? NCD_PERF_BACKEND_NCCL
+               : NCD_PERF_BACKEND_SOCKET;
+}
+
+int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
+                      enum ncd_perf_backend_kind be, char *why,
+                      size_t whylen)
+{
+    if (ncd_perf_coll_needs_pow2(o->coll) && (nranks & (nranks - 1))) {
+        snprintf(why, whylen,
+                 "%s needs a power-of-two number of ranks, not %d",
+                 ncd_perf_coll_name(o->coll), nranks);
+        return 6;
+    }
+    if (ncd_perf_coll_has_root(o->coll) && o->root >= nranks) {
+        /* NCCL rejects it (ncclInvalidArgument); nccl-tests then fails
+         * with "Test NCCL failure ... invalid argument", status 3. */
+        snprintf(why, whylen,
+                 "Test NCCL failure: invalid argument: root %d is not a rank "
+                 "(nranks %d; ranks are 0-%d, -1 runs every root)",
+                 o->root, nranks, nranks - 1);
+        return 3;
+    }
+    if (be == NCD_PERF_BACKEND_SOCKET &&
+        (o->dtype == NCD_DT_F8E4M3 || o->dtype == NCD_DT_F8E5M2)) {
+        snprintf(why, whylen,
+                 "the socket backend does not reduce fp8 types (%s)",
+                 ncd_perf_dtype_name(o->dtype));
+        return 5;
+    }
+    return 0;
+}
+
+/* The catalog's bound of `name`, or `dflt` when it has none. */
+static long long cat_max(const struct ncd_var_catalog *cat, const char *name,
+                         long long dflt)
+{
+    const struct ncd_var_def *d = ncd_var_find(cat, name);
+    return d && d->has_max ? d->max : dflt;
+}
+
+/* An integer as NCCL_PARAM reads it; `dflt` when unset, empty or out of
+ * range (NCCL then keeps its default). */
+static long long nccl_int(struct ncd_ctx *ctx, const char *name,
+                          long long dflt)
+{
+    const char *v = ncd_getenv(ctx, name);
+    long long x;
+    int junk;
+    if (!v || !*v || ncd_nccl_int_parse(v, &x, &junk))
+        return dflt;
+    return x;
+}
+
+int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks)
+{
+    struct ncd_var_catalog cat;
+    memset(&cat, 0, sizeof cat);
+    int rc = ncd_var_catalog_builtin(ctx, &cat);
+    if (rc) {
+        ncd_var_catalog_release(&cat);
+        return rc;
+    }
+    /* NCCL src/transport/net_socket.cc ncclNetSocketGetNsockNthread:
+     * NTHREADS above MAX_THREADS is clamped (with a WARN); when the product
+     * exceeds MAX_SOCKETS, NSOCKS_PERTHREAD becomes MAX_SOCKETS / NTHREADS.
+     * The catalog's maxima are those constants (16 and 64). */
+    long long tmax = cat_max(&cat, "NCCL_SOCKET_NTHREADS", -1);
+    long long smax = cat_max(&cat, "NCCL_NSOCKS_PERTHREAD", -1);
+    ncd_var_catalog_release(&cat);
+    if (tmax < 1 || smax < 1)
+        return ncd_fail(ctx, NCD_EPARSE,
+                        "the variable catalog has no maximum for "
+                        "NCCL_SOCKET_NTHREADS or NCCL_NSOCKS_PERTHREAD");
+    long long nt = nccl_int(ctx, "NCCL_SOCKET_NTHREADS", 0);
+    long long ns = nccl_int(ctx, "NCCL_NSOCKS_PERTHREAD", 1);
+    if (nt < 0)
+        nt = 0; /* no helper threads: the rank's own thread */
+    if (nt > tmax)
+        nt = tmax;
+    if (ns < 1)
+        ns = 1;
+    if (nt * ns > smax)
+        ns = smax / (nt ? nt : 1);
+    if (ns < 1)
+        ns = 1;
+    *nthreads = (int)nt;
+    *nsocks = (int)ns;
+    return 0;
+}
+
+void ncd_perf_env(struct ncd_ctx *ctx, struct ncd_perf_opts *o, int *device0)
+{
+    const char *mbw = ncd_getenv(ctx, "NCCL_TESTS_MIN_BW");
+    if (mbw && *mbw)
+        o->min_bw = strtod(mbw, NULL);
+    const char *d0 = ncd_getenv(ctx, "NCCL_TESTS_DEVICE");
+    *device0 = d0 && *d0 ? atoi(d0) : -1;
+}
+
+int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
+                            const char *local_addr, int all_local,
+                            struct ncd_perf_job *pj)
+{
+    if (pj->backend != NCD_PERF_BACKEND_SOCKET)
+        return 0;
+    char why[300] = "";
+    if (ncd_perf_pick_iface(ctx, iface, local_addr, all_local, pj->ifname,
+                            sizeof pj->ifname, pj->bind_addr,
+                            sizeof pj->bind_addr, why, sizeof why)) {
+        ncd_fail(ctx, NCD_ENOENT, "no interface for the socket backend: %s",
+                 why);
+        return 3;
+    }
+    return 0;
+}

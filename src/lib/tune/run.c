@@ -1,0 +1,400 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tune: running the measurements (include/ncd/tune.h, "Running").  Every
+ * run is a child `perf ... --json` with the candidate's environment
+ * (ncd_spawn(), job.h), so both backends and every launcher work as perf
+ * does:
+ *  - one host: tune -np N -> child `perf -np N`;
+ *  - several hosts (mpirun/srun/torchrun/--rendezvous): every process of
+ *    tune starts its own child with --rendezvous on rank 0's host and a
+ *    fresh port rank 0 picked; the processes stay in step through the
+ *    job's process group and rank 0 collects the results.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ncd/error.h"
+#include "ncd/job.h"
+#include "ncd/netif.h"
+#include "ncd/recommend.h"
+#include "ncd/sock.h"
+#include "ncd/tune.h"
+
+int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
+                        char *err, size_t errlen)
+{
+    json_error_t je;
+    json_t *j = json_loads(json_text, 0, &je);
+    if (!j) {
+        snprintf(err, errlen, "perf's JSON is unreadable: %s (line %d)",
+                 je.text, je.line);
+        return NCD_EPARSE;
+    }
+    int rc = NCD_EPARSE;
+    if (metric_avg) {
+        json_t *b = json_object_get(json_object_get(j, "average_bus_bandwidth"),
+                                    "bandwidth");
+        if (json_is_number(b)) {
+            *out = json_number_value(b);
+            rc = 0;
+        }
+    } else {
+        json_t *res = json_object_get(j, "results"), *row;
+        size_t i;
+        double best_size = -1, sum = 0;
+        int cnt = 0;
+        json_array_foreach(res, i, row)
+        {
+            double sz = json_number_value(json_object_get(row, "size"));
+            if (sz < best_size)
+                continue;
+            if (sz > best_size) {
+                best_size = sz;
+                sum = 0;
+                cnt = 0;
+            }
+            static const char *side[] = {"out_of_place", "in_place"};
+            for (int k = 0; k < 2; k++) {
+                json_t *v = json_object_get(json_object_get(row, side[k]),
+                                            "bus_bw");
+                if (json_is_number(v)) {
+                    sum += json_number_value(v);
+                    cnt++;
+                }
+            }
+        }
+        if (cnt) {
+            *out = sum / cnt;
+            rc = 0;
+        }
+    }
+    if (rc)
+        snprintf(err, errlen, "perf's JSON has no bus bandwidth");
+    json_decref(j);
+    return rc;
+}
+
+/* First line of a child's output that is not empty and not a comment. */
+static void first_error(const char *text, char *out, size_t len)
+{
+    out[0] = '\0';
+    for (const char *l = text; l && *l;) {
+        const char *nl = strchr(l, '\n');
+        size_t n = nl ? (size_t)(nl - l) : strlen(l);
+        if (n && *l != '#') {
+            snprintf(out, len, "%.*s", (int)n, l);
+            return;
+        }
+        l = nl ? nl + 1 : NULL;
+    }
+}
+
+void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
+                       const struct ncd_tune_cand *cand, int np,
+                       const char *rdv, int nprocs, int proc, int want_json,
+                       struct ncd_tune_result *rep)
+{
+    memset(rep, 0, sizeof *rep);
+    const char *argv[NCD_TUNE_MAX_PERF_ARGS + 16];
+    int a = 0;
+    char npbuf[16], rbuf[16], wbuf[16];
+    argv[a++] = "nccl-doctor";
+    argv[a++] = "perf";
+    for (int i = 0; i < ex->nperf && i < NCD_TUNE_MAX_PERF_ARGS; i++)
+        argv[a++] = ex->perf_args[i];
+    if (ex->backend) {
+        argv[a++] = "--backend";
+        argv[a++] = ex->backend;
+    }
+    if (np > 1) {
+        snprintf(npbuf, sizeof npbuf, "%d", np);
+        argv[a++] = "-np";
+        argv[a++] = npbuf;
+    }
+    if (rdv) {
+        argv[a++] = "--rendezvous";
+        argv[a++] = rdv;
+    }
+    if (want_json)
+        argv[a++] = "--json";
+    argv[a] = NULL;
+    struct ncd_spawn_var vars[NCD_TUNE_MAX_VARS + 2];
+    int nv = 0;
+    for (int i = 0; i < cand->nvars && i < NCD_TUNE_MAX_VARS; i++)
+        vars[nv++] = (struct ncd_spawn_var){
+            cand->vars[i].name, cand->vars[i].unset ? NULL
+                                                    : cand->vars[i].value};
+    if (rdv) {
+        snprintf(rbuf, sizeof rbuf, "%d", proc);
+        snprintf(wbuf, sizeof wbuf, "%d", nprocs);
+        vars[nv++] = (struct ncd_spawn_var){"RANK", rbuf};
+        vars[nv++] = (struct ncd_spawn_var){"WORLD_SIZE", wbuf};
+    }
+    struct ncd_spawn_opts so = {.path = ex->self,
+                                .argv = (char *const *)argv,
+                                .vars = vars,
+                                .nvars = nv,
+                                .timeout_ms = ex->run_timeout_s * 1000,
+                                .cancel = ex->cancel};
+    struct ncd_spawn_result r;
+    if (ncd_spawn(ctx, &so, &r)) {
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error, "%s", ncd_ctx_errdetail(ctx));
+        ncd_ctx_clear_error(ctx);
+        return;
+    }
+    if (r.end == NCD_SPAWN_TIMED_OUT) {
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error,
+                 "perf ran longer than %d s and was killed (--run-timeout)",
+                 ex->run_timeout_s);
+    } else if (r.end == NCD_SPAWN_CANCELLED) {
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error, "interrupted");
+    } else if (r.end == NCD_SPAWN_SIGNALED) {
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error, "perf died (signal %d)",
+                 r.status);
+    } else if ((rep->status = r.status) != 0) {
+        first_error(r.err.data, rep->error, sizeof rep->error);
+        if (!rep->error[0])
+            first_error(r.out.data, rep->error, sizeof rep->error);
+        if (!rep->error[0])
+            snprintf(rep->error, sizeof rep->error,
+                     "perf exited with status %d", rep->status);
+    } else if (want_json &&
+               ncd_tune_perf_busbw(r.out.data, ex->metric_avg, &rep->busbw,
+                                   rep->error, sizeof rep->error)) {
+        rep->status = -1;
+    }
+    ncd_spawn_result_release(&r);
+}
+
+/* Adds one run's outcome to a candidate's record. */
+static void record(struct ncd_tune_runs *ru, const struct ncd_tune_result *r,
+                   const char *who)
+{
+    if (r->status == 0 && ru->n < NCD_TUNE_MAX_RUNS) {
+        ru->busbw[ru->n++] = r->busbw;
+    } else if (r->status) {
+        if (!ru->failed)
+            snprintf(ru->error, sizeof ru->error, "%s%.200s", who, r->error);
+        ru->failed++;
+    }
+}
+
+static void progress(const struct ncd_tune_exec *ex,
+                     const struct ncd_tune_cand *c, int rep,
+                     const struct ncd_tune_result *r)
+{
+    if (ex->progress)
+        ex->progress(ex->progress_arg, c->label, rep, r->status != 0,
+                     r->busbw);
+}
+
+void ncd_tune_measure_local(struct ncd_ctx *ctx,
+                            const struct ncd_tune_exec *ex,
+                            const struct ncd_tune_set *set, int reps, int np,
+                            struct ncd_tune_runs *runs)
+{
+    memset(runs, 0, sizeof *runs * (size_t)set->n);
+    for (int r = 0; r < reps; r++)
+        for (int i = 0; i < set->n; i++) { /* interleaved: drift hits all */
+            struct ncd_tune_result rep;
+            ncd_tune_run_perf(ctx, ex, &set->c[i], np, NULL, 1, 0, 1, &rep);
+            record(&runs[i], &rep, "");
+            progress(ex, &set->c[i], r, &rep);
+        }
+}
+
+int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
+                       int families, int local_only, const char *common,
+                       struct ncd_tune_set *out)
+{
+    if (cands)
+        return ncd_tune_parse_file(ctx, cands, len, out);
+    /* SEAM(issue 11, node snapshot): interfaces and the recommendation are
+     * probed here; at merge they come from the run's struct ncd_node. */
+    struct ncd_netif_list nl = {0};
+    struct ncd_recommendation rec = {0};
+    int rc = ncd_netif_probe(ctx, &nl);
+    if (rc == 0)
+        rc = ncd_recommend(ctx, &nl, &rec);
+    if (rc == 0)
+        rc = ncd_tune_default_set(ctx, &nl, &rec, families, local_only, common,
+                                  out);
+    ncd_recommendation_release(&rec);
+    ncd_netif_list_release(&nl);
+    return rc == NCD_ERANGE ? 0 : rc;
+}
+
+enum { NAMES = 512 };
+
+/* Interface names usable on this node, NUL-separated, "" terminated. */
+static void usable_names(struct ncd_ctx *ctx, char *out, size_t len)
+{
+    memset(out, 0, len);
+    struct ncd_netif_list nl = {0};
+    struct ncd_recommendation rec = {0};
+    size_t off = 0;
+    if (ncd_netif_probe(ctx, &nl) == 0 && ncd_recommend(ctx, &nl, &rec) == 0)
+        for (size_t i = 0; i < rec.n; i++) {
+            const char *n = rec.ranks[i].ni->name;
+            if (!rec.ranks[i].usable || off + strlen(n) + 2 > len)
+                continue;
+            memcpy(out + off, n, strlen(n) + 1);
+            off += strlen(n) + 1;
+        }
+    ncd_recommendation_release(&rec);
+    ncd_netif_list_release(&nl);
+    ncd_ctx_clear_error(ctx);
+}
+
+/* Rank 0's names that appear in every process's list. */
+static void intersect(const char *all, int n, char *common)
+{
+    size_t off = 0;
+    memset(common, 0, NAMES);
+    for (const char *p = all; *p; p += strlen(p) + 1) {
+        int everywhere = 1;
+        for (int r = 1; r < n && everywhere; r++) {
+            int found = 0;
+            for (const char *q = all + (size_t)r * NAMES; *q;
+                 q += strlen(q) + 1)
+                found |= !strcmp(p, q);
+            everywhere = found;
+        }
+        if (everywhere && off + strlen(p) + 2 <= NAMES) {
+            memcpy(common + off, p, strlen(p) + 1);
+            off += strlen(p) + 1;
+        }
+    }
+}
+
+/* Never trust a peer's candidate set: bounds and terminators. */
+static void sanitize(struct ncd_tune_set *set)
+{
+    if (set->n < 0 || set->n > NCD_TUNE_MAX_CANDS)
+        set->n = 0;
+    for (int i = 0; i < set->n; i++) {
+        struct ncd_tune_cand *c = &set->c[i];
+        c->label[sizeof c->label - 1] = 0;
+        if (c->nvars < 0 || c->nvars > NCD_TUNE_MAX_VARS)
+            c->nvars = 0;
+        for (int k = 0; k < c->nvars; k++) {
+            c->vars[k].name[sizeof c->vars[k].name - 1] = 0;
+            c->vars[k].value[sizeof c->vars[k].value - 1] = 0;
+        }
+    }
+}
+
+/* Agrees on a set: rank 0 builds it from the names usable everywhere. */
+static int agree_set(struct ncd_ctx *ctx, const struct ncd_job *job,
+                     const char *cands, size_t len, int families,
+                     struct ncd_tune_set *set)
+{
+    int n = job->nprocs, rc;
+    char *mine = calloc(1, NAMES), *all = calloc((size_t)n, NAMES);
+    struct ncd_tune_set *sets = calloc((size_t)n, sizeof *sets);
+    if (!mine || !all || !sets) {
+        rc = NCD_ENOMEM;
+        goto out;
+    }
+    usable_names(ctx, mine, NAMES);
+    rc = ncd_pg_allgather(ctx, job->pg, mine, NAMES, all);
+    if (rc)
+        goto out;
+    memset(set, 0, sizeof *set);
+    int bad = 0;
+    if (job->proc == 0) {
+        char common[NAMES];
+        intersect(all, n, common);
+        bad = ncd_tune_build_set(ctx, cands, len, families, 0, common, set);
+        if (bad)
+            set->n = 0;
+    }
+    rc = ncd_pg_allgather(ctx, job->pg, set, sizeof *set, sets);
+    if (rc)
+        goto out;
+    *set = sets[0];
+    sanitize(set);
+    if (bad)
+        rc = bad;
+    else if (set->n == 0)
+        rc = ncd_fail(ctx, NCD_EINVAL,
+                      "rank 0 has no candidates to run (its output says why)");
+out:
+    free(mine);
+    free(all);
+    free(sets);
+    return rc;
+}
+
+/* One interleaved run of candidate i on every process; rank 0 records. */
+static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
+                          const struct ncd_job *job,
+                          const struct ncd_tune_cand *c, int rep,
+                          struct ncd_tune_runs *ru,
+                          struct ncd_tune_result *reps)
+{
+    int n = job->nprocs, me = job->proc;
+    const char *host = job->plan->rdv_host;
+    int32_t port = me == 0 ? ncd_sock_free_port(host) : 0;
+    int32_t *ports = calloc((size_t)n, sizeof *ports);
+    if (!ports)
+        return NCD_ENOMEM;
+    int rc = ncd_pg_allgather(ctx, job->pg, &port, sizeof port, ports);
+    port = ports[0];
+    free(ports);
+    if (rc)
+        return rc;
+    if (port <= 0)
+        return ncd_fail(ctx, NCD_ESYS, "no free port on %s", host);
+    char rdv[300];
+    ncd_sock_hostport_str(host, port, rdv, sizeof rdv);
+    struct ncd_tune_result mine;
+    ncd_tune_run_perf(ctx, ex, c, 0, rdv, n, me, me == 0, &mine);
+    rc = ncd_pg_allgather(ctx, job->pg, &mine, sizeof mine, reps);
+    if (rc || me != 0)
+        return rc;
+    int failed = -1;
+    for (int k = 0; k < n && failed < 0; k++)
+        if (reps[k].status)
+            failed = k;
+    char who[32] = "";
+    if (failed >= 0) {
+        reps[failed].error[sizeof reps[failed].error - 1] = '\0';
+        snprintf(who, sizeof who, "rank %d: ", failed);
+    }
+    struct ncd_tune_result r0 = failed >= 0 ? reps[failed] : reps[0];
+    r0.busbw = reps[0].busbw;
+    record(ru, &r0, who);
+    progress(ex, c, rep, &r0);
+    return 0;
+}
+
+int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
+                         const struct ncd_job *job, const char *cands,
+                         size_t len, int families, int reps,
+                         struct ncd_tune_set *set, struct ncd_tune_runs *runs)
+{
+    if (!job->plan->rdv_host[0])
+        return ncd_fail(ctx, NCD_EUSAGE,
+                        "several processes need a TCP rendezvous host for "
+                        "their perf runs: pass --rendezvous HOST:PORT or set "
+                        "MASTER_ADDR/MASTER_PORT");
+    int rc = agree_set(ctx, job, cands, len, families, set);
+    if (rc)
+        return rc;
+    memset(runs, 0, sizeof *runs * (size_t)set->n);
+    struct ncd_tune_result *all = calloc((size_t)job->nprocs, sizeof *all);
+    if (!all)
+        return NCD_ENOMEM;
+    for (int r = 0; r < reps && !rc; r++)
+        for (int i = 0; i < set->n && !rc; i++)
+            rc = run_everywhere(ctx, ex, job, &set->c[i], r, &runs[i], all);
+    free(all);
+    return rc;
+}
