@@ -5,6 +5,14 @@ ncd_set_warnings(explain_corpus)
 add_test(NAME explain.corpus COMMAND explain_corpus ${CMAKE_SOURCE_DIR}/../shared/corpus/cases)
 set_tests_properties(explain.corpus PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# Several scan threads give the report of one (corpus + generated logs).
+add_executable(explain_threads ${CMAKE_CURRENT_LIST_DIR}/threads.c)
+target_link_libraries(explain_threads PRIVATE ncd)
+target_include_directories(explain_threads PRIVATE ${CMAKE_SOURCE_DIR}/src/lib)
+ncd_set_warnings(explain_threads)
+add_test(NAME explain.threads COMMAND explain_threads ${CMAKE_SOURCE_DIR}/../shared/corpus/cases)
+set_tests_properties(explain.threads PROPERTIES LABELS explain TIMEOUT 600)
+
 # The corpus gathered from public threads (tests/explain/corpus, see its
 # SOURCES.md), run through the command line.  It fails below
 # NCD_CORPUS_MIN_PCT percent of the log_sufficient cases, and when the corpus

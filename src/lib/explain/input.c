@@ -107,9 +107,23 @@ static const char *gz_message(gzFile gz, int *errnum)
     return msg;
 }
 
-/* Reads a regular file with read(): no copy through zlib's buffers. */
-static void feed_plain(struct walk *w, int fd, const char *name)
+/* Reads a regular file with read(): no copy through zlib's buffers; a
+ * large one with the scan's threads when it has several. */
+static void feed_plain(struct walk *w, int fd, const char *name, off_t size)
 {
+    if (w->ex->threads > 1 && size >= (off_t)2 << 20) {
+        int rc = ncd__explain_feed_fd(w->ex, fd, (size_t)size);
+        if (rc == 0)
+            return;
+        if (rc != NCD_ENOMEM) {
+            problem(w, ncd_err_from_errno(-rc),
+                    "%s: %s (the lines before it were used)", name,
+                    rc == -EIO ? "the file shrank while it was read"
+                               : strerror(-rc));
+            return;
+        }
+        /* no memory for the threads' blocks: one thread reads it */
+    }
     for (;;) {
         ssize_t n = read(fd, w->buf, READ_CHUNK);
         if (n > 0) {
@@ -177,7 +191,7 @@ static void feed_fd(struct walk *w, int fd, const char *name)
     if (gz)
         feed_gz(w, gz, name);
     else
-        feed_plain(w, fd, name);
+        feed_plain(w, fd, name, st.st_size);
     ncd_explain_end(w->ex);
     if (gz)
         gzclose(gz);
@@ -309,11 +323,13 @@ int ncd_rules_load_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
             break;
         }
         if ((rc = read_file(ctx, p, &buf, &len)) == 0 &&
-            (rc = ncd_rules_load_buf(ctx, rules, p, buf, len)) >= 0)
+            (rc = ncd__rules_load_doc(ctx, rules, p, buf, len, 0, 0)) >= 0)
             total += rc;
         free(buf);
         free(p);
     }
     free_names(names, n);
+    if (rules->prefilter_stale && ncd__prefilter_build(rules) < 0 && rc >= 0)
+        rc = NCD_ENOMEM;
     return rc < 0 ? rc : total;
 }
