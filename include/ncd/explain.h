@@ -351,9 +351,20 @@ typedef void (*ncd_explain_problem_fn)(void *arg, const char *msg);
 struct ncd_explain_inputs {
     int nread;   /**< files scanned (to their end or to a problem) */
     int nfailed; /**< inputs with a problem, each reported to `problem` */
+    int nagain;  /**< files and directories skipped because the same one
+                      (device and inode) was read already: given twice, or
+                      reached again through a link or a symlink cycle */
+    /** Bytes of decompressed gzip data read from one input before the
+     *  rest is dropped with a problem report (a gzip bomb expands ~1000x);
+     *  0 means NCD_EXPLAIN_MAX_INFLATED. */
+    unsigned long long max_inflated;
     ncd_explain_problem_fn problem; /**< may be NULL */
     void *arg;                      /**< passed to `problem` */
 };
+
+/** Default cap of decompressed bytes per gzip input: 16 GiB, some 200x the
+ *  largest per-rank NCCL_DEBUG=INFO log of a long job, and ~10 s of scan. */
+#define NCD_EXPLAIN_MAX_INFLATED (16ull << 30)
 
 /**
  * Feeds one command-line input to the scan, each file as its own source
@@ -367,7 +378,11 @@ struct ncd_explain_inputs {
  *    read(2) (mmap(2) measured ~3x the CPU time of read(2) on a VM, where
  *    page faults are dear); regular files of 2 MiB and more with pread(2)
  *    by the threads of ncd_explain_set_threads().  A truncated or corrupt
- *    .gz keeps the lines before the damage.
+ *    .gz keeps the lines before the damage; a .gz that inflates past
+ *    in->max_inflated is cut there (reported as a problem);
+ *  - a file or directory (device and inode) is read once per scan, however
+ *    often it is named or linked: symlink cycles end (counted in
+ *    in->nagain).
  * Reads in 1 MiB chunks (memory stays bounded, see ncd_explain_feed()).
  * @return 0 when everything under `path` was read, else the NCD_E* code of
  *         the last problem (already reported through in->problem), or

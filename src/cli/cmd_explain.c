@@ -255,6 +255,10 @@ int ncd_cmd_explain(int argc, char **argv)
     for (int i = first; i < argc; i++)
         if (ncd_explain_feed_path(ex, argv[i], &in) == NCD_ENOMEM)
             goto oom;
+    if (in.nagain)
+        cli_err("explain: %d input%s skipped: read already (the same file or "
+                "directory named twice, or reached again through a link)",
+                in.nagain, in.nagain == 1 ? "" : "s");
     if (!in.nread) {
         cli_err("explain: no input could be read");
         goto out;

@@ -72,6 +72,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     if (!ex)
         return;
     ncd__matcher_release(&ex->m);
+    free(ex->seen);
     if (ex->recs)
         for (size_t i = 0; i < ex->rules->n; i++)
             ncd__rec_release(&ex->recs[i]);

@@ -158,11 +158,18 @@ struct ncd__wd {
 };
 #define NCD__MAX_WD 1024
 
+/* A file or directory already read in this scan (ncd_explain_feed_path). */
+struct ncd__fileid {
+    unsigned long long dev, ino; /* ino 0: an empty slot */
+};
+
 struct ncd_explain {
     struct ncd_ctx *ctx;
     const struct ncd_rules *rules;
     struct ncd__matcher m;
     /* input */
+    struct ncd__fileid *seen; /* open-addressing set, power-of-two size */
+    size_t nseen, capseen;
     char **srcnames;
     uint32_t nsrc;
     int open;
