@@ -21,16 +21,21 @@ TMP=$(mktemp -d "${TMPDIR:-/tmp}/ncd-layers.XXXXXX")
 trap 'rm -rf "$TMP"' EXIT
 st=0
 
-# module <tab> symbol, for definitions and for uses
+# module <tab> symbol, for definitions and for uses (one nm for all objects)
+: >"$TMP/objs"
 for o in "$OBJ"/*/*.o; do
-    m=$(basename "$(dirname "$o")")
     # objects of sources removed since the last build do not count
     src=${o#"$BUILD"/CMakeFiles/ncd.dir/}
-    [ -f "$SRCROOT/${src%.o}" ] || continue
-    nm "$o" | awk -v m="$m" '
-        $1 == "U" { print m "\t" $2 > "/dev/stderr"; next }
-        NF == 3 && $2 ~ /^[TDBRCV]$/ { print m "\t" $3 }'
-done >"$TMP/defs" 2>"$TMP/uses"
+    if [ -f "$SRCROOT/${src%.o}" ]; then
+        printf '%s\n' "$o" >>"$TMP/objs"
+    fi
+done
+# nm -A: "FILE:VALUE TYPE SYMBOL", or "FILE: U SYMBOL" for a use
+tr '\n' '\0' <"$TMP/objs" | xargs -0 nm -A | awk '
+    { f = substr($1, 1, index($1, ":") - 1); n = split(f, p, "/"); m = p[n - 1]
+      t = $(NF - 1); s = $NF }
+    t == "U" { print m "\t" s > "/dev/stderr"; next }
+    t ~ /^[TDBRCV]$/ { print m "\t" s }' >"$TMP/defs" 2>"$TMP/uses"
 awk -F'\t' 'NR == FNR { def[$2] = $1; next }
             ($2 in def) && def[$2] != $1 { print $1, def[$2] }' \
     "$TMP/defs" "$TMP/uses" | sort -u >"$TMP/edges"
