@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <net/if.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -620,6 +622,56 @@ static void test_64_iface_and_firewall(void **state)
     rel(r);
 }
 
+static struct ncd_ctx *ctx_env(char **envp);
+
+/* The recommendation's last rules: traffic counters decide only when one
+ * twin clearly carries the traffic; else the lower ifindex, so a probe's
+ * own bursts do not flip the choice from one run to the next. */
+static void test_recommend_twins(void **state)
+{
+    (void)state;
+    struct ncd_netif nv[2];
+    struct ncd_if_addr ad[2];
+    memset(nv, 0, sizeof nv);
+    memset(ad, 0, sizeof ad);
+    for (int i = 0; i < 2; i++) {
+        nv[i].index = 20 + i;
+        snprintf(nv[i].name, sizeof nv[i].name, "twn%d", i);
+        nv[i].flags = IFF_UP | IFF_RUNNING;
+        nv[i].kind = NCD_IFK_PHYSICAL;
+        nv[i].speed_mbps = 25000;
+        nv[i].numa_node = -1;
+        ad[i].family = AF_INET;
+        snprintf(ad[i].addr, sizeof ad[i].addr, "10.%d.0.1", 40 + i);
+        ad[i].prefix = 24;
+        nv[i].addrs = &ad[i];
+        nv[i].n_addrs = 1;
+    }
+    struct ncd_netif_list nl = {.v = nv, .n = 2, .ifa_known = 1};
+    char *none[] = {NULL};
+    struct ncd_ctx *ctx = ctx_env(none);
+    static const struct {
+        unsigned long long b0, b1;
+        const char *best;
+    } cases[] = {
+        {0, 0, "twn0"},
+        {1000, 900000000, "twn0"},          /* a probe's bursts: no signal */
+        {300000001, 3000000000ull, "twn0"}, /* busy, but under 10x */
+        {200000000, 2000000001ull, "twn1"}, /* 10x and over 1 GiB */
+        {5000000000ull, 0, "twn0"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nv[0].rx_bytes = cases[k].b0;
+        nv[1].rx_bytes = cases[k].b1;
+        struct ncd_recommendation rec = {0};
+        assert_int_equal(ncd_recommend(ctx, &nl, &rec), 0);
+        assert_non_null(rec.best);
+        assert_string_equal(rec.best->ni->name, cases[k].best);
+        ncd_recommendation_release(&rec);
+    }
+    ncd_ctx_free(ctx);
+}
+
 /* ---- tune ---------------------------------------------------------------- */
 
 static struct ncd_ctx *ctx_env(char **envp)
@@ -841,6 +893,7 @@ int main(void)
         cmocka_unit_test(test_64_stateless),
         cmocka_unit_test(test_64_rack),
         cmocka_unit_test(test_64_iface_and_firewall),
+        cmocka_unit_test(test_recommend_twins),
         cmocka_unit_test(test_tune_file),
         cmocka_unit_test(test_tune_perf_json),
         cmocka_unit_test(test_tune_stats),

@@ -89,7 +89,21 @@ static int src_port_candidate(const struct ncd_probe_rank *self, int k)
     return c > 1024 && c <= 65535 ? c : 0;
 }
 
-static void attempts_connect(struct ncd_probe *p, struct attempt *at, int n)
+static void attempt_hello(struct ncd_probe *p, int peer, struct attempt *a,
+                          int more);
+static void attempt_answer(struct ncd_probe *p, int peer, struct attempt *a);
+static float round_trips(int fd, int iters);
+
+/*
+ * Starts every attempt, then waits for them together (one timeout).  Each
+ * connection gets its hello as soon as it is made, with 'Q' behind it,
+ * except attempt `rtt` (-1 none): once its hello is out, and those of all
+ * the others made so far, its answer is read and the round trips timed
+ * (*rtt_us).  So the peer's server, which takes one connection at a time
+ * in any order, never waits on a hello that is not coming.
+ */
+static void attempts_connect(struct ncd_probe *p, int peer, struct attempt *at,
+                             int n, int rtt, float *rtt_us)
 {
     struct pollfd pf[8];
     for (int i = 0; i < n; i++) {
@@ -164,6 +178,19 @@ static void attempts_connect(struct ncd_probe *p, struct attempt *at, int n)
                                   sizeof a->src, NULL);
             ncd_sock_set_timeouts(a->fd, p->o.timeout_ms);
             ncd_sock_nodelay(a->fd);
+            attempt_hello(p, peer, a, map[k] == rtt);
+        }
+        for (int k = 0; k < np; k++) {
+            struct attempt *a = &at[map[k]];
+            if (map[k] != rtt || !pf[k].revents || a->fd < 0)
+                continue;
+            attempt_answer(p, peer, a);
+            if (a->fd >= 0 && p->o.rtt_iters > 0)
+                *rtt_us = round_trips(a->fd, p->o.rtt_iters);
+            if (a->fd >= 0) {
+                char q = 'Q';
+                ncd_sock_send_all(a->fd, &q, 1);
+            }
         }
     }
 }
@@ -442,25 +469,13 @@ static void test_peer_links(struct ncd_probe *p, int j,
             run[nr++] = at[i];
         }
     }
-    attempts_connect(p, run, nr);
-    /* hellos first (with 'Q' behind every one but NCCL's data port), then
-     * the round trips on that one, then the other answers: the peer's
-     * server may take the connections in any order */
+    int rtt = -1;
     for (int k = 0; k < nr; k++)
-        attempt_hello(p, j, &run[k], idx[k] == A_DATA && nccl);
+        if (nccl && idx[k] == A_DATA)
+            rtt = k;
+    attempts_connect(p, j, run, nr, rtt, &c->rtt_us);
     for (int k = 0; k < nr; k++) {
-        if (idx[k] != A_DATA || !nccl)
-            continue;
-        attempt_answer(p, j, &run[k]);
-        if (run[k].fd >= 0 && p->o.rtt_iters > 0)
-            c->rtt_us = round_trips(run[k].fd, p->o.rtt_iters);
-        if (run[k].fd >= 0) {
-            char q = 'Q';
-            ncd_sock_send_all(run[k].fd, &q, 1);
-        }
-    }
-    for (int k = 0; k < nr; k++) {
-        if (!(idx[k] == A_DATA && nccl))
+        if (k != rtt)
             attempt_answer(p, j, &run[k]);
         attempt_close(&run[k]);
         at[idx[k]] = run[k];
