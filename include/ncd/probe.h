@@ -12,8 +12,9 @@
  *     from the kernel's ephemeral range (as NCCL's own listeners get), a
  *     second TCP socket on a port outside that range (the control that
  *     tells a port filter from a dead path), a UDP echo socket for the
- *     don't-fragment probes, and a TCP socket on the recommended interface
- *     when it differs from NCCL's.  A server thread answers them.
+ *     don't-fragment probes, and the same two TCP sockets on the
+ *     recommended interface when it differs from NCCL's.  A server thread
+ *     answers them, one connection at a time.
  *  2. ncd_probe_run(): allgather of the rank records, name resolution of
  *     every host name on every rank, then n-1 steps; in step s rank r tests
  *     rank (r+s) mod n, so each rank sends to one peer and receives from
@@ -247,15 +248,26 @@ enum ncd_probe_status ncd_probe_host_status(const struct ncd_probe_result *r,
                                             int a, int b);
 
 /**
- * Findings from a result:
- *  - net.unreachable.*: pairs that cannot connect, grouped by cause: a
- *    port filter (the ephemeral-range port times out or is refused while
- *    the control port answers: names the host and its port range),
- *    whole-path drops, refusals, asymmetric reachability, DF probes that
- *    show an MTU mismatch;
- *  - net.iface-choice.*: NCCL's predicted interface does not reach a peer
- *    while the recommended one does (fix: NCCL_SOCKET_IFNAME), or the same
- *    address answers from another process (duplicate addresses);
+ * Findings from a result, one per cause (not per pair: 64 hosts with one
+ * bad host give one finding naming it).  Each failed pair is classified by
+ * its three connection tests (struct ncd_probe_conn), then the host x host
+ * matrix is explained by as few causes as fit:
+ *  - net.iface-choice.unreachable: NCCL's address is dead for some pairs
+ *    where the recommended interface carries traffic (and alive nowhere
+ *    the recommended one is not): set NCCL_SOCKET_IFNAME to it.  Every
+ *    finding below is then about that interface, so a second fault on it
+ *    (a firewall) is reported too;
+ *  - net.unreachable.port-filtered: a firewall blocks the ephemeral ports
+ *    of a host (or of hosts that behave alike, e.g. a rack, from the hosts
+ *    outside it) while its control port answers; "without tracking
+ *    connections" when it also drops the answers to the host's own
+ *    connections; net.unreachable.return-filtered when only that;
+ *  - net.iface-choice.duplicate-address: another process answers;
+ *  - net.unreachable.all / .host / .group / .pair / .asymmetric: dead
+ *    paths: nothing works at all (3+ hosts), a host no one reaches or that
+ *    reaches no one (3+ hosts), a group of hosts cut off from the others,
+ *    and what is left per host pair (16 at most, the rest summed up);
+ *  - net.unreachable.mtu: DF probes that show an MTU mismatch;
  *  - net.ifname.*: NCCL_SOCKET_IFNAME matches nothing on a host, or
  *    differs between hosts;
  *  - net.hostname.*: a host name that resolves differently on different
@@ -264,8 +276,9 @@ enum ncd_probe_status ncd_probe_host_status(const struct ncd_probe_result *r,
  *  - version.mismatch: different NCCL versions across ranks;
  *  - perf.config.slow-pair: a host pair more than 3x slower than the
  *    median burst bandwidth in both directions;
- *  - ok findings for what passed.
- * The list is sorted worst first.  @return 0 or NCD_ENOMEM.
+ *  - net.unreachable.none (ok) when every pair connects.
+ * Pure: the same result gives the same findings.  The list is sorted worst
+ * first.  @return 0 or NCD_ENOMEM.
  */
 int ncd_probe_analyze(const struct ncd_probe_result *r,
                       struct ncd_findings *out);
