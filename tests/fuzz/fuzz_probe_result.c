@@ -13,7 +13,8 @@
  * findings, byte for byte) and grows with causes, not pairs (a bound on
  * the count independent of the number of pairs); every finding has a
  * title and a known category; a matrix where every pair connects on NCCL's
- * address gives no reachability error; JSON and text render. */
+ * address gives no reachability error (but an MTU black hole, which lets
+ * connections through); JSON and text render. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,11 +186,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(f->title && *f->title, "every finding has a title");
         check(strcmp(ncd_category_name(f->category), "?") != 0,
               "a known category");
-        if (all_ok)
-            check(!(f->severity == NCD_SEV_ERROR &&
-                    (!strncmp(f->id, "net.unreachable.", 16) ||
-                     !strcmp(f->id, "net.iface-choice.unreachable"))),
-                  "no reachability error when every pair connects");
+        /* (an MTU black hole passes small packets: connects, then hangs) */
+        if (all_ok && f->severity == NCD_SEV_ERROR &&
+            strcmp(f->id, "net.unreachable.mtu") &&
+            (!strncmp(f->id, "net.unreachable.", 16) ||
+             !strcmp(f->id, "net.iface-choice.unreachable"))) {
+            fprintf(stderr, "%s: %s\n", f->id, f->title);
+            check(0, "no reachability error when every pair connects");
+        }
     }
     json_t *j = ncd_probe_json(&r);
     check(j != NULL, "JSON renders");

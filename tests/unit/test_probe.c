@@ -314,6 +314,21 @@ static void test_duplicate_and_mtu(void **state)
     assert_int_equal(f->severity, NCD_SEV_ERROR);
     assert_non_null(strstr(f->fix, "mtu 9000"));
     ncd_findings_release(&fl);
+    /* the same MTU at both ends and big DF packets lost: a hop in between
+     * carries less; never "MTU mismatch ... mtu 9000 and ... mtu 9000"
+     * (found by tests/fuzz/fuzz_probe_result.c) */
+    r->ranks[0].mtu = 9000;
+    cell(r, 1, 0)->mtu_ok = 1500;
+    cell(r, 1, 0)->mtu_lost = 8972;
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    f = ncd_findings_find(&fl, "net.unreachable.mtu");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_ERROR);
+    assert_string_equal(f->title, "Large packets are lost between node0 and "
+                                  "node0 (both mtu 9000): a hop between them "
+                                  "carries less");
+    assert_non_null(strstr(f->fix, "mtu 1500"));
+    ncd_findings_release(&fl);
     rel(r);
 }
 

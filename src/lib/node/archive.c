@@ -298,8 +298,12 @@ static void pick_root(const char *top, char *dir, size_t dirsz)
     }
 }
 
-int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
-                       char *top, size_t topsz, char *err, size_t errsz)
+/* Unpacks the archive open_fn(a, arg) opens; `tarball` names it in
+ * messages. */
+static int unpack(const char *tarball,
+                  int (*open_fn)(struct archive *a, const void *arg),
+                  const void *arg, char *dir, size_t dirsz, char *top,
+                  size_t topsz, char *err, size_t errsz)
 {
     dir[0] = top[0] = '\0';
     if (err && errsz)
@@ -325,7 +329,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
     archive_read_support_filter_all(a);
     archive_read_support_format_tar(a);
     archive_read_support_format_gnutar(a);
-    if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
+    if (open_fn(a, arg) != ARCHIVE_OK) {
         rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
                     archive_error_string(a));
         goto out;
@@ -417,6 +421,37 @@ out:
     ncd__scpy(top, topsz, tmpl);
     pick_root(tmpl, dir, dirsz);
     return 0;
+}
+
+static int open_file(struct archive *a, const void *arg)
+{
+    return archive_read_open_filename(a, (const char *)arg, 65536);
+}
+
+int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
+                       char *top, size_t topsz, char *err, size_t errsz)
+{
+    return unpack(tarball, open_file, tarball, dir, dirsz, top, topsz, err,
+                  errsz);
+}
+
+struct membuf {
+    const void *buf;
+    size_t len;
+};
+
+static int open_mem(struct archive *a, const void *arg)
+{
+    const struct membuf *m = arg;
+    return archive_read_open_memory(a, m->buf, m->len);
+}
+
+int ncd__sysroot_unpack_mem(const void *buf, size_t len, const char *label,
+                            char *dir, size_t dirsz, char *top, size_t topsz,
+                            char *err, size_t errsz)
+{
+    struct membuf m = {buf, len};
+    return unpack(label, open_mem, &m, dir, dirsz, top, topsz, err, errsz);
 }
 
 static void remove_cb(void *arg)

@@ -38,4 +38,14 @@ static inline json_t *ncd__jstr(const char *s)
     return j;
 }
 
+/*
+ * ncd_sysroot_unpack() (ncd/gather.h) of a tarball held in memory (len
+ * bytes at buf, not copied, read only during the call); `label` names it
+ * in messages.  Same limits, results and cleanup; tests/fuzz/fuzz_archive.c
+ * drives it.
+ */
+int ncd__sysroot_unpack_mem(const void *buf, size_t len, const char *label,
+                            char *dir, size_t dirsz, char *top, size_t topsz,
+                            char *err, size_t errsz);
+
 #endif

@@ -343,12 +343,23 @@ static void mtu_findings(const struct ncd_probe_result *r,
                 if (r->cells[x].nccl.status == NCD_PROBE_OK &&
                     r->cells[x].mtu_lost)
                     lost = 1;
-            struct ncd_finding *f = ncd_findings_add(
-                out, "net.unreachable.mtu", NCD_CAT_NET_UNREACHABLE,
-                lost ? NCD_SEV_ERROR : NCD_SEV_WARNING,
-                "MTU mismatch between %s (%s mtu %d) and %s (%s mtu %d)",
-                r->ranks[i].host, r->ranks[i].nccl_if, mi, r->ranks[j].host,
-                r->ranks[j].nccl_if, mj);
+            /* the same MTU at both ends and DF packets lost: a hop in
+             * between (switch, tunnel, VPC) carries less */
+            int path = mi == mj || !mi || !mj, mx = mi > mj ? mi : mj;
+            struct ncd_finding *f =
+                path ? ncd_findings_add(
+                           out, "net.unreachable.mtu", NCD_CAT_NET_UNREACHABLE,
+                           lost ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+                           "Large packets are lost between %s and %s (both "
+                           "mtu %d): a hop between them carries less",
+                           r->ranks[i].host, r->ranks[j].host, mx)
+                     : ncd_findings_add(
+                           out, "net.unreachable.mtu", NCD_CAT_NET_UNREACHABLE,
+                           lost ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+                           "MTU mismatch between %s (%s mtu %d) and %s (%s "
+                           "mtu %d)",
+                           r->ranks[i].host, r->ranks[i].nccl_if, mi,
+                           r->ranks[j].host, r->ranks[j].nccl_if, mj);
             if (!f)
                 return;
             for (int x = 0; x < n; x++)
@@ -371,13 +382,22 @@ static void mtu_findings(const struct ncd_probe_result *r,
                    "connects, then hangs or times out in the first large "
                    "collective.  Both ends of a link need the same MTU "
                    "(and every switch in between must carry it).");
-            ncd_finding_fix(f, "Set one MTU on every node's data "
-                               "interface, e.g. `ip link set %s mtu %d` on "
-                               "%s (and in the switch/VPC config).",
-                            mi > mj ? r->ranks[j].nccl_if
-                                    : r->ranks[i].nccl_if,
-                            mi > mj ? mi : mj,
-                            mi > mj ? r->ranks[j].host : r->ranks[i].host);
+            if (path)
+                ncd_finding_fix(f, "Raise the MTU of the switches/tunnel "
+                                   "between %s and %s to %d, or lower %s on "
+                                   "every node to what arrives (`ip link "
+                                   "set %s mtu %d`).",
+                                r->ranks[i].host, r->ranks[j].host, mx,
+                                r->ranks[i].nccl_if, r->ranks[i].nccl_if,
+                                c->mtu_ok ? c->mtu_ok : 1500);
+            else
+                ncd_finding_fix(f, "Set one MTU on every node's data "
+                                   "interface, e.g. `ip link set %s mtu %d` "
+                                   "on %s (and in the switch/VPC config).",
+                                mi > mj ? r->ranks[j].nccl_if
+                                        : r->ranks[i].nccl_if,
+                                mx,
+                                mi > mj ? r->ranks[j].host : r->ranks[i].host);
         }
 mtu_done:
     (void)0;
