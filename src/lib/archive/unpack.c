@@ -278,8 +278,13 @@ static void pick_root(const char *top, char *dir, size_t dirsz)
     }
 }
 
-int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
-                       char *top, size_t topsz, char *err, size_t errsz)
+/* Unpacks the archive open_fn(A, a, arg) opens; `tarball` names it in
+ * messages. */
+static int unpack(const char *tarball,
+                  int (*open_fn)(const struct ncd__archive_api *A,
+                                 struct archive *a, const void *arg),
+                  const void *arg, char *dir, size_t dirsz, char *top,
+                  size_t topsz, char *err, size_t errsz)
 {
     dir[0] = top[0] = '\0';
     if (err && errsz)
@@ -308,7 +313,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
     A->read_support_filter_all(a);
     A->read_support_format_tar(a);
     A->read_support_format_gnutar(a);
-    if (A->read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
+    if (open_fn(A, a, arg) != ARCHIVE_OK) {
         rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
                     A->error_string(a));
         goto out;
@@ -400,4 +405,37 @@ out:
     snprintf(top, topsz, "%s", tmpl);
     pick_root(tmpl, dir, dirsz);
     return 0;
+}
+
+static int open_file(const struct ncd__archive_api *A, struct archive *a,
+                     const void *arg)
+{
+    return A->read_open_filename(a, (const char *)arg, 65536);
+}
+
+int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
+                       char *top, size_t topsz, char *err, size_t errsz)
+{
+    return unpack(tarball, open_file, tarball, dir, dirsz, top, topsz, err,
+                  errsz);
+}
+
+struct membuf {
+    const void *buf;
+    size_t len;
+};
+
+static int open_mem(const struct ncd__archive_api *A, struct archive *a,
+                    const void *arg)
+{
+    const struct membuf *m = arg;
+    return A->read_open_memory(a, m->buf, m->len);
+}
+
+int ncd__sysroot_unpack_mem(const void *buf, size_t len, const char *label,
+                            char *dir, size_t dirsz, char *top, size_t topsz,
+                            char *err, size_t errsz)
+{
+    struct membuf m = {buf, len};
+    return unpack(label, open_mem, &m, dir, dirsz, top, topsz, err, errsz);
 }
