@@ -14,9 +14,11 @@
 #include <string.h>
 
 #include "cli_job.h"
+#include "progress.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
+#include "ncd/perf.h"
 #include "ncd/readall.h"
 #include "ncd/tune.h"
 
@@ -32,7 +34,15 @@ const char ncd_cmd_tune_usage[] =
     "bandwidth, the spread ((max-min)/median) and the ratio to the current\n"
     "settings.  A candidate whose range overlaps the current range is\n"
     "\"within noise\"; the winner must beat every current run.  The winning\n"
-    "settings are printed as export lines.\n"
+    "settings are printed as export lines, with the `nccl-doctor env\n"
+    "--write` command that keeps them in a shell rc file.\n"
+    "\n"
+    "The header says what the runs measure: with --backend socket, TCP\n"
+    "between the ranks (on one host, over loopback), not NCCL's GPU path.\n"
+    "Candidates that cannot change that measurement are listed as skipped\n"
+    "with the reason (on one host: NCCL_SOCKET_IFNAME, as every rank is\n"
+    "local; on the socket backend: NCCL_SHM_*, NCCL_IB_* and the other\n"
+    "settings only NCCL reads).  On a terminal, stderr shows progress.\n"
     "\n"
     "Candidates by default (--families ifname,ib,shm,sockets = all):\n"
     "NCCL_SOCKET_IFNAME==IF for each interface usable on every host,\n"
@@ -93,14 +103,41 @@ struct tune_cli {
     struct ncd_rdbuf cands; /* the candidates file, where it is read */
     struct ncd_tune_set set;
     struct ncd_tune_runs runs[NCD_TUNE_MAX_CANDS];
+    struct ncd_tune_scope scope; /* what the runs measure */
+    struct cli_progress prog;
+    int done, total, ncand;      /* perf runs; candidates run */
 };
+
+static void on_planned(void *arg, const struct ncd_tune_set *set, int reps)
+{
+    struct tune_cli *T = arg;
+    int n = 0;
+    for (int i = 0; i < set->n; i++)
+        n += !set->c[i].skip[0];
+    T->total = n * reps;
+    T->ncand = n;
+    T->done = 0;
+    cli_progress_show(&T->prog, 0, T->total, "tune: %d candidates x %d runs",
+                      n, reps);
+}
 
 static void on_run(void *arg, const char *label, int rep, int failed,
                    double busbw)
 {
-    (void)arg;
-    fprintf(stderr, "tune: %s run %d: %s%.4g GB/s\n", label, rep + 1,
-            failed ? "failed, " : "", busbw);
+    struct tune_cli *T = arg;
+    T->done++;
+    if (T->c.verbose) {
+        cli_progress_clear(&T->prog);
+        fprintf(stderr, "tune: %s run %d: %s%.4g GB/s\n", label, rep + 1,
+                failed ? "failed, " : "", busbw);
+    }
+    if (T->done < T->total)
+        cli_progress_show(&T->prog, T->done, T->total,
+                          "tune: round %d of %d, candidate %d of %d",
+                          T->done / T->ncand + 1, T->reps,
+                          T->done % T->ncand + 1, T->ncand);
+    else
+        cli_progress_clear(&T->prog);
 }
 
 static struct ncd_tune_exec exec_of(struct tune_cli *T)
@@ -111,7 +148,20 @@ static struct ncd_tune_exec exec_of(struct tune_cli *T)
                                   .backend = T->backend,
                                   .run_timeout_s = T->run_timeout_s,
                                   .metric_avg = T->metric_avg,
-                                  .progress = T->c.verbose ? on_run : NULL};
+                                  .progress = on_run,
+                                  .planned = on_planned,
+                                  .progress_arg = T};
+}
+
+/* The backend perf will run (tune's --backend, else perf's own choice). */
+static int backend_of(struct tune_cli *T)
+{
+    char why[512];
+    int asked = ncd_perf_backend_from_name(T->backend);
+    return ncd_perf_select_backend(asked < 0 ? NCD_PERF_BACKEND_AUTO
+                                             : (enum ncd_perf_backend_kind)
+                                                   asked,
+                                   NULL, NULL, why, sizeof why);
 }
 
 static int report(struct tune_cli *T, const char *host, const char *launcher)
@@ -125,6 +175,9 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
                              : "bus bandwidth at the largest size";
     int status = NCD_EXIT_OK;
     json_t *env = ncd_findings_env_json(&fl, NCD_SEV_WARNING);
+    struct ncd_strbuf scope = {0};
+    ncd_tune_scope_text(&T->scope, &scope);
+    cli_progress_clear(&T->prog);
     if (T->c.json) {
         json_t *j = ncd_json_envelope(host), *body = ncd_tune_json(
                                                     &T->set, runs, stats, win);
@@ -137,6 +190,15 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         }
         json_object_update(j, body);
         json_decref(body);
+        json_t *m = json_object();
+        json_object_set_new(m, "backend",
+                            json_string(T->scope.backend ==
+                                                NCD_PERF_BACKEND_NCCL
+                                            ? "nccl"
+                                            : "socket"));
+        json_object_set_new(m, "one_host", json_boolean(T->scope.one_host));
+        json_object_set_new(m, "text", json_string(ncd_sb_str(&scope)));
+        json_object_set_new(j, "measured", m);
         json_object_set_new(j, "metric", json_string(metric));
         json_object_set_new(j, "repetitions", json_integer(T->reps));
         json_object_set_new(j, "launcher", json_string(launcher));
@@ -155,7 +217,7 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
                       T->reps);
         for (int i = 0; i < T->nperf; i++)
             ncd_sb_printf(&sb, " %s", T->perf_args[i]);
-        ncd_sb_printf(&sb, "` (%s)\n\n", launcher);
+        ncd_sb_printf(&sb, "` (%s)\n%s\n\n", launcher, ncd_sb_str(&scope));
         ncd_tune_render_text(&sb, &T->set, runs, stats, win, metric);
         ncd_sb_putc(&sb, '\n');
         ncd_render_findings_text(&sb, &fl, &st);
@@ -172,6 +234,10 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
                     ncd_sb_putc(&sb, '\n');
                 }
             }
+            ncd_sb_puts(&sb, "\n  Keep them (the block `nccl-doctor env "
+                             "--write` manages):\n    ");
+            ncd_tune_keep_command(&T->set.c[win], &sb);
+            ncd_sb_putc(&sb, '\n');
         } else {
             ncd_sb_puts(&sb, "\n  Keep the current settings.\n");
         }
@@ -180,6 +246,7 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         ncd_sb_release(&sb);
     }
     json_decref(env);
+    ncd_sb_release(&scope);
     if (status == NCD_EXIT_OK)
         status = cli_exit_for(&T->c, ncd_findings_worst(&fl));
     ncd_findings_release(&fl);
@@ -209,6 +276,11 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
             cli_err("tune: %s", ncd_strerror(rc));
         return NCD_EXIT_TOOL;
     }
+    T->scope = (struct ncd_tune_scope){.backend = backend_of(T),
+                                       .one_host = 1};
+    char names[512];
+    ncd_tune_usable_names(ctx, 1, names, sizeof names);
+    ncd_tune_mark_skips(ctx, &T->set, &T->scope, names);
     struct ncd_tune_exec ex = exec_of(T);
     ncd_tune_measure_local(ctx, &ex, &T->set, T->reps, T->np, T->runs);
     char host[256];
@@ -220,9 +292,12 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
 static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
 {
     struct tune_cli *T = arg;
+    T->scope = (struct ncd_tune_scope){.backend = backend_of(T),
+                                       .one_host = job->all_local};
     struct ncd_tune_exec ex = exec_of(T);
     int rc = ncd_tune_measure_job(ctx, &ex, job, T->cands.data, T->cands.len,
-                                  T->families, T->reps, &T->set, T->runs);
+                                  T->families, T->reps, &T->scope, &T->set,
+                                  T->runs);
     if (rc) {
         fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
                 ncd_ctx_errdetail(ctx));
@@ -359,6 +434,7 @@ int ncd_cmd_tune(int argc, char **argv)
     T->families = NCD_TUNE_ALL;
     T->run_timeout_s = 300;
     int st = parse(T, argc, argv);
+    cli_progress_start(&T->prog, 1);
     struct ncd_ctx *ctx = NULL;
     if (st >= 0 || !(ctx = cli_ctx_new(&T->c))) {
         free(T);
