@@ -3,7 +3,7 @@
 # NCCL_TESTS_ALLTOALLV_* variables (src/alltoallv.cu), -I/-K per-iteration
 # columns and the JSON that nccl-tests' tools/analyze_perf_json.py reads
 # (v2.19.6, commit a0b82b2: the keys and the consistency rule it checks are
-# restated below; the script itself is not copied), -G and -C in the
+# restated below; t0409-perf-analyze.sh runs the script itself), -G and -C in the
 # header, the CPU oversubscription warning.  Warm-up over every size:
 # t0406-perf-nccl.sh (it counts the calls the fake NCCL receives).
 . "$(dirname "$0")/perf_lib.sh"
