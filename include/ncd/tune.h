@@ -199,13 +199,17 @@ struct ncd_tune_stat {
  * highest median whose range lies entirely above the baseline's (not
  * within noise); -1 means "keep the current settings".
  * @param stats   receives set->n entries.
+ * @param interrupted  the measuring was stopped (a signal to tune): no
+ *                winner is chosen from the incomplete runs and an info
+ *                finding says so instead of the winner's; the runs that
+ *                did fail before are still reported.
  * @param out     gets a perf.config finding for the winner (with its env)
  *                or an ok finding when nothing beats the current settings,
  *                and a warning per candidate that failed.
  * @return the winner's index or -1.
  */
 int ncd_tune_summarize(const struct ncd_tune_set *set,
-                       const struct ncd_tune_runs *runs,
+                       const struct ncd_tune_runs *runs, int interrupted,
                        struct ncd_tune_stat *stats, struct ncd_findings *out);
 
 /** The candidate's changes as one line "A=x B=y -C" ("(current)"). */
@@ -213,8 +217,9 @@ void ncd_tune_cand_str(const struct ncd_tune_cand *c, struct ncd_strbuf *out);
 
 /**
  * JSON: {"candidates":[{"label","env":{NAME:value|null},"runs":[GB/s],
- * "failed","error","skipped":reason|null,"median","min","max","spread",
- * "ratio","within_noise"}],"winner":label|null,"keep_command":text|null}.
+ * "failed","error","skipped":reason|null,"keep_command" (not on the
+ * baseline),"median","min","max","spread","ratio","within_noise"}],
+ * "winner":label|null,"keep_command":the winner's|null}.
  * New reference, NULL on ENOMEM.
  */
 json_t *ncd_tune_json(const struct ncd_tune_set *set,
@@ -226,7 +231,8 @@ json_t *ncd_tune_json(const struct ncd_tune_set *set,
  * cut: the label column is as wide as the longest label up to 60
  * characters; a longer label takes its own line, the figures follow on
  * the next.  Skipped candidates show "skipped [k]" and the reasons follow
- * the table as numbered notes.
+ * the table as numbered notes; a candidate with neither a successful nor
+ * a failed run (the measuring was interrupted first) shows "not run".
  */
 void ncd_tune_render_text(struct ncd_strbuf *out,
                           const struct ncd_tune_set *set,
@@ -253,7 +259,10 @@ struct ncd_tune_exec {
     int metric_avg;               /**< 1: nccl-tests' average bus bandwidth;
                                        0: busbw at the largest size */
     const atomic_int *cancel;     /**< may be NULL: a non-zero value stops
-                                       the running perf ("interrupted") */
+                                       the running perf and the measuring
+                                       (tune sets it from SIGINT/SIGTERM/
+                                       SIGHUP); the stopped run counts
+                                       against no candidate */
     /** Called after each run (rank 0): candidate label, repetition
      *  (0-based), whether it failed, its busbw.  May be NULL. */
     void (*progress)(void *arg, const char *label, int rep, int failed,
@@ -268,7 +277,9 @@ struct ncd_tune_exec {
 struct ncd_tune_result {
     int32_t status; /**< perf's exit status; -1 killed, timed out,
                          interrupted or unreadable */
-    int32_t pad;
+    int32_t interrupted; /**< 1: *ex->cancel was set when the run ended
+                              (a signal to tune): the run is not counted,
+                              its settings are not blamed */
     double busbw;   /**< GB/s (when its JSON was read) */
     char error[200];/**< the first line of perf's error output */
 };
@@ -295,9 +306,11 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
 /**
  * Every candidate not skipped (c->skip) `reps` times on this host
  * (interleaved, so drift hits all candidates alike); runs[] receives
- * set->n records.
+ * set->n records.  Stops when *ex->cancel becomes non-zero: the run it
+ * stopped is not recorded (no candidate is charged with it).
+ * @return the number of runs recorded (successful or failed).
  */
-void ncd_tune_measure_local(struct ncd_ctx *ctx,
+int ncd_tune_measure_local(struct ncd_ctx *ctx,
                             const struct ncd_tune_exec *ex,
                             const struct ncd_tune_set *set, int reps, int np,
                             struct ncd_tune_runs *runs);
@@ -313,7 +326,9 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
                        struct ncd_tune_set *out);
 
 /**
- * Measures on every process of a multi-host job: the interface names
+ * Measures on every process of a multi-host job (stopping, on every
+ * process alike, after a run that ended on some process while its
+ * *ex->cancel was set; that run is not recorded): the interface names
  * usable everywhere are gathered, rank 0 builds the set (from `cands`,
  * read on rank 0 only, or the defaults), marks what cannot matter for
  * `sc` (ncd_tune_mark_skips()) and shares it; then for every

@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,6 +110,31 @@ struct tune_cli {
     int done, total, ncand;      /* perf runs; candidates run */
 };
 
+/* The signal that stopped tune (SIGINT, SIGTERM, SIGHUP), else 0.  The
+ * running perf is stopped through ncd_tune_exec.cancel; the report then
+ * says "interrupted" and charges no candidate with the stopped run. */
+static atomic_int stop_signal;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[3];
+
+static void on_stop_signal(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+static void catch_stop_signals(int on)
+{
+    for (int i = 0; i < 3; i++) {
+        if (on) {
+            struct sigaction sa = {.sa_handler = on_stop_signal};
+            sigemptyset(&sa.sa_mask);
+            sigaction(stop_signals[i], &sa, &saved_actions[i]);
+        } else {
+            sigaction(stop_signals[i], &saved_actions[i], NULL);
+        }
+    }
+}
+
 static void on_planned(void *arg, const struct ncd_tune_set *set, int reps)
 {
     struct tune_cli *T = arg;
@@ -150,6 +177,7 @@ static struct ncd_tune_exec exec_of(struct tune_cli *T)
                                   .metric_avg = T->metric_avg,
                                   .progress = on_run,
                                   .planned = on_planned,
+                                  .cancel = &stop_signal,
                                   .progress_arg = T};
 }
 
@@ -169,7 +197,8 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     struct ncd_tune_runs *runs = T->runs;
     struct ncd_tune_stat stats[NCD_TUNE_MAX_CANDS];
     struct ncd_findings fl = {0};
-    int win = ncd_tune_summarize(&T->set, runs, stats, &fl);
+    int sig = atomic_load(&stop_signal);
+    int win = ncd_tune_summarize(&T->set, runs, sig != 0, stats, &fl);
     const char *metric = T->metric_avg
                              ? "nccl-tests' average bus bandwidth"
                              : "bus bandwidth at the largest size";
@@ -199,6 +228,11 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         json_object_set_new(m, "one_host", json_boolean(T->scope.one_host));
         json_object_set_new(m, "text", json_string(ncd_sb_str(&scope)));
         json_object_set_new(j, "measured", m);
+        json_object_set_new(j, "interrupted",
+                            sig ? json_string(sigabbrev_np(sig))
+                                : json_null());
+        json_object_set_new(j, "runs_done", json_integer(T->done));
+        json_object_set_new(j, "runs_planned", json_integer(T->total));
         json_object_set_new(j, "metric", json_string(metric));
         json_object_set_new(j, "repetitions", json_integer(T->reps));
         json_object_set_new(j, "launcher", json_string(launcher));
@@ -213,8 +247,14 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     } else {
         struct ncd_strbuf sb = {0};
         struct ncd_text_style st = cli_text_style(&T->c);
-        ncd_sb_printf(&sb, "Tune: %d candidates x %d runs of `perf", T->set.n,
+        int nskip = 0;
+        for (int i = 0; i < T->set.n; i++)
+            nskip += T->set.c[i].skip[0] != 0;
+        ncd_sb_printf(&sb, "Tune: %d candidates x %d runs", T->set.n - nskip,
                       T->reps);
+        if (nskip)
+            ncd_sb_printf(&sb, " (%d more skipped)", nskip);
+        ncd_sb_puts(&sb, " of `perf");
         for (int i = 0; i < T->nperf; i++)
             ncd_sb_printf(&sb, " %s", T->perf_args[i]);
         ncd_sb_printf(&sb, "` (%s)\n%s\n\n", launcher, ncd_sb_str(&scope));
@@ -238,6 +278,12 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
                              "--write` manages):\n    ");
             ncd_tune_keep_command(&T->set.c[win], &sb);
             ncd_sb_putc(&sb, '\n');
+        } else if (sig) {
+            ncd_sb_printf(&sb,
+                          "\n  Interrupted (SIG%s) after %d of %d runs: no "
+                          "settings chosen; the stopped run counts against "
+                          "no candidate.\n",
+                          sigabbrev_np(sig), T->done, T->total);
         } else {
             ncd_sb_puts(&sb, "\n  Keep the current settings.\n");
         }
@@ -247,7 +293,9 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     }
     json_decref(env);
     ncd_sb_release(&scope);
-    if (status == NCD_EXIT_OK)
+    if (sig)
+        status = 128 + sig; /* as a shell reports a job stopped by sig */
+    else if (status == NCD_EXIT_OK)
         status = cli_exit_for(&T->c, ncd_findings_worst(&fl));
     ncd_findings_release(&fl);
     return status;
@@ -295,9 +343,11 @@ static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     T->scope = (struct ncd_tune_scope){.backend = backend_of(T),
                                        .one_host = job->all_local};
     struct ncd_tune_exec ex = exec_of(T);
+    catch_stop_signals(1);
     int rc = ncd_tune_measure_job(ctx, &ex, job, T->cands.data, T->cands.len,
                                   T->families, T->reps, &T->scope, &T->set,
                                   T->runs);
+    catch_stop_signals(0);
     if (rc) {
         fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
                 ncd_ctx_errdetail(ctx));
@@ -435,6 +485,7 @@ int ncd_cmd_tune(int argc, char **argv)
     T->run_timeout_s = 300;
     int st = parse(T, argc, argv);
     cli_progress_start(&T->prog, 1);
+    atomic_store(&stop_signal, 0);
     struct ncd_ctx *ctx = NULL;
     if (st >= 0 || !(ctx = cli_ctx_new(&T->c))) {
         free(T);
@@ -449,7 +500,9 @@ int ncd_cmd_tune(int argc, char **argv)
     } else if (ncd_job_resolve(ctx, &req, &plan)) {
         cli_err("tune: %s", ncd_ctx_errdetail(ctx));
     } else if (plan.kind == NCD_JOB_SINGLE || plan.kind == NCD_JOB_FORK) {
+        catch_stop_signals(1);
         st = tune_local(T, ctx);
+        catch_stop_signals(0);
     } else if (plan.proc > 0 || read_cands(T) == 0) {
         struct ncd_job_opts jo = {
             .timeout_ms = (T->run_timeout_s + 60) * 1000,

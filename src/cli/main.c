@@ -39,6 +39,7 @@ static const struct cli_cmd commands[] = {
      "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
      "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
      "                       [--write FILE [--dry-run] | --remove FILE]\n"
+     "                       [--set NAME=VALUE]... [--unset NAME]...\n"
      "\n"
      "Prints the settings recommended for this node as export lines (or in\n"
      "another format).  --write FILE keeps them in one marked block\n"
@@ -47,7 +48,10 @@ static const struct cli_cmd commands[] = {
      "nothing outside the block changes.  --remove takes the block out and\n"
      "gives back the original bytes.  Symbolic links are followed; a\n"
      "hard-linked or read-only file is left alone (--dry-run shows the new\n"
-     "content); an edit made by another program meanwhile stops the update.\n"},
+     "content); an edit made by another program meanwhile stops the update.\n"
+     "--set NAME=VALUE and --unset NAME change the recommendation before it\n"
+     "is printed or written (later ones win): `nccl-doctor tune` prints the\n"
+     "command that keeps its winner this way.\n"},
     {"perf", ncd_cmd_perf,
      "nccl-tests compatible collective benchmark (NCCL or TCP sockets)",
      ncd_cmd_perf_usage},

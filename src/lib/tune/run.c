@@ -170,12 +170,21 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
         rep->status = -1;
     }
     ncd_spawn_result_release(&r);
+    /* a signal to tune reaches perf's process group too: whatever perf
+     * said, the run was stopped, not failed by the settings */
+    if (ex->cancel && atomic_load(ex->cancel)) {
+        rep->interrupted = 1;
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error, "interrupted");
+    }
 }
 
 /* Adds one run's outcome to a candidate's record. */
 static void record(struct ncd_tune_runs *ru, const struct ncd_tune_result *r,
                    const char *who)
 {
+    if (r->interrupted)
+        return;
     if (r->status == 0 && ru->n < NCD_TUNE_MAX_RUNS) {
         ru->busbw[ru->n++] = r->busbw;
     } else if (r->status) {
@@ -194,23 +203,35 @@ static void progress(const struct ncd_tune_exec *ex,
                      r->busbw);
 }
 
-void ncd_tune_measure_local(struct ncd_ctx *ctx,
-                            const struct ncd_tune_exec *ex,
-                            const struct ncd_tune_set *set, int reps, int np,
-                            struct ncd_tune_runs *runs)
+static int cancelled(const struct ncd_tune_exec *ex)
+{
+    return ex->cancel && atomic_load(ex->cancel);
+}
+
+int ncd_tune_measure_local(struct ncd_ctx *ctx,
+                           const struct ncd_tune_exec *ex,
+                           const struct ncd_tune_set *set, int reps, int np,
+                           struct ncd_tune_runs *runs)
 {
     memset(runs, 0, sizeof *runs * (size_t)set->n);
     if (ex->planned)
         ex->planned(ex->progress_arg, set, reps);
+    int done = 0;
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < set->n; i++) { /* interleaved: drift hits all */
             if (set->c[i].skip[0])
                 continue;
+            if (cancelled(ex))
+                return done;
             struct ncd_tune_result rep;
             ncd_tune_run_perf(ctx, ex, &set->c[i], np, NULL, 1, 0, 1, &rep);
+            if (rep.interrupted)
+                return done;
             record(&runs[i], &rep, "");
+            done++;
             progress(ex, &set->c[i], r, &rep);
         }
+    return done;
 }
 
 int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
@@ -354,7 +375,7 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                           const struct ncd_job *job,
                           const struct ncd_tune_cand *c, int rep,
                           struct ncd_tune_runs *ru,
-                          struct ncd_tune_result *reps)
+                          struct ncd_tune_result *reps, int *stop)
 {
     int n = job->nprocs, me = job->proc;
     const char *host = job->plan->rdv_host;
@@ -374,8 +395,15 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
     struct ncd_tune_result mine;
     ncd_tune_run_perf(ctx, ex, c, 0, rdv, n, me, me == 0, &mine);
     rc = ncd_pg_allgather(ctx, job->pg, &mine, sizeof mine, reps);
-    if (rc || me != 0)
+    if (rc)
         return rc;
+    for (int k = 0; k < n; k++)
+        if (reps[k].interrupted) { /* every process sees it: all stop */
+            *stop = 1;
+            return 0;
+        }
+    if (me != 0)
+        return 0;
     int failed = -1;
     for (int k = 0; k < n && failed < 0; k++)
         if (reps[k].status)
@@ -412,11 +440,12 @@ int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
     struct ncd_tune_result *all = calloc((size_t)job->nprocs, sizeof *all);
     if (!all)
         return NCD_ENOMEM;
-    for (int r = 0; r < reps && !rc; r++)
-        for (int i = 0; i < set->n && !rc; i++)
+    int stop = 0;
+    for (int r = 0; r < reps && !rc && !stop; r++)
+        for (int i = 0; i < set->n && !rc && !stop; i++)
             if (!set->c[i].skip[0]) /* the same set on every process */
                 rc = run_everywhere(ctx, ex, job, &set->c[i], r, &runs[i],
-                                    all);
+                                    all, &stop);
     free(all);
     return rc;
 }

@@ -513,7 +513,7 @@ static void stat_of(const struct ncd_tune_runs *r, struct ncd_tune_stat *s)
 }
 
 int ncd_tune_summarize(const struct ncd_tune_set *set,
-                       const struct ncd_tune_runs *runs,
+                       const struct ncd_tune_runs *runs, int interrupted,
                        struct ncd_tune_stat *stats, struct ncd_findings *out)
 {
     int base = 0;
@@ -533,7 +533,8 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
     int win = -1;
     for (int i = 0; i < set->n; i++) {
         const struct ncd_tune_stat *s = &stats[i];
-        if (i == base || set->c[i].skip[0] || !s->ok || !b->ok ||
+        if (interrupted || i == base || set->c[i].skip[0] || !s->ok ||
+            !b->ok ||
             s->within_noise ||
             s->min <= b->max)
             continue;
@@ -559,7 +560,18 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
                                    "(an interface that does not reach the "
                                    "other hosts, a value NCCL rejects).");
     }
-    if (win >= 0) {
+    if (interrupted) {
+        int done = 0;
+        for (int i = 0; i < set->n; i++)
+            done += runs[i].n + runs[i].failed;
+        struct ncd_finding *f = ncd_findings_add(
+            out, "perf.config.tune-interrupted", NCD_CAT_PERF_CONFIG,
+            NCD_SEV_INFO, "Interrupted after %d runs: no settings chosen",
+            done);
+        if (f)
+            ncd_finding_cause(f, "tune was stopped by a signal; the run it "
+                                 "stopped counts against no candidate.");
+    } else if (win >= 0) {
         const struct ncd_tune_stat *s = &stats[win];
         struct ncd_finding *f = ncd_findings_add(
             out, "perf.config.tuned", NCD_CAT_PERF_CONFIG, NCD_SEV_WARNING,
@@ -625,6 +637,13 @@ json_t *ncd_tune_json(const struct ncd_tune_set *set,
                                             : json_null());
         json_object_set_new(x, "skipped", c->skip[0] ? json_string(c->skip)
                                                      : json_null());
+        if (!c->baseline) {
+            struct ncd_strbuf kc = {0};
+            ncd_tune_keep_command(c, &kc);
+            json_object_set_new(x, "keep_command",
+                                json_string(ncd_sb_str(&kc)));
+            ncd_sb_release(&kc);
+        }
         if (s->ok) {
             json_object_set_new(x, "median", json_real(s->median));
             json_object_set_new(x, "min", json_real(s->min));
@@ -689,6 +708,11 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
                 notes[nnotes++] = c->skip;
             ncd_sb_printf(out, "  %-*s %12s %9s %9s  skipped [%d]\n", w,
                           lab, "-", "-", "-", k + 1);
+            continue;
+        }
+        if (!s->ok && !runs[i].failed) { /* the measuring was stopped */
+            ncd_sb_printf(out, "  %-*s %12s %9s %9s  not run\n", w, lab, "-",
+                          "-", "-");
             continue;
         }
         if (!s->ok) {
