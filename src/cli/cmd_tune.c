@@ -231,9 +231,11 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         json_object_set_new(m, "one_host", json_boolean(T->scope.one_host));
         json_object_set_new(m, "text", json_string(ncd_sb_str(&scope)));
         json_object_set_new(j, "measured", m);
+        char signame[32] = "";
+        if (sig)
+            snprintf(signame, sizeof signame, "SIG%s", sigabbrev_np(sig));
         json_object_set_new(j, "interrupted",
-                            sig ? json_string(sigabbrev_np(sig))
-                                : json_null());
+                            sig ? json_string(signame) : json_null());
         json_object_set_new(j, "runs_done", json_integer(T->done));
         json_object_set_new(j, "runs_planned", json_integer(T->total));
         json_object_set_new(j, "metric", json_string(metric));
