@@ -40,6 +40,8 @@
 extern "C" {
 #endif
 
+struct ncd_ctx;
+
 /* ------------------------------------------------------------------ */
 /* 1. Collectives, datatypes, ops                                      */
 /* ------------------------------------------------------------------ */
@@ -47,7 +49,7 @@ extern "C" {
 /**
  * The collectives of nccl-tests (one binary each, `<name>_perf`):
  * NCD_COLL_ALL_GATHER, NCD_COLL_ALL_REDUCE, NCD_COLL_ALLTOALL,
- * NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
+ * NCD_COLL_ALLTOALLV, NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
  * NCD_COLL_REDUCE, NCD_COLL_REDUCE_SCATTER, NCD_COLL_SCATTER,
  * NCD_COLL_SENDRECV.  One row per collective (src/lib/perf/coll/<name>.c,
  * see src/lib/perf/coll.h); the build lists the rows in ncd_colls.def
@@ -144,14 +146,85 @@ int ncd_perf_coll_checks_inplace(enum ncd_perf_coll c);
  */
 const char *ncd_perf_redop_label(enum ncd_perf_coll c, enum ncd_perf_op o);
 
+/**
+ * alltoallv's traffic: how many bytes each rank sends each peer, from
+ * nccl-tests' variables (src/alltoallv.cu, v2.19.6):
+ *  - generated (default): for a size S, per-peer count c = (S / esize /
+ *    nranks) rounded down to 16 bytes, total T = c x nranks x esize; rank
+ *    i sends rank j ((1 - spread) x T / n + spread x d x T / (n(n-1)/2))
+ *    bytes rounded down to 16, d = (j - i) mod n (spread 1: nothing to
+ *    itself, most to the farthest rank; spread 0: uniform);
+ *    NCCL_TESTS_ALLTOALLV_SPREAD (strtod, whole value, clamped to 0..1,
+ *    default 1.0);
+ *  - matrix: NCCL_TESTS_ALLTOALLV_MATRIX_FILE, a square whitespace-
+ *    separated matrix of bytes, cell [i][j] = rank i to rank j, each value
+ *    x NCCL_TESTS_ALLTOALLV_MATRIX_SCALE (default 1.0, negative = 0),
+ *    truncated and rounded down to 16; the first nranks rows and columns
+ *    are used; the sizes come from the matrix, not -b/-e (which must be
+ *    equal and at least the largest per-rank total), and the count
+ *    column is 0;
+ *  - NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY (atoi != 0): per-rank bytes and
+ *    bandwidths after each measurement (ncd_perf_fmt_traffic_summary()).
+ */
+struct ncd_perf_traffic {
+    int matrix;         /**< 1: matrix mode */
+    double spread;      /**< generated: 0..1 */
+    double scale;       /**< matrix: factor applied to every cell, >= 0 */
+    int print_summary;  /**< NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY */
+    int dim;            /**< matrix: rows (= columns) */
+    size_t *bytes;      /**< matrix: dim x dim, [i * dim + j] (owned) */
+    char *path;         /**< matrix: the file (owned), for messages */
+};
+
+/** Generated mode with nccl-tests' defaults (spread 1, scale 1). */
+void ncd_perf_traffic_default(struct ncd_perf_traffic *t);
+
+/**
+ * Reads nccl-tests' NCCL_TESTS_ALLTOALLV_* variables from ctx's
+ * environment into `t` and, when MATRIX_FILE is set, reads and parses that
+ * file (ncd_perf_traffic_parse()).
+ * @return 0; NCD_EPARSE / NCD_ENOENT... with nccl-tests' message in ctx
+ *         ("Unable to open alltoallv traffic matrix file X.", "Invalid
+ *         alltoallv traffic matrix ..."); NCD_ENOMEM.
+ */
+int ncd_perf_traffic_load(struct ncd_ctx *ctx, struct ncd_perf_traffic *t);
+
+/**
+ * Parses a traffic matrix (the file's bytes; need not be NUL-terminated)
+ * as nccl-tests does: strtod values separated by white space, rows ended
+ * by newlines, every row as long as the first, square; each value must be
+ * a number followed by white space or the end, >= 0, and value x t->scale
+ * must fit a size_t.  Fills t->dim and t->bytes (cells x scale, truncated,
+ * rounded down to 16).  `name` appears in the messages.
+ * @return 0, or NCD_EPARSE with nccl-tests' message in `why`; NCD_ENOMEM.
+ */
+int ncd_perf_traffic_parse(struct ncd_perf_traffic *t, const char *buf,
+                           size_t len, const char *name, char *why,
+                           size_t whylen);
+
+/**
+ * Bytes rank i sends rank j: the matrix cell, or the generated count for
+ * a per-rank total of `total` bytes (see struct ncd_perf_traffic).  `t`
+ * NULL means generated with spread 1.
+ */
+size_t ncd_perf_traffic_peer(const struct ncd_perf_traffic *t, int i, int j,
+                             int nranks, size_t total);
+
+/** Frees the matrix and path; `t` becomes generated mode. */
+void ncd_perf_traffic_release(struct ncd_perf_traffic *t);
+
 /** Element counts and offsets of one size of one collective (per rank). */
 struct ncd_perf_counts {
-    size_t sendcount;        /**< elements in each rank's send buffer */
-    size_t recvcount;        /**< elements in each rank's recv buffer */
+    size_t sendcount;        /**< elements in this rank's send buffer */
+    size_t recvcount;        /**< elements in this rank's recv buffer */
     size_t paramcount;       /**< the count passed to NCCL: `count` column */
     size_t send_inplace_off; /**< in-place: sendbuf = recvbuf + this (elements) */
     size_t recv_inplace_off; /**< in-place: recvbuf = sendbuf + this (elements) */
-    size_t bytes;            /**< `size` column: max(send, recv) * esize */
+    size_t bytes;            /**< `size` column: max(send, recv) * esize
+                                  over all ranks */
+    const struct ncd_perf_traffic *traffic; /**< the traffic given to
+                                  ncd_perf_counts_traffic() (only alltoallv
+                                  reads it; NULL: generated, spread 1) */
 };
 
 /**
@@ -164,6 +237,19 @@ struct ncd_perf_counts {
  */
 void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
                      int nranks, int rank, struct ncd_perf_counts *out);
+
+/**
+ * ncd_perf_counts() for alltoallv's `traffic` (ignored by the other
+ * collectives; NULL = generated, spread 1): paramcount is the per-peer
+ * count c (0 in matrix mode), send/recvcount this rank's totals over its
+ * peers, bytes the largest send or receive total of any rank x esize
+ * (nccl-tests AlltoAllvGetCollByteCount / ComputeMaxCounts).  `traffic`
+ * must outlive `out`.
+ */
+void ncd_perf_counts_traffic(enum ncd_perf_coll c, size_t bytes,
+                             size_t esize, int nranks, int rank,
+                             const struct ncd_perf_traffic *traffic,
+                             struct ncd_perf_counts *out);
 
 /**
  * Bus-bandwidth factor (doc/PERFORMANCE.md; src/<coll>.cu GetBw):
@@ -272,15 +358,25 @@ struct ncd_perf_opts {
     int blocking;          /**< -z (0) */
     int stream_null;       /**< -y (0) */
     int timeout_s;         /**< -T (0 = off) */
-    int cudagraph;         /**< -G (0) */
-    int report_cputime;    /**< -C (0) */
+    int cudagraph;         /**< graph launches done: always 0 (nccl-doctor
+                                captures no CUDA graph) */
+    int cudagraph_asked;   /**< -G as given (0): the header says what
+                                became of it */
+    int report_cputime;    /**< -C (0): the time column is the host time
+                                spent issuing the operations (nccl-tests'
+                                cputimeSec), rank 0's own */
     int report_timestamps; /**< -S (0) */
     int average;           /**< -a (1): 0 rank 0, 1 avg, 2 min, 3 max */
     int local_register;    /**< -R (0) */
     int memory_report;     /**< -M (0) */
     int unalign;           /**< -u (0) elements */
+    int per_iter_timing;   /**< -I (0): per-iteration statistics columns */
+    int per_iter_skip;     /**< -K (0): leading iterations left out of the
+                                -I statistics */
     const char *json_path; /**< -J, NULL = none */
     double min_bw;         /**< NCCL_TESTS_MIN_BW in GB/s, < 0 = unset */
+    const struct ncd_perf_traffic *traffic; /**< alltoallv (NULL:
+                                generated, spread 1); not owned */
 };
 
 /** Fills `o` with nccl-tests' defaults. */
@@ -317,8 +413,10 @@ struct ncd_perf_optmsg {
  * -m at least 1; -n, -w, -N, -c, -T at least 0; -z, -a 0..3; -u 0..1024);
  * sizes with ncd_perf_parse_size(); an unknown -o/-d falls back to
  * sum/float with nccl-tests' message; -r -1 = every root (a word reads as
- * 0, as strtol does); -J keeps `arg` (not copied); -G and the GPU-only
- * -x -D -V -I -K are accepted and ignored with a note.
+ * 0, as strtol does); -J keeps `arg` (not copied); -I and -K are kept
+ * (ncd_perf_opts_settle() applies nccl-tests' rules between them); -G N
+ * is kept in cudagraph_asked (no graph is captured: the header says so);
+ * the GPU-only -x -D -V are accepted and ignored with a note.
  * @param m  receives a message to show, also on success (a note).
  * @return 0; nccl-tests' exit status for a bad value: 6 (usage) or 255
  *         (a bad size); NCD_ENOENT when `letter` is not an nccl-tests
@@ -327,12 +425,52 @@ struct ncd_perf_optmsg {
 int ncd_perf_opt_apply(struct ncd_perf_opts *o, int letter, const char *arg,
                        struct ncd_perf_optmsg *m);
 
+/**
+ * -I statistics of one side of a row (nccl-tests src/util.cu
+ * computeIterStats / writePerIterReport, v2.19.6).  Each iteration's time
+ * is its -m operations' time / agg_iters, the largest over the ranks of a
+ * process (one row per process), then over the processes.
+ */
+struct ncd_perf_iterstats {
+    int n;              /**< iterations (times_us entries) */
+    int skipped;        /**< -K: leading iterations not in the statistics */
+    double min_us, max_us, avg_us, p50_us, p95_us, p99_us, stdev_us;
+    double cv_pct;      /**< stdev / avg x 100 (0 when avg is 0) */
+    const double *times_us;      /**< n: per iteration, max over processes */
+    int nprocs;                  /**< rows of proc_times_us; 0 with one
+                                      process (nccl-tests writes none) */
+    const double *proc_times_us; /**< nprocs x n, row-major */
+};
+
+/**
+ * Statistics of times_us[skip..n): min, max, mean, p50 = sorted[m / 2],
+ * p95/p99 by nearest rank (index min(m - 1, (m x p + 99) / 100 - 1)),
+ * population standard deviation, cv; m = n - skip >= 1.  Sets n, skipped
+ * and times_us (not copied); leaves nprocs / proc_times_us alone.
+ * @return 0, or NCD_EINVAL when m < 1; NCD_ENOMEM.
+ */
+int ncd_perf_iter_stats(const double *times_us, int n, int skip,
+                        struct ncd_perf_iterstats *st);
+
+/**
+ * nccl-tests' checks after parsing (src/common.cu main(), v2.19.6): -I
+ * other than 0/1, -K outside 0..iters-1, and -K without -I are disabled
+ * with nccl-tests' message ("per-iteration skip (-K) requires
+ * per-iteration timing (-I 1). Disabling."); -I with -n 0 too.  One line
+ * per message is appended to `notes` (for stderr).
+ */
+void ncd_perf_opts_settle(struct ncd_perf_opts *o, struct ncd_strbuf *notes);
+
 /** One side (out-of-place or in-place) of a table row. */
 struct ncd_perf_cell {
     double time_us; /**< time (or CPU time with -C) per op, µs */
     double algbw;   /**< GB/s */
     double busbw;   /**< GB/s */
     int64_t wrong;  /**< wrong elements summed over ranks; -1 = N/A */
+    double bw_time_us; /**< the time per op algbw/busbw come from: time_us
+                            unless -C (0 = time_us) */
+    const struct ncd_perf_iterstats *iter; /**< -I: statistics, else NULL
+                            (owned by the caller of the row callback) */
 };
 
 /** One row of the table. */
@@ -364,18 +502,26 @@ void ncd_perf_fmt_num(double v, int width, char *out);
 
 /**
  * Appends the preamble: version line, "Collective test starting", the
- * nThread line, optional Blocking/Parallel lines, "#", "# Using devices"
- * and one line per device.  `nccl_version` is NCCL's version code
- * (23007), 0 on the socket backend.
+ * nThread line, optional Blocking / Per-Iteration / Parallel lines, with
+ * -G a line saying that no CUDA graph is captured (not applicable on the
+ * socket backend; on nccl every operation is launched on its own, so the
+ * nThread line says graph: 0), "#", "# Using devices" and one line per
+ * device.  `nccl_version` is NCCL's version code (23007), 0 on the socket
+ * backend (the -I line then says "host clock timing" where nccl-tests says
+ * "CUDA event timing").
  */
 void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
                            const struct ncd_perf_opts *o, int nccl_version,
                            const struct ncd_perf_device *devs, int ndevs);
 
-/** Appends "#" and the three table header lines (trailing spaces kept). */
+/** Appends "#" and the three table header lines (trailing spaces kept);
+ *  with -I the per-iteration header of nccl-tests (i_min i_max i_p99
+ *  i_cv% after each side's #wrong). */
 void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o);
 
-/** Appends one table row with its newline. */
+/** Appends one table row with its newline; with -I each side's #wrong
+ *  is followed by "  %7s  %7s  %7s  %7s" of i_min, i_max, i_p99 (µs) and
+ *  i_cv% (cell.iter; "N/A" when NULL). */
 void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
                       const struct ncd_perf_row *r);
 
@@ -394,6 +540,22 @@ void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
                          const char *error);
 
 /**
+ * Appends NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY's lines for one measurement
+ * (nccl-tests src/alltoallv.cu AlltoAllvPrintRankBandwidths): the mode
+ * line ("mode=generated nranks=N total_bytes=T spread=S time_usec=U" or
+ * "mode=matrix nranks=N matrix_dim=D scale=S time_usec=U") and per rank
+ * "#   rank=R send_bytes=.. recv_bytes=.. alg_bw=.. bus_bw=..".
+ * nccl-tests prints them in the middle of the row line; nccl-doctor
+ * prints them on their own lines before the row.
+ * @param total  the generated per-rank total (count column x nranks x
+ *               element size; 0 in matrix mode).
+ * @param sec    seconds per operation (the time algbw comes from).
+ */
+void ncd_perf_fmt_traffic_summary(struct ncd_strbuf *sb,
+                                  const struct ncd_perf_traffic *t,
+                                  int nranks, size_t total, double sec);
+
+/**
  * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
  * _new, add rows, finish.  Booleans are the strings "true"/"false" and NaN
  * is "nan" as in nccl-tests.  Caller frees with json_decref().
@@ -404,7 +566,13 @@ json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
                           char *const *envp, int nccl_version,
                           const struct ncd_perf_device *devs, int ndevs,
                           const char *start_time);
-/** Appends a row to "results".  @return 0 or NCD_ENOMEM. */
+/**
+ * Appends a row to "results"; with -I each side is followed by its
+ * "<side>_per_iter" object (skipped_iterations, min_us, max_us, avg_us,
+ * p50_us, p95_us, p99_us, stdev_us, cv_pct, times_us[] and, with several
+ * processes, per_process_max_times_us[][]), which nccl-tests'
+ * tools/analyze_perf_json.py reads.  @return 0 or NCD_ENOMEM.
+ */
 int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
                           const struct ncd_perf_row *r, const char *name);
 /** Adds out_of_bounds, average_bus_bandwidth, errors, end_time. */
@@ -575,15 +743,26 @@ struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
                                             int json_stdout, char *const *argv,
                                             char *const *envp,
                                             const char *fallback);
+/**
+ * The CPUs this process may run on (sched_getaffinity), 0 unknown: when
+ * rank 0's host runs more ranks than that, the preamble says so in a
+ * "#  Warning: N ranks on HOST share M CPUs ..." line and the JSON
+ * document gets a "warnings" array (nccl-doctor's key, after nccl-tests').
+ */
+void ncd_perf_report_cpus(struct ncd_perf_report *r, int ncpus);
+/** That warning once the preamble is out ("" when none); owned by r. */
+const char *ncd_perf_report_warning(const struct ncd_perf_report *r);
 /** Appends what nccl-tests prints about -J first: "# Writing JSON output
  *  to PATH", or "# skipping json output; failed to probe destination". */
 void ncd_perf_report_start(struct ncd_perf_report *r, struct ncd_strbuf *sb);
-/** Appends the preamble and the table header (sink.preamble). */
+/** Appends the preamble and the table header (sink.preamble), with
+ *  nccl-doctor's "#  Backend:", fallback, CPU warning and -C lines. */
 void ncd_perf_report_preamble(struct ncd_perf_report *r,
                               struct ncd_strbuf *sb, int nccl_version,
                               const char *backend_desc,
                               const struct ncd_perf_device *devs, int ndevs);
-/** Appends a row (sink.row). */
+/** Appends a row (sink.row), after alltoallv's PRINT_SUMMARY lines
+ *  when the traffic asks for them. */
 void ncd_perf_report_row(struct ncd_perf_report *r, struct ncd_strbuf *sb,
                          const struct ncd_perf_row *row);
 /**
@@ -673,7 +852,10 @@ ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
 
 /**
  * Whether the run fits a job of `nranks` ranks on backend `be` (not
- * AUTO): 0, or nccl-tests' status with the message in `why`: 6 when the
+ * AUTO): 0, or nccl-tests' status with the message in `why`: the
+ * collective's own rules first (alltoallv with a traffic matrix: status 1
+ * with nccl-tests' message when nranks exceeds the matrix, -e is below
+ * the largest per-rank total or -b differs from -e); 6 when the
  * collective needs a power-of-two number of ranks; 3 when the root is not
  * a rank (NCCL's ncclInvalidArgument, as nccl-tests reports it); 5 for
  * fp8 types on the socket backend.

@@ -12,6 +12,7 @@
  */
 #define _GNU_SOURCE
 #include <limits.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@ const char ncd_cmd_perf_usage[] =
     "       all_reduce_perf [options]   (and the other *_perf names)\n"
     "\n"
     "COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce\n"
-    "            alltoall sendrecv gather scatter hypercube\n"
+    "            alltoall alltoallv sendrecv gather scatter hypercube\n"
     "\n"
     "nccl-tests options (same parsing, output and exit status):\n"
     "  -t,--nthreads N      threads (ranks) per process          [1]\n"
@@ -54,12 +55,17 @@ const char ncd_cmd_perf_usage[] =
     "  -r,--root R          root rank, -1 = every root           [0]\n"
     "  -z,--blocking 0-3    sync/barrier after each operation    [0]\n"
     "  -T,--timeout S       abort after S seconds waiting (0 off)[0]\n"
-    "  -C,--report_cputime  report CPU time instead of wall time [0]\n"
+    "  -C,--report_cputime  1: time column = host time to issue the\n"
+    "                       operations (rank 0's), not completion [0]\n"
+    "  -I,--per_iter_timing 1: per-iteration i_min i_max i_p99 i_cv%\n"
+    "                       columns and JSON (tools/analyze_perf_json.py)\n"
+    "  -K,--per_iter_skip K leave the first K iterations out of -I [0]\n"
     "  -S,--report_timestamps 1: add a timestamp column          [0]\n"
     "  -a,--average 0-3     combine times: rank0 avg min max     [1]\n"
     "  -u,--unalign N       offset buffers by N elements         [0]\n"
     "  -J,--output_file F   also write nccl-tests JSON to F (.json)\n"
-    "  -p -y -G -R -M -x -D -V -I -K   accepted; GPU-only ones noted\n"
+    "  -p -y -G -R -M -x -D -V  accepted; -G captures no CUDA graph\n"
+    "                       (the header says so), GPU-only ones noted\n"
     "\n"
     "nccl-doctor options:\n"
     "  -np N                fork N local processes (ranks) and run them\n"
@@ -80,7 +86,9 @@ const char ncd_cmd_perf_usage[] =
     "size come from the launcher's variables.  NCCL_SOCKET_NTHREADS and\n"
     "NCCL_NSOCKS_PERTHREAD set the socket backend's threads and sockets.\n"
     "NCCL_TESTS_MIN_BW=X fails (exit 7) when the average bus bandwidth is\n"
-    "below 0.9 X GB/s.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
+    "below 0.9 X GB/s.  alltoallv: NCCL_TESTS_ALLTOALLV_SPREAD (0..1, 1:\n"
+    "more to farther ranks), _MATRIX_FILE (bytes rank i -> j; -b = -e),\n"
+    "_MATRIX_SCALE, _PRINT_SUMMARY=1 (per-rank lines), as nccl-tests.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
     "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
     "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n";
 
@@ -117,6 +125,7 @@ struct perf_cli {
     const char *backend, *iface, *rendezvous, *nccl_lib, *cudart_lib;
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     char fallback[1100]; /* why auto did not pick the nccl backend */
+    struct ncd_perf_traffic traffic; /* alltoallv */
     char **argv;
     /* output (global rank 0 only) */
     FILE *out;
@@ -229,6 +238,17 @@ static int parse(struct perf_cli *P, int argc, char **argv)
 
 /* One process of the job --------------------------------------------------- */
 
+/* CPUs this process may run on (its affinity mask, which containers and
+ * taskset narrow), else the online CPUs; 0 unknown. */
+static int cpus_of_process(void)
+{
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        return CPU_COUNT(&set);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 0;
+}
+
 static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
 {
     struct perf_cli *P = arg;
@@ -260,6 +280,7 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                                  environ, P->fallback);
     if (!P->rep)
         return 1;
+    ncd_perf_report_cpus(P->rep, cpus_of_process());
     struct ncd_strbuf sb = {0};
     if (is_root)
         ncd_perf_report_start(P->rep, &sb);
@@ -276,6 +297,9 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
         fputs(ncd_sb_str(&sb), stderr);
         ncd_sb_reset(&sb);
     }
+    /* --json has no text header: the CPU warning goes to stderr */
+    if (is_root && P->common.json && *ncd_perf_report_warning(P->rep))
+        cli_err("warning: %s", ncd_perf_report_warning(P->rep));
     json_t *doc = NULL;
     if (is_root && ncd_perf_report_finish(P->rep, ctx, &sb, &sum, &doc)) {
         cli_err("%s", ncd_ctx_errdetail(ctx));
@@ -328,6 +352,10 @@ static int setup(struct perf_cli *P, int argc, char **argv)
     if (rc)
         return rc == 1 ? 0 : rc - 1000;
     struct ncd_perf_opts *o = &P->o;
+    struct ncd_strbuf notes = {0};
+    ncd_perf_opts_settle(o, &notes);
+    fputs(ncd_sb_str(&notes), stderr);
+    ncd_sb_release(&notes);
     /* checked before any rank starts, so no rank is left to fail later */
     char msg[300];
     int st = ncd_perf_opts_check(o, msg, sizeof msg);
@@ -343,11 +371,66 @@ static int setup(struct perf_cli *P, int argc, char **argv)
     return -1;
 }
 
+/* The job once the options are known; returns the exit status. */
+static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
+                     char **argv)
+{
+    ncd_perf_env(ctx, &P->o, &P->device0);
+    struct ncd_job_request req = {.np = P->np, .rendezvous = P->rendezvous};
+    struct ncd_job_plan plan;
+    if (ncd_job_resolve(ctx, &req, &plan)) {
+        cli_err("%s", ncd_ctx_errdetail(ctx));
+        return 6;
+    }
+    if (P->o.coll == NCD_COLL_ALLTOALLV) { /* only alltoallv_perf reads them */
+        if (ncd_perf_traffic_load(ctx, &P->traffic)) {
+            /* nccl-tests: the message, then testInternalError */
+            if (plan.proc <= 0)
+                fprintf(stderr, "nccl-doctor perf: %s\n",
+                        ncd_ctx_errdetail(ctx));
+            return 1;
+        }
+        P->o.traffic = &P->traffic;
+    }
+    char why[1024];
+    P->be = ncd_perf_select_backend((enum ncd_perf_backend_kind)P->be,
+                                    P->nccl_lib, P->cudart_lib, why,
+                                    sizeof why);
+    if (!P->backend && P->be == NCD_PERF_BACKEND_SOCKET)
+        snprintf(P->fallback, sizeof P->fallback, "%s", why);
+    if (P->be == NCD_PERF_BACKEND_SOCKET &&
+        ncd_perf_socket_settings(ctx, &P->sock_nthreads, &P->sock_nsocks)) {
+        cli_err("%s", ncd_ctx_errdetail(ctx));
+        return 1;
+    }
+    int rpp = P->o.nthreads * P->o.ngpus;
+    int st = ncd_perf_validate(&P->o, plan.nprocs * rpp,
+                               (enum ncd_perf_backend_kind)P->be, why,
+                               sizeof why);
+    if (st) {
+        if (plan.proc <= 0)
+            fprintf(stderr, "nccl-doctor perf: %s\n", why);
+        return st;
+    }
+    struct ncd_job_opts jo = {.timeout_ms = P->peer_timeout_s * 1000,
+                              .ranks_per_proc = rpp,
+                              .straggler_ms = (P->peer_timeout_s + 5) * 1000,
+                              .fail_status = 3,
+                              .argc = &argc,
+                              .argv = &argv};
+    int err;
+    st = cli_job_run(ctx, "perf", &plan, &jo, perf_job, P, &err);
+    if (err) /* 1: could not fork; 4/3: the rendezvous timed out/failed */
+        st = plan.kind == NCD_JOB_FORK ? 1 : err == NCD_ETIMEOUT ? 4 : 3;
+    return st;
+}
+
 int ncd_cmd_perf(int argc, char **argv)
 {
     struct perf_cli P;
     memset(&P, 0, sizeof P);
     ncd_perf_opts_default(&P.o);
+    ncd_perf_traffic_default(&P.traffic);
     cli_common_init(&P.common);
     P.argv = argv;
     int st = setup(&P, argc, argv);
@@ -356,44 +439,8 @@ int ncd_cmd_perf(int argc, char **argv)
     struct ncd_ctx *ctx = cli_ctx_new(&P.common);
     if (!ctx)
         return 1;
-    ncd_perf_env(ctx, &P.o, &P.device0);
-    struct ncd_job_request req = {.np = P.np, .rendezvous = P.rendezvous};
-    struct ncd_job_plan plan;
-    if (ncd_job_resolve(ctx, &req, &plan)) {
-        cli_err("%s", ncd_ctx_errdetail(ctx));
-        ncd_ctx_free(ctx);
-        return 6;
-    }
-    char why[1024];
-    P.be = ncd_perf_select_backend((enum ncd_perf_backend_kind)P.be,
-                                   P.nccl_lib, P.cudart_lib, why, sizeof why);
-    if (!P.backend && P.be == NCD_PERF_BACKEND_SOCKET)
-        snprintf(P.fallback, sizeof P.fallback, "%s", why);
-    if (P.be == NCD_PERF_BACKEND_SOCKET &&
-        ncd_perf_socket_settings(ctx, &P.sock_nthreads, &P.sock_nsocks)) {
-        cli_err("%s", ncd_ctx_errdetail(ctx));
-        ncd_ctx_free(ctx);
-        return 1;
-    }
-    int rpp = P.o.nthreads * P.o.ngpus;
-    st = ncd_perf_validate(&P.o, plan.nprocs * rpp,
-                           (enum ncd_perf_backend_kind)P.be, why, sizeof why);
-    if (st) {
-        if (plan.proc <= 0)
-            fprintf(stderr, "nccl-doctor perf: %s\n", why);
-        ncd_ctx_free(ctx);
-        return st;
-    }
-    struct ncd_job_opts jo = {.timeout_ms = P.peer_timeout_s * 1000,
-                              .ranks_per_proc = rpp,
-                              .straggler_ms = (P.peer_timeout_s + 5) * 1000,
-                              .fail_status = 3,
-                              .argc = &argc,
-                              .argv = &argv};
-    int err;
-    st = cli_job_run(ctx, "perf", &plan, &jo, perf_job, &P, &err);
-    if (err) /* 1: could not fork; 4/3: the rendezvous timed out/failed */
-        st = plan.kind == NCD_JOB_FORK ? 1 : err == NCD_ETIMEOUT ? 4 : 3;
+    st = perf_main(&P, ctx, argc, argv);
+    ncd_perf_traffic_release(&P.traffic);
     ncd_ctx_free(ctx);
     return st;
 }

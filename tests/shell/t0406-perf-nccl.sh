@@ -46,7 +46,7 @@ check "all_reduce -g 4, every type and op: 0 wrong ($(cat $TMP/p))" sh -c "
     grep -q '^# nccl-tests version 2.19.6 nccl-headers=22805 nccl-library=22805\$' '$TMP/ar.out' &&
     grep -q '^#  Rank  3 Group  0 Pid .* device  3 \[0000:1e:00\] Fake GPU 3' '$TMP/ar.out' &&
     grep -q '^#  Backend: nccl (NCCL 2.28.5, 4 CUDA devices visible; .*fakecuda/libnccl.so.2, .*fakecuda/libcudart.so)' '$TMP/ar.out'"
-for c in all_gather reduce_scatter broadcast reduce alltoall sendrecv gather scatter hypercube; do
+for c in all_gather reduce_scatter broadcast reduce alltoall alltoallv sendrecv gather scatter hypercube; do
     perf $c -b 8 -e 10K -f 9 -t 2 -g 2 -r -1 -d all -m 2 -n 5 --backend nccl >"$TMP/c.out" 2>&1
     rc=$?
     parse_table "$TMP/c.out" >"$TMP/p"
@@ -64,4 +64,19 @@ check "more GPUs than devices: nccl-tests' message, exit 5" sh -c "
 NCCL_TESTS_DEVICE=2 perf broadcast -b 8 -e 8 -g 2 --backend nccl >"$TMP/d.out" 2>&1
 check "NCCL_TESTS_DEVICE=2 -g 2 uses devices 2 and 3" sh -c "
     grep -q 'Rank  0 .* device  2 ' '$TMP/d.out' && grep -q 'Rank  1 .* device  3 ' '$TMP/d.out'"
+# nccl-tests TimeTest: -w operations at every size from -b doubling to -e
+# (whatever -f says), then per size and side one untimed operation and -n
+# timed ones (BenchTime); -c 0: no check operation.
+FAKE_CUDA_DEVICES=1 FAKE_NCCL_TRACE="$TMP/trace" \
+    perf all_reduce -b 1K -e 64K -f 4 -w 2 -n 3 -c 0 --backend nccl >"$TMP/w.out" 2>&1
+{ for c in 256 512 1024 2048 4096 8192 16384; do echo "AllReduce $c"; echo "AllReduce $c"; done
+  for c in 256 1024 4096 16384; do i=0; while [ $i -lt 8 ]; do echo "AllReduce $c"; i=$((i+1)); done; done
+} >"$TMP/trace.want"
+check "warm-up over every size, then 1 + 3 operations per side" cmp -s "$TMP/trace.want" "$TMP/trace"
+# -I on the nccl backend: CUDA events per iteration, JSON per iteration
+perf all_reduce -b 8 -e 64 -f 8 -g 2 -n 4 -I 1 -J "$TMP/i.json" --backend nccl >"$TMP/i.out" 2>&1
+check "-I: CUDA event timing, 21 fields a row, per-iteration JSON" sh -c "
+    grep -q '^# Per-Iteration Report: CUDA event timing; i_\* uses max over process rows \$' '$TMP/i.out' &&
+    [ \$(grep -v '^#' '$TMP/i.out' | awk 'NF==21' | wc -l) -eq 2 ] &&
+    grep -q '\"out_of_place_per_iter\":{\"skipped_iterations\":0,\"min_us\":' '$TMP/i.json'"
 finish

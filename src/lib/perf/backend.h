@@ -50,6 +50,15 @@ struct ncd__backend {
      * keeps the wall clock). */
     int (*timer_start)(struct ncd__rank *rk);
     double (*timer_stop)(struct ncd__rank *rk);
+    /* Optional -I device timing (nccl: CUDA events on the rank's stream):
+     * iter_begin prepares n iterations; iter_mark records the start
+     * (end 0) or the end (end 1) of iteration i; iter_read waits for the
+     * last mark and writes each iteration's seconds into sec[n].
+     * iter_begin returns -1 when the device cannot time (the runner then
+     * uses the host clock); the others 0 or -1 after ncd__rt_fail(). */
+    int (*iter_begin)(struct ncd__rank *rk, int n);
+    int (*iter_mark)(struct ncd__rank *rk, int i, int end);
+    int (*iter_read)(struct ncd__rank *rk, int n, double *sec);
     /* -M: memory of this rank in bytes: init, user-allocated, collective */
     void (*mem_usage)(struct ncd__rank *rk, uint64_t mem[3]);
 };

@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
@@ -81,9 +82,31 @@ void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
     if (o->blocking == 3)
         ncd_sb_puts(sb, "# Blocking Enabled: wait and barrier after each "
                         "outer iteration (-n); time excludes barrier \n");
+    if (o->per_iter_timing) {
+        /* nccl-tests times each iteration with CUDA events; the socket
+         * backend (nccl_version 0) has none and uses the host clock */
+        ncd_sb_printf(sb, "# Per-Iteration Report: %s timing; i_* uses max "
+                          "over process rows",
+                      nccl_version ? "CUDA event" : "host clock");
+        if (o->per_iter_skip)
+            ncd_sb_printf(sb, "; summary skips first %d iterations",
+                          o->per_iter_skip);
+        ncd_sb_puts(sb, " \n");
+    }
     if (o->parallel_init)
         ncd_sb_puts(sb, "# Parallel Init Enabled: threads call into "
                         "NcclInitRank concurrently \n");
+    if (o->cudagraph_asked > 0)
+        ncd_sb_printf(
+            sb, "# CUDA graph launches (-G %d): %s; graph: 0, %s \n",
+            o->cudagraph_asked,
+            nccl_version ? "not done by nccl-doctor"
+                         : "not applicable to the socket backend (host "
+                           "buffers, no CUDA stream to capture)",
+            nccl_version ? "every NCCL operation is launched on its own, so "
+                           "times include the per-launch host overhead a "
+                           "graph replay would hide"
+                         : "every operation is issued on its own");
     ncd_sb_puts(sb, "#\n");
     ncd_sb_puts(sb, "# Using devices\n");
     for (int i = 0; i < ndevs; i++) {
@@ -103,6 +126,30 @@ void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o)
     int pad = o->report_timestamps ? 19 : 0;
     const char *tm = o->report_cputime ? "cputime" : "time";
     ncd_sb_puts(sb, "#\n");
+    if (o->per_iter_timing) {
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s              out-of-place "
+                      "(+ per-iteration)                                "
+                      "in-place (+ per-iteration)\n",
+                      "", "", "", "", "");
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  "
+                      "%7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s "
+                      "%*s\n",
+                      "size", "count", "type", "redop", "root", tm, "algbw",
+                      "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+                      tm, "algbw", "busbw", "#wrong", "i_min", "i_max",
+                      "i_p99", "i_cv%", pad, tl);
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  "
+                      "%7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s "
+                      "%*s\n",
+                      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                      "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", "(us)",
+                      "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+                      pad, tf);
+        return;
+    }
     ncd_sb_printf(sb,
                   "# %10s  %12s  %8s  %6s  %6s           out-of-place        "
                   "               in-place          \n",
@@ -119,7 +166,8 @@ void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o)
                   "", "(us)", "(GB/s)", "(GB/s)", "", pad, tf);
 }
 
-static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_cell *c)
+static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                     const struct ncd_perf_cell *c)
 {
     char t[8], a[7], b[7];
     ncd_perf_fmt_num(c->time_us, 7, t);
@@ -129,6 +177,19 @@ static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_cell *c)
         ncd_sb_printf(sb, "  %7s  %6s  %6s  %6g", t, a, b, (double)c->wrong);
     else
         ncd_sb_printf(sb, "  %7s  %6s  %6s    N/A", t, a, b);
+    if (!o->per_iter_timing)
+        return;
+    const struct ncd_perf_iterstats *it = c->iter;
+    if (!it) { /* keeps the field count when a side has no samples */
+        ncd_sb_puts(sb, "      N/A      N/A      N/A      N/A");
+        return;
+    }
+    char mn[8], mx[8], p99[8], cv[8];
+    ncd_perf_fmt_num(it->min_us, 7, mn);
+    ncd_perf_fmt_num(it->max_us, 7, mx);
+    ncd_perf_fmt_num(it->p99_us, 7, p99);
+    ncd_perf_fmt_num(it->cv_pct, 7, cv);
+    ncd_sb_printf(sb, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
 }
 
 void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
@@ -138,8 +199,8 @@ void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
     snprintf(root, sizeof root, "%6i", r->root);
     ncd_sb_printf(sb, "%12li  %12li  %8s  %6s  %6s", (long)r->bytes,
                   (long)r->count, r->type, r->redop, root);
-    fmt_cell(sb, &r->oop);
-    fmt_cell(sb, &r->ip);
+    fmt_cell(sb, o, &r->oop);
+    fmt_cell(sb, o, &r->ip);
     if (o->report_timestamps)
         ncd_sb_printf(sb, "%21s", r->timestamp);
     ncd_sb_putc(sb, '\n');
@@ -258,8 +319,8 @@ json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
     rc |= jset(cfg, "validation", json_integer(o->check));
     rc |= jset(cfg, "graph", json_integer(o->cudagraph));
     rc |= jset(cfg, "blocking_collectives", jbool(o->blocking));
-    rc |= jset(cfg, "per_iter_timing", jbool(0));
-    rc |= jset(cfg, "per_iter_skip", json_integer(0));
+    rc |= jset(cfg, "per_iter_timing", jbool(o->per_iter_timing));
+    rc |= jset(cfg, "per_iter_skip", json_integer(o->per_iter_skip));
     rc |= jset(cfg, "parallel_init", jbool(o->parallel_init));
     for (int i = 0; i < ndevs; i++) {
         json_t *d = json_object();
@@ -311,6 +372,96 @@ static json_t *jcell(const struct ncd_perf_opts *o,
     return j;
 }
 
+static json_t *jdoubles(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, jdouble(v[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* nccl-tests writePerIterReport's object, keys in its order */
+static json_t *jiter(const struct ncd_perf_iterstats *it)
+{
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int rc = 0;
+    rc |= jset(j, "skipped_iterations", json_integer(it->skipped));
+    rc |= jset(j, "min_us", jdouble(it->min_us));
+    rc |= jset(j, "max_us", jdouble(it->max_us));
+    rc |= jset(j, "avg_us", jdouble(it->avg_us));
+    rc |= jset(j, "p50_us", jdouble(it->p50_us));
+    rc |= jset(j, "p95_us", jdouble(it->p95_us));
+    rc |= jset(j, "p99_us", jdouble(it->p99_us));
+    rc |= jset(j, "stdev_us", jdouble(it->stdev_us));
+    rc |= jset(j, "cv_pct", jdouble(it->cv_pct));
+    rc |= jset(j, "times_us", jdoubles(it->times_us, it->n));
+    if (it->nprocs > 1 && it->proc_times_us) {
+        json_t *rows = json_array();
+        for (int p = 0; rows && p < it->nprocs; p++)
+            if (json_array_append_new(
+                    rows, jdoubles(it->proc_times_us + (size_t)p * it->n,
+                                   it->n))) {
+                json_decref(rows);
+                rows = NULL;
+            }
+        rc |= jset(j, "per_process_max_times_us", rows);
+    }
+    if (rc) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* nccl-tests' nearest-rank percentile index */
+static int pct_index(int n, int p)
+{
+    int i = (n * p + 99) / 100 - 1;
+    return i < n - 1 ? i : n - 1;
+}
+
+int ncd_perf_iter_stats(const double *times_us, int n, int skip,
+                        struct ncd_perf_iterstats *st)
+{
+    int m = n - skip;
+    if (skip < 0 || m < 1)
+        return NCD_EINVAL;
+    double *v = malloc(sizeof *v * (size_t)m);
+    if (!v)
+        return NCD_ENOMEM;
+    memcpy(v, times_us + skip, sizeof *v * (size_t)m);
+    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    st->n = n;
+    st->skipped = skip;
+    st->times_us = times_us;
+    st->min_us = v[0];
+    st->max_us = v[m - 1];
+    st->p50_us = v[m / 2];
+    st->p95_us = v[pct_index(m, 95)];
+    st->p99_us = v[pct_index(m, 99)];
+    double sum = 0, var = 0;
+    for (int i = 0; i < m; i++)
+        sum += v[i];
+    st->avg_us = sum / m;
+    for (int i = 0; i < m; i++)
+        var += (v[i] - st->avg_us) * (v[i] - st->avg_us);
+    st->stdev_us = sqrt(var / m);
+    st->cv_pct = st->avg_us > 0 ? st->stdev_us / st->avg_us * 100.0 : 0.0;
+    free(v);
+    return 0;
+}
+
 int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
                           const struct ncd_perf_row *r, const char *name)
 {
@@ -329,7 +480,11 @@ int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
     rc |= jset(j, "redop", json_string(r->redop));
     rc |= jset(j, "root", json_string(root));
     rc |= jset(j, "out_of_place", jcell(o, &r->oop));
+    if (o->per_iter_timing && r->oop.iter)
+        rc |= jset(j, "out_of_place_per_iter", jiter(r->oop.iter));
     rc |= jset(j, "in_place", jcell(o, &r->ip));
+    if (o->per_iter_timing && r->ip.iter)
+        rc |= jset(j, "in_place_per_iter", jiter(r->ip.iter));
     rc |= jset(j, "actual_iterations", json_integer(o->iters));
     rc |= jset(j, "experiment_name", json_string(name ? name : ""));
     if (rc || json_array_append_new(res, j)) {

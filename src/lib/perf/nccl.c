@@ -13,7 +13,8 @@
  * ncclCommGetAsyncError and aborts the communicator after -T seconds.
  * The time column comes from CUDA events recorded on the rank's stream
  * around the timed loop (cudaEventElapsedTime), the wall clock when the
- * runtime lacks events or with -C / -z 1 / -z 3.
+ * runtime lacks events or with -z 1 / -z 3; -I records a start and an end
+ * event per iteration.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -64,6 +65,8 @@ struct nccl_proc {
 struct nccl_rank {
     uint64_t init_bytes; /* device memory taken by ncclCommInitRank */
     void *ev[2];         /* CUDA events around the timed loop */
+    void **iev;          /* -I: 2 per iteration (start, end) */
+    int niev;
     int dev;
     nccl_comm comm;
     cuda_stream stream;
@@ -441,6 +444,10 @@ static void nccl_rank_fini(struct ncd__rank *rk)
     for (int i = 0; i < 2; i++)
         if (n->ev[i] && P->cu.EventDestroy)
             P->cu.EventDestroy(n->ev[i]);
+    for (int i = 0; i < n->niev; i++)
+        if (n->iev[i] && P->cu.EventDestroy)
+            P->cu.EventDestroy(n->iev[i]);
+    free(n->iev);
     if (n->stream)
         P->cu.StreamDestroy(n->stream);
     free(n);
@@ -587,6 +594,7 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
                                   .root = root,
                                   .rank = me,
                                   .nranks = nr,
+                                  .k = k,
                                   .copy = dev_copy,
                                   .copy_arg = rk};
     const struct ncd__coll *row = ncd__coll(c);
@@ -687,6 +695,56 @@ static double nccl_timer_stop(struct ncd__rank *rk)
     return ms / 1000.0;
 }
 
+/* -I: a start and an end event per iteration (nccl-tests recordEvents;
+ * its -z 3 paired events), created once and reused. */
+static int nccl_iter_begin(struct ncd__rank *rk, int iters)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    if (!P->cu.EventCreate || !P->cu.EventRecord ||
+        !P->cu.EventElapsedTime || !P->cu.EventSynchronize || iters <= 0)
+        return -1;
+    int need = 2 * iters;
+    if (n->niev < need) {
+        void **v = realloc(n->iev, sizeof *v * (size_t)need);
+        if (!v)
+            return -1;
+        n->iev = v;
+        for (int i = n->niev; i < need; i++)
+            if (P->cu.EventCreate(&n->iev[i]) != CUDA_SUCCESS) {
+                n->niev = i;
+                return -1;
+            }
+        n->niev = need;
+    }
+    return 0;
+}
+
+static int nccl_iter_mark(struct ncd__rank *rk, int i, int end)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    cuda_err e = P->cu.EventRecord(n->iev[2 * i + end], n->stream);
+    return e ? cuda_fail(rk, e, "cudaEventRecord") : 0;
+}
+
+static int nccl_iter_read(struct ncd__rank *rk, int iters, double *sec)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    cuda_err e = P->cu.EventSynchronize(n->iev[2 * iters - 1]);
+    if (e)
+        return cuda_fail(rk, e, "cudaEventSynchronize");
+    for (int i = 0; i < iters; i++) {
+        float ms = 0;
+        e = P->cu.EventElapsedTime(&ms, n->iev[2 * i], n->iev[2 * i + 1]);
+        if (e)
+            return cuda_fail(rk, e, "cudaEventElapsedTime");
+        sec[i] = ms / 1000.0;
+    }
+    return 0;
+}
+
 static void nccl_mem(struct ncd__rank *rk, uint64_t mem[3])
 {
     struct nccl_rank *n = rk->be;
@@ -712,5 +770,8 @@ const struct ncd__backend ncd__backend_nccl = {
     .to_host = nccl_to_dev,
     .timer_start = nccl_timer_start,
     .timer_stop = nccl_timer_stop,
+    .iter_begin = nccl_iter_begin,
+    .iter_mark = nccl_iter_mark,
+    .iter_read = nccl_iter_read,
     .mem_usage = nccl_mem,
 };

@@ -13,6 +13,7 @@
 #include "ncd/error.h"
 #include "ncd/ncclvars.h"
 #include "ncd/perf.h"
+#include "perf/coll.h"
 
 int ncd_perf_backend_from_name(const char *s)
 {
@@ -56,6 +57,10 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
                       enum ncd_perf_backend_kind be, char *why,
                       size_t whylen)
 {
+    const struct ncd__coll *row = ncd__coll(o->coll);
+    int st = row && row->validate ? row->validate(o, nranks, why, whylen) : 0;
+    if (st)
+        return st;
     if (ncd_perf_coll_needs_pow2(o->coll) && (nranks & (nranks - 1))) {
         snprintf(why, whylen,
                  "%s needs a power-of-two number of ranks, not %d",

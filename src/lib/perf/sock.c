@@ -859,7 +859,8 @@ int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
                                .rank = R->rank,
                                .nranks = R->nranks,
                                .dt = dt,
-                               .op = op};
+                               .op = op,
+                               .k = k};
     R->dt = dt;
     R->op = op;
     R->nops = 0;
@@ -872,8 +873,8 @@ int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
     if (R->nranks == 1) { /* nothing to exchange: the local result */
         if (c->reduces)
             ncd_perf_reduce_finish(dt, op, recv, send, a.count, 1, 1);
-        else
-            ncd__copy(recv, send, a.count * a.es);
+        else /* the whole result is this rank's own data */
+            ncd__copy(recv, send, k->recvcount * a.es);
         return 0;
     }
     int ring = algo == NCD_PERF_ALGO_AUTO ? c->ring_by_default

@@ -29,6 +29,7 @@ struct ncd__sock_args {
     int rank, nranks; /* nranks > 1 */
     enum ncd_perf_dtype dt;
     enum ncd_perf_op op;
+    const struct ncd_perf_counts *k; /* the counts (alltoallv's traffic) */
 };
 
 /* Sends len bytes of buf to peer; with dep >= 0, chunk j goes out only
