@@ -69,6 +69,9 @@ struct ncd__coll {
     int (*sock_direct)(struct ncd__sock_rank *R,
                        const struct ncd__sock_args *a);
     int ring_by_default;
+    /* forwards through a scratch buffer as large as its send buffer
+     * (ncd__sock_scratch(): reduce_scatter, scatter, in-place alltoall) */
+    int sock_scratch;
 
     /* nccl backend: the NCCL calls of one operation (ncclResult_t; < 0
      * after a failure the call reported itself) */

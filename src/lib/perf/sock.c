@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,15 @@
 #define CHUNK_MAX (512u << 10)
 #define CHUNK_MIN (64u << 10)
 #define NLOCKS 64
+/*
+ * How long a thread with nothing to do keeps polling without sleeping
+ * (poll with timeout 0, yielding the CPU between tries) before it blocks
+ * in poll: a small message's answer usually arrives within a few tens of
+ * microseconds, and waking from a blocking poll costs about as much again
+ * (NCCL's proxy thread spins the same way, src/proxy.cc).  Measured in
+ * bench/perf-socket against Open MPI's MPI_Allreduce.
+ */
+#define SPIN_S 200e-6
 
 enum { XA_COPY, XA_REDUCE, XA_ACC };
 
@@ -400,7 +410,11 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         if (self == 0)
             nw = watch_idle(R, b, self, pf + np, idx + np);
         np += nw;
-        int r = poll(pf, (nfds_t)np, 100);
+        /* spin briefly after the last progress, then block */
+        int spin = ncd_sock_now() - last < SPIN_S;
+        int r = poll(pf, (nfds_t)np, spin ? 0 : 100);
+        if (r == 0 && spin)
+            sched_yield();
         if (r < 0 && errno != EINTR) {
             set_error(R, NCD_ESYS, "poll: %s", strerror(errno));
             break;
