@@ -890,6 +890,9 @@ int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
             ncd__copy(recv, send, a.count * a.es);
         return 0;
     }
+    if (algo == NCD_PERF_ALGO_AUTO && c->sock_small &&
+        a.count * a.es * (size_t)(R->nranks - 1) <= NCD__SOCK_SMALL_MAX)
+        return c->sock_small(R, &a);
     int ring = algo == NCD_PERF_ALGO_AUTO ? c->ring_by_default
                                           : algo != NCD_PERF_ALGO_DIRECT;
     return ring || !c->sock_direct ? c->sock_ring(R, &a)
