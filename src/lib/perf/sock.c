@@ -48,7 +48,8 @@
  * (poll with timeout 0, yielding the CPU between tries) before it blocks
  * in poll: a small message's answer usually arrives within a few tens of
  * microseconds, and waking from a blocking poll costs about as much again
- * (NCCL's proxy thread spins the same way, src/proxy.cc).  Measured in
+ * (NCCL's proxy thread spins the same way, src/proxy.cc).  Only when the
+ * job's ranks x threads fit this process's CPUs.  Measured in
  * bench/perf-socket against Open MPI's MPI_Allreduce.
  */
 #define SPIN_S 200e-6
@@ -93,6 +94,7 @@ struct ncd__sock_rank {
     struct ncd_peerset *ps;
     int rank, nranks, nthreads, S;
     int timeout_ms;
+    int spin; /* spin before blocking in poll (SPIN_S) */
     atomic_int *abort_flag;
     uint32_t seq;
     enum ncd_perf_dtype dt;
@@ -411,7 +413,7 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
             nw = watch_idle(R, b, self, pf + np, idx + np);
         np += nw;
         /* spin briefly after the last progress, then block */
-        int spin = ncd_sock_now() - last < SPIN_S;
+        int spin = R->spin && ncd_sock_now() - last < SPIN_S;
         int r = poll(pf, (nfds_t)np, spin ? 0 : 100);
         if (r == 0 && spin)
             sched_yield();
@@ -747,6 +749,13 @@ int ncd__sock_rank_new(struct ncd_peerset *ps, int rank, int nranks,
     R->S = ncd_peerset_nsocks(ps);
     R->timeout_ms = timeout_ms;
     R->abort_flag = abort_flag;
+    /* spin only when every rank's threads can have a CPU of their own: with
+     * more, a spinning rank takes the CPU the rank it waits for needs (MPI
+     * implementations stop busy-waiting when oversubscribed for the same
+     * reason) */
+    cpu_set_t cs;
+    int ncpu = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 1;
+    R->spin = (long)nranks * R->nthreads <= ncpu;
     pthread_mutex_init(&R->mu, NULL);
     pthread_cond_init(&R->cv, NULL);
     for (int i = 0; i < NLOCKS; i++)
