@@ -16,15 +16,19 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
 # A short, reproducible libFuzzer run (seed 1, NCD_FUZZ_RUNS inputs each,
 # default 3000) of every fuzz target (cmake/fuzz.cmake: the explain line
 # parser and rules loader, the rc-file editor): a separate small clang
-# build of just the fuzz targets.  Skipped without clang, with extra ctest
-# args, or with NCD_NO_FUZZ=1.
+# build of the fuzz targets, which also builds and links nccl-doctor with
+# clang (the library is compiled for the fuzz targets anyway,
+# so this adds only the CLI), and runs its --help.  Skipped without clang,
+# with extra ctest args, or with NCD_NO_FUZZ=1.
 if [ $# -eq 0 ] && [ -z "${NCD_NO_FUZZ:-}" ] && command -v clang >/dev/null 2>&1; then
     FUZZ=${NCD_FUZZ_BUILD_DIR:-build-fuzz}
     CC=clang cmake -S . -B "$FUZZ" -DCMAKE_BUILD_TYPE=Debug -DNCD_FUZZ=ON \
           -DNCD_ASAN=ON -DNCD_UBSAN=ON \
           -DNCD_FUZZ_RUNS="${NCD_FUZZ_RUNS:-3000}" >/dev/null
-    cmake --build "$FUZZ" -j "$(nproc)" --target fuzz \
+    cmake --build "$FUZZ" -j "$(nproc)" --target fuzz nccl-doctor \
           >"$FUZZ/build.log" 2>&1 || { tail -40 "$FUZZ/build.log"; st=1; }
+    "$FUZZ/nccl-doctor" --help >/dev/null ||
+        { echo "clang-built nccl-doctor does not run"; st=1; }
     ctest --test-dir "$FUZZ" -L fuzz --output-on-failure || st=1
 fi
 exit $st
