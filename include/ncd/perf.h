@@ -865,6 +865,39 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
                       size_t whylen);
 
 /**
+ * Bytes of each rank's send and of its receive buffer for this sweep: the
+ * largest send or receive count over the sizes and the types it runs,
+ * times the element size, plus -u elements of 8 bytes.  Pure.
+ */
+size_t ncd_perf_buffer_bytes(const struct ncd_perf_opts *o, int nranks);
+
+/**
+ * Host buffers one rank holds for this sweep, in bytes: its send and
+ * receive buffers (ncd_perf_buffer_bytes()) and, on the socket backend,
+ * the scratch buffer of the collectives that forward through one
+ * (reduce_scatter, scatter, in-place alltoall), as large again.  *nbufs =
+ * how many buffers that is.  0 for the nccl backend (device memory).
+ * Excludes the program itself and the socket backend's 512 KiB staging
+ * per socket, so it is a floor: a sweep above it cannot fit.  Pure.
+ */
+uint64_t ncd_perf_rank_host_bytes(const struct ncd_perf_opts *o, int nranks,
+                                  enum ncd_perf_backend_kind be, int *nbufs);
+
+/**
+ * Whether the buffers of `local_ranks` ranks of this sweep (of `nranks` in
+ * all) fit this host: their ncd_perf_rank_host_bytes() against
+ * MemAvailable of /proc/meminfo, read through ctx's file layer (kernel
+ * 3.14+; without the field the check passes).  Made before any rank
+ * starts, so that a sweep that cannot fit is refused with the figure it
+ * needs rather than walking the host into the OOM killer.
+ * @return 0 (fits, or nothing to check), or 6 with a message in `why`
+ *         naming the bytes needed (ranks x buffers x size) and available.
+ */
+int ncd_perf_mem_fit(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
+                     int nranks, int local_ranks,
+                     enum ncd_perf_backend_kind be, char *why, size_t whylen);
+
+/**
  * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD from ctx's environment
  * as NCCL's socket transport reads them (NCCL src/transport/net_socket.cc
  * ncclNetSocketGetNsockNthread, 2.30): integers parsed as NCCL_PARAM does

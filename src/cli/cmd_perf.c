@@ -24,6 +24,7 @@
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/perf.h"
+#include "ncd/sock.h"
 #include "ncd/strbuf.h"
 
 extern char **environ;
@@ -73,7 +74,8 @@ const char ncd_cmd_perf_usage[] =
     "                       is usable), socket (TCP, any machine), auto\n"
     "  --algo A             socket: ring, direct or auto (ring for\n"
     "                       all_reduce/all_gather/reduce_scatter/broadcast/\n"
-    "                       reduce, direct otherwise)\n"
+    "                       reduce, direct otherwise; all_reduce sending\n"
+    "                       <= 64 KiB per rank: one exchange with all)\n"
     "  --iface IF           socket: interface to use (else\n"
     "                       NCCL_SOCKET_IFNAME, else the rendezvous route)\n"
     "  --rendezvous H:P     TCP rendezvous root (rank 0 listens on it);\n"
@@ -131,6 +133,8 @@ struct perf_cli {
     FILE *out;
     struct ncd_perf_report *rep;
     int progress_tty;
+    double row_start; /* progress(): when the current row started */
+    size_t row_bytes;
 };
 
 /* Output (global rank 0's thread) ---------------------------------------- */
@@ -146,13 +150,33 @@ static void out_text(void *arg, const char *text)
     }
 }
 
+/*
+ * Called as row i of n (`bytes`) starts.  Shown, on a terminal only, once
+ * rows take over 2 s: the last row's time, scaled by the size ratio, is
+ * the estimate of this one and of each one left.
+ */
 static void progress(void *arg, size_t i, size_t n, size_t bytes)
 {
     struct perf_cli *P = arg;
     if (!P->progress_tty)
         return;
-    fprintf(stderr, "\r\033[K# %s: size %zu B (%zu of %zu)", P->o.prog, bytes,
-            i + 1, n);
+    double now = ncd_sock_now();
+    double last = i > 0 && P->row_start > 0 ? now - P->row_start : 0;
+    double r = i > 0 && P->row_bytes ? (double)bytes / (double)P->row_bytes
+                                     : 1;
+    if (r < 1)
+        r = 1;
+    P->row_start = now;
+    P->row_bytes = bytes;
+    if (last * r <= 2.0 && last <= 2.0)
+        return;
+    double eta = 0, t = last;
+    for (size_t k = i; k < n; k++)
+        eta += (t *= r);
+    fprintf(stderr,
+            "\r\033[K# %s: size %zu B, row %zu of %zu (%zu left after "
+            "it), ETA %.0f s",
+            P->o.prog, bytes, i + 1, n, n - i - 1, eta);
     fflush(stderr);
 }
 
@@ -407,6 +431,19 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
     int st = ncd_perf_validate(&P->o, plan.nprocs * rpp,
                                (enum ncd_perf_backend_kind)P->be, why,
                                sizeof why);
+    if (st) {
+        if (plan.proc <= 0)
+            fprintf(stderr, "nccl-doctor perf: %s\n", why);
+        return st;
+    }
+    /* the buffers of this host's ranks against MemAvailable, before any
+     * rank allocates */
+    int local = plan.kind == NCD_JOB_FORK     ? plan.nprocs
+                : plan.kind == NCD_JOB_SINGLE ? 1
+                : plan.env.local_size > 0     ? plan.env.local_size
+                                              : 1;
+    st = ncd_perf_mem_fit(ctx, &P->o, plan.nprocs * rpp, local * rpp,
+                          (enum ncd_perf_backend_kind)P->be, why, sizeof why);
     if (st) {
         if (plan.proc <= 0)
             fprintf(stderr, "nccl-doctor perf: %s\n", why);

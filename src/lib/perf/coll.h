@@ -32,6 +32,11 @@ enum ncd__redop_col {
     NCD__REDOP_EMPTY, /* "" (hypercube) */
 };
 
+/* Below this many bytes sent per rank, --algo auto takes a row's
+ * sock_small: on loopback one exchange costs ~10-20 us, so the ring's
+ * 2(n-1) dependent steps dominate up to tens of KiB. */
+#define NCD__SOCK_SMALL_MAX (64u << 10)
+
 struct ncd__coll {
     const char *name;  /* "all_reduce": the binary is <name>_perf */
     const char *alias; /* another accepted spelling ("all_to_all"), NULL */
@@ -78,6 +83,14 @@ struct ncd__coll {
     int (*sock_direct)(struct ncd__sock_rank *R,
                        const struct ncd__sock_args *a);
     int ring_by_default;
+    /* --algo auto below NCD__SOCK_SMALL_MAX bytes sent per rank ((nranks
+     * - 1) x the buffer): a latency-bound algorithm (one exchange), or
+     * NULL */
+    int (*sock_small)(struct ncd__sock_rank *R,
+                      const struct ncd__sock_args *a);
+    /* forwards through a scratch buffer as large as its send buffer
+     * (ncd__sock_scratch(): reduce_scatter, scatter, in-place alltoall) */
+    int sock_scratch;
 
     /* nccl backend: the NCCL calls of one operation (ncclResult_t; < 0
      * after a failure the call reported itself) */

@@ -512,22 +512,7 @@ static void *rank_main(void *arg)
                            rt->nranks);
 
     /* Buffers: the largest send/recv of the sweep, plus -u elements. */
-    size_t maxes = 8, need = 0;
-    {
-        struct ncd_perf_counts k;
-        for (int t = 0; t < NCD_DT__COUNT; t++) {
-            if (o->dtype >= 0 && t != o->dtype)
-                continue;
-            size_t es = ncd_perf_dtype_size((enum ncd_perf_dtype)t);
-            ncd_perf_counts_traffic(o->coll, o->maxbytes, es, rt->nranks,
-                                    rk->rank, o->traffic, &k);
-            size_t b = (k.sendcount > k.recvcount ? k.sendcount
-                                                   : k.recvcount) * es;
-            if (b > need)
-                need = b;
-        }
-    }
-    need += (size_t)o->unalign * maxes;
+    size_t need = ncd_perf_buffer_bytes(o, rt->nranks);
     if (be->alloc(rk, need ? need : 1))
         goto out;
     allocated = 1;

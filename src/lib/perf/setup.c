@@ -11,8 +11,10 @@
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/fs.h"
 #include "ncd/ncclvars.h"
 #include "ncd/perf.h"
+#include "ncd/shm.h"
 #include "perf/coll.h"
 
 int ncd_perf_backend_from_name(const char *s)
@@ -84,6 +86,92 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
         return 5;
     }
     return 0;
+}
+
+size_t ncd_perf_buffer_bytes(const struct ncd_perf_opts *o, int nranks)
+{
+    size_t need = 0;
+    for (int t = 0; t < NCD_DT__COUNT; t++) {
+        if (o->dtype >= 0 && t != o->dtype)
+            continue;
+        size_t es = ncd_perf_dtype_size((enum ncd_perf_dtype)t);
+        /* alltoallv's traffic differs per rank: the largest of any rank */
+        int nr = o->traffic && nranks > 0 ? nranks : 1;
+        for (int r = 0; r < nr; r++) {
+            struct ncd_perf_counts k;
+            ncd_perf_counts_traffic(o->coll, o->maxbytes, es, nranks, r,
+                                    o->traffic, &k);
+            size_t b =
+                (k.sendcount > k.recvcount ? k.sendcount : k.recvcount) * es;
+            if (b > need)
+                need = b;
+        }
+    }
+    return need + (size_t)o->unalign * 8;
+}
+
+uint64_t ncd_perf_rank_host_bytes(const struct ncd_perf_opts *o, int nranks,
+                                  enum ncd_perf_backend_kind be, int *nbufs)
+{
+    const struct ncd__coll *c = ncd__coll(o->coll);
+    *nbufs = be == NCD_PERF_BACKEND_NCCL ? 0 : 2 + (c && c->sock_scratch);
+    return (uint64_t)*nbufs * ncd_perf_buffer_bytes(o, nranks);
+}
+
+static void human(char *out, size_t len, double b)
+{
+    static const char *const unit[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (b >= 1024 && u < 4)
+        b /= 1024, u++;
+    snprintf(out, len, u ? "%.1f %s" : "%.0f %s", b, unit[u]);
+}
+
+int ncd_perf_mem_fit(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
+                     int nranks, int local_ranks,
+                     enum ncd_perf_backend_kind be, char *why, size_t whylen)
+{
+    int nbufs;
+    uint64_t per = ncd_perf_rank_host_bytes(o, nranks, be, &nbufs);
+    if (whylen)
+        why[0] = '\0';
+    if (!per || local_ranks < 1)
+        return 0;
+    char *buf;
+    size_t len;
+    if (ncd_fs_read(ctx, "/proc/meminfo", 1 << 20, &buf, &len) < 0) {
+        ncd_ctx_clear_error(ctx);
+        return 0;
+    }
+    long long avail = ncd_meminfo_field(buf, len, "MemAvailable");
+    free(buf);
+    double need = (double)per * local_ranks;
+    if (avail < 0 || need <= (double)avail)
+        return 0;
+    /* the largest power-of-two -e that fits, with nccl-tests' suffixes */
+    double fit = (double)o->maxbytes * (double)avail / need;
+    size_t e = 1;
+    while ((double)e * 2 <= fit)
+        e *= 2;
+    char es[32];
+    snprintf(es, sizeof es, "%zu%s",
+             e >= (1u << 30) ? e >> 30 : e >= (1u << 20) ? e >> 20
+                                     : e >= 1024      ? e >> 10
+                                                      : e,
+             e >= (1u << 30) ? "G" : e >= (1u << 20) ? "M"
+                                   : e >= 1024       ? "K"
+                                                     : "");
+    char n[32], a[32], b[32];
+    human(n, sizeof n, need);
+    human(a, sizeof a, (double)avail);
+    human(b, sizeof b, (double)per / nbufs);
+    snprintf(why, whylen,
+             "the sweep needs %s of host memory on this host (%d local "
+             "rank%s x %d buffers x %s for -e %zu) but MemAvailable is %s: "
+             "lower -e (-e %s fits) or run fewer ranks here",
+             n, local_ranks, local_ranks == 1 ? "" : "s", nbufs, b,
+             o->maxbytes, a, es);
+    return 6;
 }
 
 /* The catalog's bound of `name`, or `dflt` when it has none. */

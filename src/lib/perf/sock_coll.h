@@ -69,6 +69,13 @@ int ncd__sock_direct_ag(struct ncd__sock_rank *R,
                         const struct ncd__sock_args *a, const char *mine,
                         int equal_blocks);
 
+/* One-shot all-reduce for small sizes: every rank sends its whole input to
+ * every peer and reduces what it receives into a->recv, one exchange
+ * instead of the ring's 2(n-1) dependent steps (in-place inputs are sent
+ * from a scratch copy). */
+int ncd__sock_oneshot(struct ncd__sock_rank *R,
+                      const struct ncd__sock_args *a);
+
 /* Copies n bytes with the vectorised kernel (perf_int.h). */
 void ncd__copy(void *dst, const void *src, size_t n);
 

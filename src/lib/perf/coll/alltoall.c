@@ -85,4 +85,5 @@ const struct ncd__coll ncd__coll_alltoall = {
     .expect = expect,
     .sock_ring = exchange,
     .nccl = nccl,
+    .sock_scratch = 1,
 };
