@@ -10,8 +10,10 @@
  * with sysfs symlinks kept as relative symlinks, plus the recorded answers
  * of system calls under /.ncd/:
  *   .ncd/env          NCCL_*, CUDA_*, launcher variables, NAME=value per
- *                     line; values of names containing TOKEN, SECRET,
- *                     PASSWORD, PASSWD, KEY or CREDENTIAL are "<redacted>"
+ *                     line, redacted by ncd_env_redact(): values of names
+ *                     containing TOKEN, SECRET, PASSWORD, PASSWD, KEY or
+ *                     CREDENTIAL are "<redacted>", and so are credentials
+ *                     inside URLs ("user:pass@")
  *   .ncd/ifaddrs      getifaddrs() list (format in netif.h)
  *   .ncd/statvfs      "<dir> <size bytes> <free bytes>" for /dev/shm
  *   .ncd/dlopen       dlopen results (format in rdma.h)
@@ -65,6 +67,21 @@ int ncd_gather_env_wanted(const char *name);
 
 /** Whether a variable's value must be redacted (see above).  Pure. */
 int ncd_env_is_secret(const char *name);
+
+struct ncd_strbuf;
+
+/**
+ * Appends `value` of variable `name` as nccl-doctor writes any value down
+ * (.ncd/env, perf's -J "env"): "<redacted>" when ncd_env_is_secret(name);
+ * else the value with the user information of every URL or host spec
+ * that carries credentials replaced by "<redacted>":
+ * "https://user:pass@host/x" -> "https://<redacted>@host/x",
+ * "s3://TOKEN@bucket" -> "s3://<redacted>@bucket", "user:pw@host:29500"
+ * -> "<redacted>@host:29500".  An '@' inside a path or a plain
+ * "user@host" is kept.  `name` may be NULL (value only).  Pure.
+ */
+void ncd_env_redact(const char *name, const char *value,
+                    struct ncd_strbuf *out);
 
 /**
  * Unpacks a capture tarball (any format/compression libarchive reads) into

@@ -17,6 +17,7 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
+#include "ncd/perf.h"
 #include "ncd/readall.h"
 #include "ncd/tune.h"
 
@@ -266,8 +267,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         T->metric_avg = !strcmp(arg, "average");
         return 0;
     case OPT_BACKEND:
-        if (strcmp(arg, "socket") && strcmp(arg, "nccl") &&
-            strcmp(arg, "auto"))
+        if (ncd_perf_backend_from_name(arg) < 0)
             break;
         T->backend = arg;
         return 0;
@@ -287,7 +287,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         [OPT_FAMILIES - OPT_NP] = "--families takes a comma list of ifname, "
                                   "ib, shm, sockets or all",
         [OPT_METRIC - OPT_NP] = "--metric takes largest or average",
-        [OPT_BACKEND - OPT_NP] = "--backend takes socket, nccl or auto",
+        [OPT_BACKEND - OPT_NP] = "--backend takes nccl or socket",
         [OPT_RUN_TIMEOUT - OPT_NP] = "--run-timeout takes seconds (1..86400)",
     };
     cli_err("tune: %s, not '%s'", what[opt - OPT_NP], arg);

@@ -371,11 +371,42 @@ static void test_json(void **state)
     (void)state;
     struct ncd_perf_opts o = opts_allreduce();
     char *argv[] = {"all_reduce_perf", "-b", "8", NULL};
-    char *envp[] = {"A=1", NULL};
+    /* a hostile environment: secrets under every usual name, in URLs
+     * inside variables that are kept, and variables that do not matter */
+    char *envp[] = {"A=1",
+                    "HF_TOKEN=hf_SECRETSECRET1",
+                    "AWS_SECRET_ACCESS_KEY=SECRETSECRET2",
+                    "NCCL_SOCKET_IFNAME=eth0",
+                    "TORCH_HUB_TOKEN=SECRETSECRET3",
+                    "SLURM_DB_PASSWORD=SECRETSECRET4",
+                    "CUDA_API_KEY=SECRETSECRET5",
+                    "MASTER_ADDR=https://alice:SECRETSECRET6@10.0.0.1",
+                    "PADDLE_TRAINER_ENDPOINTS=bob:SECRETSECRET7@10.0.0.2:617,"
+                    "10.0.0.3:617",
+                    "NCCL_DEBUG_FILE=s3://SECRETSECRET8@bucket/log.%h",
+                    "OMPI_MCA_x=user@host",
+                    "GITHUB_TOKEN=SECRETSECRET9",
+                    "PS1=$ ",
+                    NULL};
     struct ncd_perf_device d = {.rank = 0, .pid = 7, .host = "h",
                                 .busid = "0000:00:00", .name = "x"};
-    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, &d, 1, "t0");
+    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, "socket",
+                                    "socket (TCP)", &d, 1, "t0");
     assert_non_null(doc);
+    char *dump = json_dumps(json_object_get(doc, "env"), JSON_COMPACT);
+    assert_non_null(dump);
+    assert_null(strstr(dump, "SECRET"));
+    assert_string_equal(
+        dump, "[\"NCCL_SOCKET_IFNAME=eth0\",\"TORCH_HUB_TOKEN=<redacted>\","
+              "\"SLURM_DB_PASSWORD=<redacted>\",\"CUDA_API_KEY=<redacted>\","
+              "\"MASTER_ADDR=https://<redacted>@10.0.0.1\","
+              "\"PADDLE_TRAINER_ENDPOINTS=<redacted>@10.0.0.2:617,"
+              "10.0.0.3:617\","
+              "\"NCCL_DEBUG_FILE=s3://<redacted>@bucket/log.%h\","
+              "\"OMPI_MCA_x=user@host\"]");
+    free(dump);
+    assert_string_equal(json_string_value(json_object_get(doc, "backend")),
+                        "socket");
     struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
                              .redop = "sum", .root = -1,
                              .oop = {1.5, 2, 3, 0}, .ip = {NAN, 2, 3, -1}};
@@ -399,7 +430,8 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(bw, "okay")),
                         "unchecked");
     const char *keys[] = {"version", "start_time", "args", "env",
-                          "nccl_version", "config", "results",
+                          "nccl_version", "backend", "backend_info",
+                          "config", "results",
                           "out_of_bounds", "average_bus_bandwidth", "errors",
                           "end_time"};
     /* key order as nccl-tests writes it */
@@ -793,7 +825,10 @@ static void test_validate(void **state)
                                 "'maxbytes': 64 > 8"));
     assert_int_equal(ncd_perf_backend_from_name("socket"),
                      NCD_PERF_BACKEND_SOCKET);
-    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_AUTO);
+    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_NCCL);
+    assert_int_equal(ncd_perf_backend_from_name("nccl"), NCD_PERF_BACKEND_NCCL);
+    /* no silent fallback: "auto" is not a backend */
+    assert_int_equal(ncd_perf_backend_from_name("auto"), -1);
     assert_int_equal(ncd_perf_backend_from_name("gpu"), -1);
     assert_int_equal(ncd_perf_algo_from_name("direct"), NCD_PERF_ALGO_DIRECT);
     assert_int_equal(ncd_perf_algo_from_name("tree"), -1);
@@ -803,16 +838,61 @@ static void test_failure_line(void **state)
 {
     (void)state;
     struct ncd_strbuf sb = {0};
-    ncd_perf_fmt_failure(&sb, "node1", 3, NCD_PERF_BACKEND_SOCKET,
-                         "rank 1 cannot connect");
+    /* no GPU: writeDeviceReport's cudaGetDeviceCount, then main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 2, NCD_PERF_STAGE_OPEN,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "no CUDA-capable device is detected");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test NCCL failure perf/socket 'remote process "
-                        "exited or there was a network error / rank 1 cannot "
-                        "connect'\n");
+                        "node1: Test CUDA failure util.cu:674 'no "
+                        "CUDA-capable device is detected'\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
     ncd_sb_reset(&sb);
-    ncd_perf_fmt_failure(&sb, "node1", 4, NCD_PERF_BACKEND_NCCL, "x");
+    /* communicator init: the ncclGroupEnd of initComms, then run(), main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_INIT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "unhandled system error (run with NCCL_DEBUG=INFO "
+                         "for details) / x");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test timeout perf/nccl 'x'\n");
+                        "node1: Test NCCL failure common.cu:222 'unhandled "
+                        "system error (run with NCCL_DEBUG=INFO for "
+                        "details) / x'\n"
+                        " .. node1 pid 42: Test failure common.cu:1620\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* a peer lost during a collective on the socket backend */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_BROADCAST, 0, NCD_PERF_BACKEND_SOCKET,
+                         "rank 1 closed");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "node1: Test NCCL failure common.cu:514 'remote "
+                        "process exited or there was a network error / "
+                        "rank 1 closed'\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n"
+                        " .. node1 pid 42: Test failure common.cu:769\n"
+                        " .. node1 pid 42: Test failure common.cu:939\n"
+                        " .. node1 pid 42: Test failure broadcast.cu:103\n"
+                        " .. node1 pid 42: Test failure common.cu:972\n"
+                        " .. node1 pid 42: Test failure common.cu:1768\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* -T: testStreamSynchronize's own line */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 4, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_ALL_REDUCE, 5, NCD_PERF_BACKEND_NCCL, "x");
+    assert_true(strncmp(ncd_sb_str(&sb),
+                        "node1: Test timeout (5s) common.cu:526\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n",
+                        83) == 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "failure all_reduce.cu:574\n"));
+    ncd_sb_reset(&sb);
+    /* wrong data: only main()'s TESTCHECK */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 7, NCD_PERF_STAGE_RESULT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb),
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_failure(&sb, "node1", 42, 0, NCD_PERF_STAGE_NONE,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb), "");
     ncd_sb_release(&sb);
 }
 

@@ -416,9 +416,11 @@ static int record_live(struct gather *g)
     for (size_t i = 0; i < ncd_env_count(ctx); i++) {
         const char *n, *v;
         ncd_env_at(ctx, i, &n, &v);
-        if (ncd_gather_env_wanted(n))
-            ncd_sb_printf(&sb, "%s=%s\n", n,
-                          ncd_env_is_secret(n) ? "<redacted>" : v);
+        if (ncd_gather_env_wanted(n)) {
+            ncd_sb_printf(&sb, "%s=", n);
+            ncd_env_redact(n, v, &sb);
+            ncd_sb_putc(&sb, '\n');
+        }
     }
     if ((rc = add_record(g, "env", &sb)) < 0)
         return rc;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Setting up a perf run (include/ncd/perf.h section 6): backend and
- * algorithm names, the backend choice, whether the collective fits the
+ * algorithm names, whether the collective fits the
  * job, the socket transport's thread and socket counts as NCCL reads them,
  * and nccl-tests' own environment variables.
  */
@@ -16,13 +16,16 @@
 
 int ncd_perf_backend_from_name(const char *s)
 {
-    if (!s || !strcmp(s, "auto"))
-        return NCD_PERF_BACKEND_AUTO;
+    if (!s || !strcmp(s, "nccl"))
+        return NCD_PERF_BACKEND_NCCL;
     if (!strcmp(s, "socket"))
         return NCD_PERF_BACKEND_SOCKET;
-    if (!strcmp(s, "nccl"))
-        return NCD_PERF_BACKEND_NCCL;
     return -1;
+}
+
+const char *ncd_perf_backend_name(enum ncd_perf_backend_kind b)
+{
+    return b == NCD_PERF_BACKEND_SOCKET ? "socket" : "nccl";
 }
 
 int ncd_perf_algo_from_name(const char *s)
@@ -34,22 +37,6 @@ int ncd_perf_algo_from_name(const char *s)
     if (!strcmp(s, "direct"))
         return NCD_PERF_ALGO_DIRECT;
     return -1;
-}
-
-enum ncd_perf_backend_kind
-ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
-                        const char *nccl_path, const char *cudart_path,
-                        char *why, size_t whylen)
-{
-    if (whylen)
-        why[0] = '\0';
-    if (asked != NCD_PERF_BACKEND_AUTO)
-        return asked;
-    int ver = 0, ndev = 0;
-    return ncd_perf_nccl_usable(nccl_path, cudart_path, why, whylen, &ver,
-                                &ndev)
-               ? NCD_PERF_BACKEND_NCCL
-               : NCD_PERF_BACKEND_SOCKET;
 }
 
 int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
