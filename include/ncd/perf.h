@@ -517,6 +517,7 @@ struct ncd_perf_job {
     enum ncd_perf_algo algo;
     char bind_addr[64];     /**< socket: address to listen on ("" any) */
     char ifname[64];        /**< socket: its interface name (for display) */
+    char iface_origin[256]; /**< socket: why that interface (for display) */
     int sock_nthreads;      /**< NCCL_SOCKET_NTHREADS (0..16) */
     int sock_nsocks;        /**< NCCL_NSOCKS_PERTHREAD (>= 1) */
     int peer_timeout_ms;    /**< max time without progress on a socket */
@@ -677,19 +678,31 @@ void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int pid,
 /* 5. The data interface of the socket backend                         */
 /* ------------------------------------------------------------------ */
 
+/** Where the socket backend's ranks listen and what they advertise. */
+struct ncd_perf_iface {
+    char ifname[64];      /**< interface of the data sockets */
+    char addr[64];        /**< its numeric address (no port: ephemeral) */
+    char boot_ifname[64]; /**< NCCL's bootstrap interface ("" with --iface) */
+    char boot_addr[64];
+    char origin[160];     /**< why this interface, in words ("NCCL 2.28.9's
+                               Socket interface, chosen from ...") */
+};
+
 /**
- * Picks the interface and address the socket backend listens on, in this
- * order: `iface` (--iface); NCCL_SOCKET_IFNAME from ctx's environment,
- * resolved exactly as NCCL would (ncd_nccl_select(), include/ncd/nccl.h);
- * loopback when `local_only` (all ranks on this host); the interface
- * nccl-doctor recommends (ncd_recommend(), include/ncd/recommend.h); the
- * address this process used to reach the rendezvous root (`local_addr`).
- * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
+ * The interface and address the socket backend's ranks listen on and
+ * advertise: `iface` (--iface) when given, else exactly the one NCCL
+ * `nccl_version` (0 = newest known) would use on this host for its Socket
+ * transport (the first device of ncd_nccl_select(), include/ncd/nccl.h:
+ * NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY, NCCL_COMM_ID's subnet and the
+ * release's selection order), never another guess: a wrong default
+ * interface then fails here as it fails in NCCL.
+ * @return 0 with `out` filled, or NCD_ENOENT with `why` saying what NCCL
+ *         would say (no interface matches NCCL_SOCKET_IFNAME, an invalid
+ *         NCCL_COMM_ID, no interface at all).
  */
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
-                        const char *local_addr, int local_only, char *ifname,
-                        size_t iflen, char *addr, size_t addrlen, char *why,
-                        size_t whylen);
+                        int nccl_version, struct ncd_perf_iface *out,
+                        char *why, size_t whylen);
 
 /* ------------------------------------------------------------------ */
 /* 6. Setting up a run                                                 */
@@ -729,16 +742,14 @@ int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
 
 /**
  * The socket backend's data interface and address in `pj` for this
- * process (ncd_perf_pick_iface() with `iface`, the address this process
- * reached the rendezvous from, and `all_local`).  A no-op for nccl.  The
- * thread and socket counts are the caller's (ncd_perf_socket_settings(),
- * read once per job).
+ * process (ncd_perf_pick_iface() with `iface` and `nccl_version`).  A
+ * no-op for nccl.  The thread and socket counts are the caller's
+ * (ncd_perf_socket_settings(), read once per job).
  * @return 0, or 3 (nccl-tests' status: no usable interface) with the
  *         message in ctx.
  */
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
-                            const char *local_addr, int all_local,
-                            struct ncd_perf_job *pj);
+                            int nccl_version, struct ncd_perf_job *pj);
 
 /**
  * nccl-tests' variables from ctx's environment: NCCL_TESTS_MIN_BW into

@@ -24,6 +24,7 @@
 #include "ncd/error.h"
 #include "ncd/finding.h"
 #include "ncd/job.h"
+#include "ncd/nccl.h"
 #include "ncd/perf.h"
 #include "ncd/strbuf.h"
 
@@ -119,6 +120,7 @@ struct perf_cli {
     struct ncd_perf_opts o;
     struct cli_common common;
     int np, peer_timeout_s, device0, sock_nthreads, sock_nsocks;
+    int nccl_version; /* socket: the NCCL release whose path it takes */
     const char *iface, *rendezvous, *nccl_lib, *cudart_lib;
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     char **argv;
@@ -351,8 +353,7 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                               .sock_nthreads = P->sock_nthreads,
                               .sock_nsocks = P->sock_nsocks,
                               .device0 = P->device0};
-    int st = ncd_perf_prepare_socket(ctx, P->iface, ncd_pg_local_addr(job->pg),
-                                     job->all_local, &pj);
+    int st = ncd_perf_prepare_socket(ctx, P->iface, P->nccl_version, &pj);
     if (st) {
         cli_err("%s", ncd_ctx_errdetail(ctx));
         return st;
@@ -473,6 +474,13 @@ int ncd_cmd_perf(int argc, char **argv)
         cli_err("%s", ncd_ctx_errdetail(ctx));
         ncd_ctx_free(ctx);
         return 1;
+    }
+    if (P.be == NCD_PERF_BACKEND_SOCKET) {
+        /* the path NCCL installed here would take (once per job) */
+        struct ncd_nccl_lib lib;
+        if (ncd_nccl_lib_detect(ctx, &lib) == 0 && lib.found)
+            P.nccl_version = lib.version;
+        ncd_ctx_clear_error(ctx);
     }
     int rpp = P.o.nthreads * P.o.ngpus;
     st = ncd_perf_validate(&P.o, plan.nprocs * rpp,

@@ -77,7 +77,7 @@ struct ncd__rt {
     int fail_stage;      /* enum ncd_perf_stage of the first failure */
     atomic_int stage;    /* where the rank threads are (ncd__rt_stage) */
     int nccl_version;
-    char desc[256];
+    char desc[512];
     void *be_proc;       /* backend's per-process state */
     struct ncd__rank *ranks;
 };

@@ -136,18 +136,24 @@ void ncd_perf_env(struct ncd_ctx *ctx, struct ncd_perf_opts *o, int *device0)
 }
 
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
-                            const char *local_addr, int all_local,
-                            struct ncd_perf_job *pj)
+                            int nccl_version, struct ncd_perf_job *pj)
 {
     if (pj->backend != NCD_PERF_BACKEND_SOCKET)
         return 0;
-    char why[300] = "";
-    if (ncd_perf_pick_iface(ctx, iface, local_addr, all_local, pj->ifname,
-                            sizeof pj->ifname, pj->bind_addr,
-                            sizeof pj->bind_addr, why, sizeof why)) {
+    char why[400] = "";
+    struct ncd_perf_iface pi;
+    if (ncd_perf_pick_iface(ctx, iface, nccl_version, &pi, why, sizeof why)) {
         ncd_fail(ctx, NCD_ENOENT, "no interface for the socket backend: %s",
                  why);
         return 3;
     }
+    snprintf(pj->ifname, sizeof pj->ifname, "%s", pi.ifname);
+    snprintf(pj->bind_addr, sizeof pj->bind_addr, "%s", pi.addr);
+    if (pi.boot_ifname[0] && strcmp(pi.boot_addr, pi.addr))
+        snprintf(pj->iface_origin, sizeof pj->iface_origin,
+                 "%s; NCCL's bootstrap: %s %s", pi.origin, pi.boot_ifname,
+                 pi.boot_addr);
+    else
+        snprintf(pj->iface_origin, sizeof pj->iface_origin, "%s", pi.origin);
     return 0;
 }

@@ -36,10 +36,12 @@ static int sock_open(struct ncd__rt *rt)
                        : j->algo == NCD_PERF_ALGO_DIRECT ? "direct"
                                                          : "auto";
     snprintf(rt->desc, sizeof rt->desc,
-             "socket (TCP over %s %s, %d socket%s per peer, %d helper "
+             "socket (--backend socket: TCP between the ranks, not NCCL, no "
+             "GPU; over %s %s, %s; %d socket%s per peer, %d helper "
              "thread%s, %s algorithm, host buffers)",
              j->ifname[0] ? j->ifname : "?",
-             j->bind_addr[0] ? j->bind_addr : "*", nsockets(j),
+             j->bind_addr[0] ? j->bind_addr : "*",
+             j->iface_origin[0] ? j->iface_origin : "?", nsockets(j),
              nsockets(j) == 1 ? "" : "s", j->sock_nthreads,
              j->sock_nthreads == 1 ? "" : "s", algo);
     rt->nccl_version = 0;
