@@ -65,6 +65,22 @@ size_t ncd_rules_selftest(const struct ncd_rules *rules,
                 fails++;
             }
         for (size_t p = 0; p < r->npats; p++) {
+            if (!ncd__pattern_code(rules, r->pat0 + p)) {
+                int err;
+                PCRE2_SIZE off;
+                PCRE2_UCHAR buf[256] = "";
+                pcre2_code *re = ncd__pattern_compile(
+                    rules->pats[r->pat0 + p].src, &err, &off);
+                pcre2_code_free(re);
+                pcre2_get_error_message(err, buf, sizeof buf);
+                ncd_sb_printf(report,
+                              "%s:%d: %s: pattern '%s' does not compile: %s at "
+                              "offset %zu\n",
+                              r->file, r->line, r->id,
+                              rules->pats[r->pat0 + p].src, (char *)buf,
+                              (size_t)off);
+                fails++;
+            }
             struct ncd_strbuf e = {0};
             to_ere(rules->pats[r->pat0 + p].src, &e);
             regex_t re;
@@ -89,7 +105,7 @@ size_t ncd_rules_selftest(const struct ncd_rules *rules,
                     /* derived rules: patterns apply to a fact string */
                     got = 0;
                     for (size_t p = 0; p < r->npats && md; p++)
-                        got |= pcre2_match(rules->pats[r->pat0 + p].re,
+                        got |= pcre2_match(ncd__pattern_code(rules, r->pat0 + p),
                                            (PCRE2_SPTR)ex[k], strlen(ex[k]), 0,
                                            0, md, NULL) >= 0;
                 } else {
