@@ -730,15 +730,31 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
  * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD from ctx's environment
  * as NCCL's socket transport reads them (NCCL src/transport/net_socket.cc
  * ncclNetSocketGetNsockNthread, 2.30): integers parsed as NCCL_PARAM does
- * (ncd_nccl_int_parse()); unset, empty or unparsable means 0 threads and
- * 1 socket per thread; NTHREADS above the catalog's maximum (16, NCCL's
- * MAX_THREADS) is clamped; when threads x sockets exceed the catalog's
+ * (ncd_nccl_int_parse()); unset, empty, unparsable or -2 is NCCL's default
+ * NCD_PERF_SOCK_AUTO (detected per interface: ncd_perf_socket_auto());
+ * NTHREADS above the catalog's maximum (16, NCCL's MAX_THREADS) is
+ * clamped; when threads x sockets exceed the catalog's
  * NCCL_NSOCKS_PERTHREAD maximum (64, NCCL's MAX_SOCKETS), NSOCKS_PERTHREAD
- * becomes 64 / NTHREADS.  Negative threads count as 0, fewer than one
- * socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
+ * becomes 64 / NTHREADS.  Other negative threads count as 0, fewer than
+ * one socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
  * @return 0, or NCD_EPARSE / NCD_ENOMEM when the catalog cannot be read.
  */
 int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
+
+/** NCCL's default (-2) of NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD. */
+#define NCD_PERF_SOCK_AUTO (-2)
+
+/**
+ * Resolves NCD_PERF_SOCK_AUTO in *nthreads / *nsocks for interface
+ * `ifname` as NCCL does (src/transport/net_socket.cc, 2.12+): PCI vendor
+ * /sys/class/net/IF/device/vendor 0x1d0f (AWS) gives 2 threads x 8
+ * sockets, 0x1ae0 (GCP) 4 x 1, anything else (or no PCI device) 0 x 1;
+ * then clamps as ncd_perf_socket_settings().  Values already set stay.
+ * Reads through ctx's file layer (sysroot, replay).
+ * @return 0, or the catalog's error.
+ */
+int ncd_perf_socket_auto(struct ncd_ctx *ctx, const char *ifname,
+                         int *nthreads, int *nsocks);
 
 /**
  * The socket backend's data interface and address in `pj` for this

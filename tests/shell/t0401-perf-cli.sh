@@ -17,7 +17,19 @@ check "preamble: version, start, nThread lines" sh -c "
     grep -qx '# nThread 1 nGpus 1 minBytes 8 maxBytes 4194304 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0' '$TMP/ar.txt'"
 check "two device lines, rank 0 and 1" sh -c "
     grep -c '^#  Rank  [01] Group  0 Pid ' '$TMP/ar.txt' | grep -qx 2"
-check "says which backend it used" grep -q '^#  Backend: socket (TCP over lo 127.0.0.1' "$TMP/ar.txt"
+check "says which backend it used, and that it is not NCCL" \
+    grep -q '^#  Backend: socket (--backend socket: TCP between the ranks, not NCCL, no GPU; over ' "$TMP/ar.txt"
+# NCCL's path: the interface and address NCCL's Socket transport would use
+# here (ifaces' prediction), on every device line and in the backend line
+nccl_if=$("$NCD_BIN" ifaces --json 2>/dev/null | python3 -c '
+import json, sys
+print((json.load(sys.stdin)["nccl"]["socket"] or [""])[0])' 2>/dev/null)
+nccl_path_shown() {
+    [ -n "$nccl_if" ] &&
+    [ "$(grep -c "^#  Rank  [01] Group  0 Pid .* socket $nccl_if [0-9a-f.:]*:[0-9]*\$" "$TMP/ar.txt")" -eq 2 ] &&
+    grep -q "^#  Backend: socket .*over $nccl_if .*NCCL [0-9.]*'s Socket interface" "$TMP/ar.txt"
+}
+check "device lines show NCCL's Socket interface ($nccl_if) and its address" nccl_path_shown
 check "header lines keep the trailing space" sh -c "
     grep -q '^#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \$' '$TMP/ar.txt'"
 check "last line is empty" sh -c "tail -n1 '$TMP/ar.txt' | grep -qx ''"

@@ -702,10 +702,11 @@ static void test_socket_settings(void **state)
         const char *nt, *ns;
         int want_nt, want_ns;
     } t[] = {
-        {NULL, NULL, 0, 1},  {"2", "2", 2, 2},   {"4", "4", 4, 4},
+        {NULL, NULL, -2, -2}, {"2", "2", 2, 2},  {"4", "4", 4, 4},
         {"32", "1", 16, 1},  {"16", "8", 16, 4}, {"3", "64", 3, 21},
         {"0x4", "010", 4, 8}, /* strtoll base 0, as NCCL_PARAM */
-        {"-2", "0", 0, 1},   {"abc", "", 0, 1},  {"2junk", "3", 2, 3},
+        {"-2", "0", -2, 1},  {"abc", "", 0, -2},  {"2junk", "3", 2, 3},
+        {"-1", "-2", 0, -2}, /* -2 is NCCL's default: detected later */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char a[64], b[64];
@@ -729,6 +730,54 @@ static void test_socket_settings(void **state)
                      ns, t[i].want_nt, t[i].want_ns);
         ncd_ctx_free(ctx);
     }
+}
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_socket_auto(void **state)
+{
+    (void)state;
+    /* NCCL src/transport/net_socket.cc: the default (-2) is detected from
+     * the interface's PCI vendor; set values stay, the product is capped */
+    char root[] = "/tmp/ncd-sockauto-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    write_file(root, "sys/class/net/ens5/device/vendor", "0x1d0f\n");
+    write_file(root, "sys/class/net/gvnic0/device/vendor", "0x1ae0\n");
+    write_file(root, "sys/class/net/eth0/device/vendor", "0x8086\n");
+    write_file(root, "sys/class/net/lo/mtu", "65536\n");
+    static const struct {
+        const char *ifname;
+        int nt, ns, want_nt, want_ns;
+    } t[] = {
+        {"ens5", -2, -2, 2, 8},  {"gvnic0", -2, -2, 4, 1},
+        {"eth0", -2, -2, 0, 1},  {"lo", -2, -2, 0, 1},
+        {"ens5", 16, -2, 16, 4}, {"gvnic0", 1, -2, 1, 1},
+        {"ens5", -2, 3, 2, 3},   {"eth0", 5, 5, 5, 5},
+    };
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(root, NULL, &ctx), 0);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int nt = t[i].nt, ns = t[i].ns;
+        assert_int_equal(ncd_perf_socket_auto(ctx, t[i].ifname, &nt, &ns), 0);
+        if (nt != t[i].want_nt || ns != t[i].want_ns)
+            fail_msg("case %zu (%s %d x %d): %d x %d, want %d x %d", i,
+                     t[i].ifname, t[i].nt, t[i].ns, nt, ns, t[i].want_nt,
+                     t[i].want_ns);
+    }
+    ncd_ctx_free(ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_opt_apply(void **state)
@@ -913,6 +962,7 @@ int main(void)
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_half),
         cmocka_unit_test(test_socket_settings),
+        cmocka_unit_test(test_socket_auto),
         cmocka_unit_test(test_opt_apply),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_failure_line),

@@ -50,7 +50,7 @@ static void stray(int port, const void *data, size_t len)
                              .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && len)
-        (void)!write(fd, data, len);
+        (void)!send(fd, data, len, MSG_NOSIGNAL);
     usleep(20000);
     close(fd);
 }
@@ -163,7 +163,7 @@ static void *slowloris(void *p)
     int fd = silent_conn(s->port);
     uint32_t h[6] = {0x4e434450u, 1, 3, 1, 0, 0};
     for (size_t i = 0; i < sizeof h && !s->stop; i++) {
-        if (write(fd, (char *)h + i, 1) != 1)
+        if (send(fd, (char *)h + i, 1, MSG_NOSIGNAL) != 1)
             break;
         usleep(300000);
     }
