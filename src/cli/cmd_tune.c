@@ -9,6 +9,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,6 +106,46 @@ static void on_run(void *arg, const char *label, int rep, int failed,
             failed ? "failed, " : "", busbw);
 }
 
+/* SIGINT, SIGTERM, SIGHUP: the running perf is stopped (ncd_spawn sends it
+ * SIGTERM, then SIGKILL after 1 s), no other run starts, and tune says
+ * "interrupted" instead of judging the settings. */
+static volatile sig_atomic_t tune_signal;
+static atomic_int tune_cancel;
+static const int tune_signals[] = {SIGINT, SIGTERM, SIGHUP};
+#define NTUNE_SIGNALS (sizeof tune_signals / sizeof tune_signals[0])
+
+static void on_signal(int sig)
+{
+    if (!tune_signal)
+        tune_signal = sig;
+    atomic_store(&tune_cancel, 1);
+}
+
+static void catch_signals(struct sigaction *old)
+{
+    struct sigaction sa = {.sa_handler = on_signal};
+    sigemptyset(&sa.sa_mask);
+    for (size_t k = 0; k < NTUNE_SIGNALS; k++)
+        sigaction(tune_signals[k], &sa, &old[k]);
+}
+
+static void restore_signals(const struct sigaction *old)
+{
+    for (size_t k = 0; k < NTUNE_SIGNALS; k++)
+        sigaction(tune_signals[k], &old[k], NULL);
+}
+
+/* The status of an interrupted tune (128 + signal), after saying so. */
+static int interrupted(void)
+{
+    cli_err("tune: interrupted by %s: the running benchmark was stopped; no "
+            "result (nothing is said about the settings)",
+            tune_signal == SIGINT    ? "SIGINT"
+            : tune_signal == SIGTERM ? "SIGTERM"
+                                     : "SIGHUP");
+    return 128 + tune_signal;
+}
+
 static struct ncd_tune_exec exec_of(struct tune_cli *T)
 {
     return (struct ncd_tune_exec){.self = "/proc/self/exe",
@@ -112,6 +154,7 @@ static struct ncd_tune_exec exec_of(struct tune_cli *T)
                                   .backend = T->backend,
                                   .run_timeout_s = T->run_timeout_s,
                                   .metric_avg = T->metric_avg,
+                                  .cancel = &tune_cancel,
                                   .progress = T->c.verbose ? on_run : NULL};
 }
 
@@ -212,6 +255,8 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
     }
     struct ncd_tune_exec ex = exec_of(T);
     ncd_tune_measure_local(ctx, &ex, &T->set, T->reps, T->np, T->runs);
+    if (tune_signal)
+        return interrupted();
     char host[256];
     ncd_job_hostname(host, sizeof host);
     return report(T, host, T->np > 1 ? "-np" : "single process");
@@ -224,6 +269,8 @@ static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     struct ncd_tune_exec ex = exec_of(T);
     int rc = ncd_tune_measure_job(ctx, &ex, job, T->cands.data, T->cands.len,
                                   T->families, T->reps, &T->set, T->runs);
+    if (tune_signal)
+        return interrupted();
     if (rc) {
         fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
                 ncd_ctx_errdetail(ctx));
@@ -365,6 +412,8 @@ int ncd_cmd_tune(int argc, char **argv)
         return st >= 0 ? st : NCD_EXIT_TOOL;
     }
     st = NCD_EXIT_TOOL;
+    struct sigaction old_sa[NTUNE_SIGNALS];
+    catch_signals(old_sa);
     struct ncd_job_request req = {.np = T->np, .rendezvous = T->rdv};
     struct ncd_job_plan plan;
     if (!ncd_ctx_is_live(ctx)) {
@@ -383,6 +432,7 @@ int ncd_cmd_tune(int argc, char **argv)
         int err;
         st = cli_job_run(ctx, "tune", &plan, &jo, tune_job, T, &err);
     }
+    restore_signals(old_sa);
     ncd_ctx_free(ctx);
     ncd_rdbuf_release(&T->cands);
     free(T);

@@ -67,7 +67,7 @@ int ncd_sock_accept_hellos(struct ncd_ctx *ctx, int lfd, size_t hello_len,
         return NCD_ENOMEM;
     }
     int n = 0, taken = 0, rc = 0;
-    while (taken < need) {
+    while (taken < need && !rc) {
         if (abort_flag && atomic_load(abort_flag)) {
             rc = ncd_fail(ctx, NCD_EPEER, "aborted while waiting for %s",
                           what);

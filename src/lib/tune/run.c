@@ -202,6 +202,8 @@ void ncd_tune_measure_local(struct ncd_ctx *ctx,
     memset(runs, 0, sizeof *runs * (size_t)set->n);
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < set->n; i++) { /* interleaved: drift hits all */
+            if (ex->cancel && atomic_load(ex->cancel))
+                return; /* interrupted: no further run starts */
             struct ncd_tune_result rep;
             ncd_tune_run_perf(ctx, ex, &set->c[i], np, NULL, 1, 0, 1, &rep);
             record(&runs[i], &rep, "");
