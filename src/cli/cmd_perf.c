@@ -27,6 +27,7 @@
 #include "ncd/nccl.h"
 #include "ncd/perf.h"
 #include "ncd/strbuf.h"
+#include "ncd/sysops.h"
 
 extern char **environ;
 
@@ -264,21 +265,18 @@ static void on_progress(void *arg, size_t i, size_t n, size_t bytes)
  * What `check` says about the GPU, its driver and the NCCL and CUDA
  * libraries on this node, for a run that could not start NCCL or CUDA:
  * the findings of the topo and libs checks in those categories.
- * SEAM(issue 11, node snapshot): with r11-node this becomes
- * ncd_run_checks(node, &(struct ncd_check_opts){.only = "topo,libs"}).
  */
 static void explain_with_check(struct ncd_ctx *ctx)
 {
     struct ncd_findings fl = {0};
-    struct ncd_check_opts co = {0};
-    json_t *facts = json_object();
-    for (const struct ncd_check *c = ncd_checks; c->name && facts; c++)
-        if (!strcmp(c->name, "topo") || !strcmp(c->name, "libs")) {
-            if (c->fn(ctx, &co, &fl, facts) < 0)
-                ncd_ctx_clear_error(ctx);
-        }
-    json_decref(facts);
-    ncd_findings_sort(&fl);
+    struct ncd_check_opts co = {.only = "topo,libs"};
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    struct ncd_node_opts no = {0};
+    if (ncd_node_probe(ctx, &no, ncd_checks_parts(&co), &node) < 0 ||
+        ncd_run_checks(&node, &co, &fl) < 0)
+        ncd_ctx_clear_error(ctx);
+    ncd_node_release(&node);
     for (size_t i = 0; i < fl.n; i++) {
         const struct ncd_finding *f = &fl.v[i];
         if (f->category != NCD_CAT_GPU_DRIVER &&
@@ -478,7 +476,7 @@ int ncd_cmd_perf(int argc, char **argv)
     if (P.be == NCD_PERF_BACKEND_SOCKET) {
         /* the path NCCL installed here would take (once per job) */
         struct ncd_nccl_lib lib;
-        if (ncd_nccl_lib_detect(ctx, &lib) == 0 && lib.found)
+        if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.found)
             P.nccl_version = lib.version;
         ncd_ctx_clear_error(ctx);
     }

@@ -31,6 +31,19 @@ add_test(NAME explain.corpus_gathered
                  ${NCD_CORPUS_MIN_PCT})
 set_tests_properties(explain.corpus_gathered PROPERTIES LABELS explain TIMEOUT 300)
 
+# explain under valgrind memcheck (skips itself on an ASan build or without
+# valgrind; CI's clang build runs it).
+if(NCD_ASAN)
+  set(_ncd_vg_asan 1)
+else()
+  set(_ncd_vg_asan 0)
+endif()
+add_test(NAME explain.valgrind
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/valgrind.sh $<TARGET_FILE:nccl-doctor>
+                 ${CMAKE_SOURCE_DIR} ${_ncd_vg_asan})
+set_tests_properties(explain.valgrind PROPERTIES LABELS "explain;valgrind"
+                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+
 # Fuzz targets for the line parser and the rules loader (cmake/fuzz.cmake).
 include(${CMAKE_SOURCE_DIR}/cmake/fuzz.cmake)
 foreach(t fuzz_log_line fuzz_rules)

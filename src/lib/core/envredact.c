@@ -2,12 +2,12 @@
 /*
  * How nccl-doctor records an environment variable's value wherever it
  * writes one down (gather's .ncd/env, perf's -J document): the one
- * redaction rule, include/ncd/gather.h ncd_env_redact().
+ * redaction rule, include/ncd/sysops.h ncd_env_redact().
  */
 #define _GNU_SOURCE
 #include <string.h>
 
-#include "ncd/gather.h"
+#include "ncd/sysops.h"
 #include "ncd/strbuf.h"
 
 #define REDACTED "<redacted>"

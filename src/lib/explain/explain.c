@@ -37,8 +37,8 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->curproc = -1;
     ex->threads = 1;
     ex->block = NCD__BLOCK;
-    ex->part = malloc(NCD_LOG_MAX_LINE + 1);
-    ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
+    ex->part = calloc(1, NCD_LOG_MAX_LINE + 1);
+    ex->scratch = calloc(1, NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
     ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH * sizeof *ex->phash);
@@ -678,8 +678,8 @@ int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
     size_t ok = 0;
     for (; ok < P.nslots; ok++) {
         struct slot *s = &P.slots[ok];
-        s->buf = malloc(ex->block + NCD_LOG_MAX_LINE + 2);
-        s->arena = malloc(ex->block + NCD_LOG_MAX_LINE + 2);
+        s->buf = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
+        s->arena = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
         if (!s->buf || !s->arena)
             break;
     }

@@ -320,7 +320,7 @@ int ncd_explain_feed_path(struct ncd_explain *ex, const char *path,
                           struct ncd_explain_inputs *in)
 {
     struct walk w = {.ex = ex, .in = in};
-    if (!(w.buf = malloc(READ_CHUNK)))
+    if (!(w.buf = calloc(1, READ_CHUNK)))
         return NCD_ENOMEM;
     feed_path(&w, path, 0);
     free(w.buf);

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ncd/error.h"
-#include "ncd/gather.h"
+#include "ncd/sysops.h"
 #include "ncd/perf.h"
 
 /* Version of nccl-tests whose output is reproduced. */
@@ -220,7 +220,7 @@ static int jset(json_t *o, const char *k, json_t *v)
 }
 
 /* "NAME=value" as it may be recorded: only the variables gather keeps,
- * redacted as gather does (include/ncd/gather.h); NULL to leave out. */
+ * redacted as gather does (include/ncd/sysops.h); NULL to leave out. */
 static json_t *env_entry(const char *kv)
 {
     const char *eq = strchr(kv, '=');

@@ -18,6 +18,7 @@
 #include "ncd/error.h"
 #include "ncd/nccl.h"
 #include "ncd/netif.h"
+#include "ncd/node.h"
 #include "ncd/perf.h"
 #include "ncd/sock.h"
 
@@ -67,22 +68,19 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
     memset(out, 0, sizeof *out);
     if (iface && *iface)
         return explicit_iface(iface, out, why, whylen);
-    /* SEAM(issue 11, node snapshot): the interface list is probed here; at
-     * merge it comes from the run's struct ncd_node (r11-node). */
-    struct ncd_netif_list nl;
-    memset(&nl, 0, sizeof nl);
-    int rc = ncd_netif_probe(ctx, &nl);
-    struct ncd_nccl_choice ch;
-    memset(&ch, 0, sizeof ch);
-    if (rc >= 0)
-        rc = ncd_nccl_select(ctx, &nl, nccl_version, &ch);
-    ncd_netif_list_release(&nl);
+    /* the interfaces and NCCL's choice for that release: the node
+     * snapshot's NET part */
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    int rc = ncd_node_probe_net(ctx, nccl_version, &node);
     if (rc < 0) {
         snprintf(why, whylen, "cannot predict NCCL's interface: %s",
                  ncd_ctx_errdetail(ctx));
         ncd_ctx_clear_error(ctx);
+        ncd_node_release(&node);
         return NCD_ENOENT;
     }
+    const struct ncd_nccl_choice ch = node.net.ch; /* until released */
     char ver[16];
     ncd_nccl_version_str(ch.version, ver, sizeof ver);
     const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
@@ -105,6 +103,7 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
             snprintf(why, whylen, "NCCL %s finds no interface here (\"%s\")",
                      ver, warn ? warn : "Bootstrap : no socket interface "
                                         "found");
+        ncd_node_release(&node);
         return NCD_ENOENT;
     }
     /* The Socket transport's first device carries the data; the bootstrap
@@ -121,5 +120,6 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
         snprintf(out->origin, sizeof out->origin,
                  "NCCL %s's Socket interface, chosen from %s", ver,
                  ch.pass_name ? ch.pass_name : "?");
+    ncd_node_release(&node); /* ch's strings point into it: last */
     return 0;
 }
