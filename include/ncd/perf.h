@@ -559,11 +559,18 @@ void ncd_perf_fmt_traffic_summary(struct ncd_strbuf *sb,
  * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
  * _new, add rows, finish.  Booleans are the strings "true"/"false" and NaN
  * is "nan" as in nccl-tests.  Caller frees with json_decref().
+ * Differences from nccl-tests: "env" holds only the variables that matter
+ * to the run (ncd_gather_env_wanted(): NCCL_*, CUDA_*, launcher and
+ * framework variables), each "NAME=value" redacted by ncd_env_redact()
+ * (include/ncd/gather.h), never a token, key or password; after
+ * "nccl_version" come "backend" ("nccl" or "socket") and "backend_info"
+ * (the preamble's description).
  * @param argv,envp  NULL-terminated; copied.
  * @return NULL when out of memory.
  */
 json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
                           char *const *envp, int nccl_version,
+                          const char *backend, const char *backend_desc,
                           const struct ncd_perf_device *devs, int ndevs,
                           const char *start_time);
 /**
@@ -649,11 +656,15 @@ void ncd_peerset_free(struct ncd_peerset *ps);
 /* 4. Runner and backends                                              */
 /* ------------------------------------------------------------------ */
 
-/** Backends. */
+/**
+ * Backends.  nccl is the default: a plain invocation exercises NCCL's path
+ * and fails (nccl-tests' failure lines, exit 2 or 3) when NCCL or CUDA
+ * cannot run; there is no silent fallback.  socket (TCP between ranks on
+ * NCCL's interface, no GPU) runs only when asked for.
+ */
 enum ncd_perf_backend_kind {
-    NCD_PERF_BACKEND_AUTO,
-    NCD_PERF_BACKEND_SOCKET,
     NCD_PERF_BACKEND_NCCL,
+    NCD_PERF_BACKEND_SOCKET,
 };
 
 /** Algorithms of the socket backend. */
@@ -674,6 +685,7 @@ struct ncd_perf_job {
     enum ncd_perf_algo algo;
     char bind_addr[64];     /**< socket: address to listen on ("" any) */
     char ifname[64];        /**< socket: its interface name (for display) */
+    char iface_origin[256]; /**< socket: why that interface (for display) */
     int sock_nthreads;      /**< NCCL_SOCKET_NTHREADS (0..16) */
     int sock_nsocks;        /**< NCCL_NSOCKS_PERTHREAD (>= 1) */
     int peer_timeout_ms;    /**< max time without progress on a socket */
@@ -695,6 +707,26 @@ struct ncd_perf_sink {
     void (*progress)(void *arg, size_t i, size_t n, size_t bytes);
 };
 
+/**
+ * Where a run stopped, each standing for the nccl-tests v2.19.6 call that
+ * fails there (the failure lines of ncd_perf_fmt_failure() name its
+ * src/common.cu / util.cu line).
+ */
+enum ncd_perf_stage {
+    NCD_PERF_STAGE_NONE,      /**< no failure */
+    NCD_PERF_STAGE_OPEN,      /**< loading NCCL and CUDA, counting devices
+                                   (writeDeviceReport) */
+    NCD_PERF_STAGE_UNIQUE_ID, /**< ncclGetUniqueId */
+    NCD_PERF_STAGE_DEVICE,    /**< cudaSetDevice, the rank's stream */
+    NCD_PERF_STAGE_INIT,      /**< the communicator; socket: the rank mesh
+                                   (initComms) */
+    NCD_PERF_STAGE_ALLOC,     /**< the buffers (AllocateBuffs) */
+    NCD_PERF_STAGE_RUN,       /**< starting a collective (runColl) */
+    NCD_PERF_STAGE_SYNC,      /**< waiting for it: asynchronous and network
+                                   errors, -T (testStreamSynchronize) */
+    NCD_PERF_STAGE_RESULT,    /**< wrong data or below NCCL_TESTS_MIN_BW */
+};
+
 /** What a run ended with. */
 struct ncd_perf_summary {
     int oob;             /**< failing (thread x row side) instances */
@@ -705,7 +737,14 @@ struct ncd_perf_summary {
                               set-up), user-allocated (send + recv
                               buffers), collective (staging and scratch);
                               device memory on nccl, host on socket */
-    char error[512];     /**< first error text ("" when none) */
+    int nccl_version;    /**< NCCL's version code, 0 when not loaded */
+    enum ncd_perf_stage stage; /**< where it stopped (NONE when it ran) */
+    char error[512];     /**< first error text ("" when none): what went
+                              wrong, in words */
+    char quote[512];     /**< the text nccl-tests quotes in its failure
+                              line ("no CUDA-capable device is detected",
+                              "<ncclGetErrorString> / <last error>"); ""
+                              = error */
 };
 
 /**
@@ -723,10 +762,10 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
 /**
  * The output of one run on global rank 0, assembled event by event from
  * the runner's sink: nccl-tests' text (the preamble with nccl-doctor's
- * "#  Backend: <desc>" line and, when auto fell back to sockets,
- * "#  (no usable NCCL/GPU: <why>)"; the header; rows; the footer) and the
- * JSON document (-J, or --json on stdout) with nccl-tests' local-time
- * stamps.
+ * "#  Backend: <desc>" line; the header; rows; the footer) and the JSON
+ * document (-J, or --json on stdout) with nccl-tests' local-time stamps,
+ * its "backend" key and the environment filtered and redacted
+ * (ncd_perf_json_new()).
  */
 struct ncd_perf_report;
 
@@ -736,13 +775,13 @@ struct ncd_perf_report;
  *                     file nccl-tests would, ncd_perf_json_pick_path()).
  * @param argv,envp    recorded in the document (not copied: must outlive
  *                     r).
- * @param fallback     why auto did not pick nccl, or NULL / "".
+ * @param backend      the backend that runs (its name goes in the JSON).
  * @return NULL when out of memory; free with ncd_perf_report_free().
  */
 struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
                                             int json_stdout, char *const *argv,
                                             char *const *envp,
-                                            const char *fallback);
+                                            enum ncd_perf_backend_kind backend);
 /**
  * The CPUs this process may run on (sched_getaffinity), 0 unknown: when
  * rank 0's host runs more ranks than that, the preamble says so in a
@@ -788,74 +827,80 @@ int ncd_perf_report_finish(struct ncd_perf_report *r, struct ncd_ctx *ctx,
 void ncd_perf_report_free(struct ncd_perf_report *r);
 
 /**
- * Checks whether the nccl backend can run here, without running anything:
- * loads libnccl.so.2 and libcudart.so and counts CUDA devices.
- * @param why       receives the reason when it cannot (library not found
- *                  and where it looked, CUDA error name and number).
- * @param version   receives NCCL's version code when the library loads.
- * @return 1 usable, 0 not usable.
+ * The failure lines of a run that stopped, exactly as nccl-tests v2.19.6
+ * prints them on stdout (src/common.h CUDACHECK / NCCLCHECK / TESTCHECK,
+ * src/common.cu testStreamSynchronize), so that health checks that grep
+ * stdout for "Test failure" and explain recognise them:
+ *  - "<host>: Test CUDA failure <file>:<line> '<quote>'" (status 2),
+ *    "<host>: Test NCCL failure <file>:<line> '<quote>'" (3; the socket
+ *    backend's quote starts with ncclRemoteError's string, "remote process
+ *    exited or there was a network error / "), "<host>: Test timeout
+ *    (<timeout_s>s) common.cu:526" (4 while waiting for a collective);
+ *    none for status 5 (nccl-tests prints "Invalid number of GPUs" on
+ *    stderr) and 7 (wrong data: the footer says so);
+ *  - then one " .. <host> pid <pid>: Test failure <file>:<line>" per
+ *    TESTCHECK level up to main().
+ * <file>:<line> are those of the v2.19.6 call that fails at `stage`
+ * (util.cu:674 cudaGetDeviceCount, common.cu:1550 ncclGetUniqueId,
+ * common.cu:222 the ncclGroupEnd of initComms, common.cu:1111 cudaMalloc,
+ * <coll>.cu runColl, common.cu:514 ncclCommGetAsyncError), with that
+ * call's stack.  `coll` names the <coll>.cu frames.  Appends nothing for
+ * status 0.
  */
-int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
-                         char *why, size_t whylen, int *version,
-                         int *ndevices);
-
-/**
- * Appends the failure line of a run that stopped (one line, newline
- * ended), in the form of nccl-tests' CHECK macros so that health checks
- * that grep "Test ... failure" and explain recognise it:
- * "<host>: Test <CUDA failure|timeout|NCCL failure|failure> perf/<backend>
- * '<text>'" (kind from the nccl-tests status 2, 4, 3, other); on the
- * socket backend a status 3 text starts with ncclRemoteError's string,
- * "remote process exited or there was a network error / ".
- */
-void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int pid,
+                          int status, enum ncd_perf_stage stage,
+                          enum ncd_perf_coll coll, int timeout_s,
                           enum ncd_perf_backend_kind backend,
-                          const char *error);
+                          const char *quote);
 
 /* ------------------------------------------------------------------ */
 /* 5. The data interface of the socket backend                         */
 /* ------------------------------------------------------------------ */
 
+/** Where the socket backend's ranks listen and what they advertise. */
+struct ncd_perf_iface {
+    char ifname[64];      /**< interface of the data sockets */
+    char addr[64];        /**< its numeric address (no port: ephemeral) */
+    char boot_ifname[64]; /**< NCCL's bootstrap interface ("" with --iface) */
+    char boot_addr[64];
+    char origin[160];     /**< why this interface, in words ("NCCL 2.28.9's
+                               Socket interface, chosen from ...") */
+};
+
 /**
- * Picks the interface and address the socket backend listens on, in this
- * order: `iface` (--iface); NCCL_SOCKET_IFNAME from ctx's environment,
- * resolved exactly as NCCL would (ncd_nccl_select(), include/ncd/nccl.h);
- * loopback when `local_only` (all ranks on this host); the interface
- * nccl-doctor recommends (ncd_recommend(), include/ncd/recommend.h); the
- * address this process used to reach the rendezvous root (`local_addr`).
- * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
+ * The interface and address the socket backend's ranks listen on and
+ * advertise: `iface` (--iface) when given, else exactly the one NCCL
+ * `nccl_version` (0 = newest known) would use on this host for its Socket
+ * transport (the first device of ncd_nccl_select(), include/ncd/nccl.h:
+ * NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY, NCCL_COMM_ID's subnet and the
+ * release's selection order), never another guess: a wrong default
+ * interface then fails here as it fails in NCCL.
+ * @return 0 with `out` filled, or NCD_ENOENT with `why` saying what NCCL
+ *         would say (no interface matches NCCL_SOCKET_IFNAME, an invalid
+ *         NCCL_COMM_ID, no interface at all).
  */
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
-                        const char *local_addr, int local_only, char *ifname,
-                        size_t iflen, char *addr, size_t addrlen, char *why,
-                        size_t whylen);
+                        int nccl_version, struct ncd_perf_iface *out,
+                        char *why, size_t whylen);
 
 /* ------------------------------------------------------------------ */
 /* 6. Setting up a run                                                 */
 /* ------------------------------------------------------------------ */
 
-/** --backend names: "socket", "nccl", "auto" (NULL = auto); -1 unknown. */
+/** --backend names: "nccl" (also NULL: the default) and "socket"; -1 for
+ *  anything else ("auto" included: nothing falls back silently). */
 int ncd_perf_backend_from_name(const char *s);
+/** "nccl" or "socket" (static). */
+const char *ncd_perf_backend_name(enum ncd_perf_backend_kind b);
 /** --algo names: "ring", "direct", "auto" (NULL = auto); -1 unknown. */
 int ncd_perf_algo_from_name(const char *s);
 
 /**
- * The backend to run: `asked` unless it is AUTO; AUTO is nccl when
- * ncd_perf_nccl_usable() says libnccl.so.2 and a CUDA device are usable
- * here, else socket, with the reason nccl was not usable in `why` ("" when
- * none).
- */
-enum ncd_perf_backend_kind
-ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
-                        const char *nccl_path, const char *cudart_path,
-                        char *why, size_t whylen);
-
-/**
- * Whether the run fits a job of `nranks` ranks on backend `be` (not
- * AUTO): 0, or nccl-tests' status with the message in `why`: the
- * collective's own rules first (alltoallv with a traffic matrix: status 1
- * with nccl-tests' message when nranks exceeds the matrix, -e is below
- * the largest per-rank total or -b differs from -e); 6 when the
+ * Whether the run fits a job of `nranks` ranks on backend `be`: 0, or
+ * nccl-tests' status with the message in `why`: the collective's own rules
+ * first (alltoallv with a traffic matrix: status 1 with nccl-tests' message
+ * when nranks exceeds the matrix, -e is below the largest per-rank total
+ * or -b differs from -e); 6 when the
  * collective needs a power-of-two number of ranks; 3 when the root is not
  * a rank (NCCL's ncclInvalidArgument, as nccl-tests reports it); 5 for
  * fp8 types on the socket backend.
@@ -901,28 +946,42 @@ int ncd_perf_mem_fit(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
  * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD from ctx's environment
  * as NCCL's socket transport reads them (NCCL src/transport/net_socket.cc
  * ncclNetSocketGetNsockNthread, 2.30): integers parsed as NCCL_PARAM does
- * (ncd_nccl_int_parse()); unset, empty or unparsable means 0 threads and
- * 1 socket per thread; NTHREADS above the catalog's maximum (16, NCCL's
- * MAX_THREADS) is clamped; when threads x sockets exceed the catalog's
+ * (ncd_nccl_int_parse()); unset, empty, unparsable or -2 is NCCL's default
+ * NCD_PERF_SOCK_AUTO (detected per interface: ncd_perf_socket_auto());
+ * NTHREADS above the catalog's maximum (16, NCCL's MAX_THREADS) is
+ * clamped; when threads x sockets exceed the catalog's
  * NCCL_NSOCKS_PERTHREAD maximum (64, NCCL's MAX_SOCKETS), NSOCKS_PERTHREAD
- * becomes 64 / NTHREADS.  Negative threads count as 0, fewer than one
- * socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
+ * becomes 64 / NTHREADS.  Other negative threads count as 0, fewer than
+ * one socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
  * @return 0, or NCD_EPARSE / NCD_ENOMEM when the catalog cannot be read.
  */
 int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
 
+/** NCCL's default (-2) of NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD. */
+#define NCD_PERF_SOCK_AUTO (-2)
+
+/**
+ * Resolves NCD_PERF_SOCK_AUTO in *nthreads / *nsocks for interface
+ * `ifname` as NCCL does (src/transport/net_socket.cc, 2.12+): PCI vendor
+ * /sys/class/net/IF/device/vendor 0x1d0f (AWS) gives 2 threads x 8
+ * sockets, 0x1ae0 (GCP) 4 x 1, anything else (or no PCI device) 0 x 1;
+ * then clamps as ncd_perf_socket_settings().  Values already set stay.
+ * Reads through ctx's file layer (sysroot, replay).
+ * @return 0, or the catalog's error.
+ */
+int ncd_perf_socket_auto(struct ncd_ctx *ctx, const char *ifname,
+                         int *nthreads, int *nsocks);
+
 /**
  * The socket backend's data interface and address in `pj` for this
- * process (ncd_perf_pick_iface() with `iface`, the address this process
- * reached the rendezvous from, and `all_local`).  A no-op for nccl.  The
- * thread and socket counts are the caller's (ncd_perf_socket_settings(),
- * read once per job).
+ * process (ncd_perf_pick_iface() with `iface` and `nccl_version`).  A
+ * no-op for nccl.  The thread and socket counts are the caller's
+ * (ncd_perf_socket_settings(), read once per job).
  * @return 0, or 3 (nccl-tests' status: no usable interface) with the
  *         message in ctx.
  */
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
-                            const char *local_addr, int all_local,
-                            struct ncd_perf_job *pj);
+                            int nccl_version, struct ncd_perf_job *pj);
 
 /**
  * nccl-tests' variables from ctx's environment: NCCL_TESTS_MIN_BW into

@@ -21,11 +21,15 @@
 
 #include "cli_job.h"
 #include "cmd.h"
+#include "ncd/check.h"
 #include "ncd/error.h"
+#include "ncd/finding.h"
 #include "ncd/job.h"
+#include "ncd/nccl.h"
 #include "ncd/perf.h"
 #include "ncd/sock.h"
 #include "ncd/strbuf.h"
+#include "ncd/sysops.h"
 
 extern char **environ;
 
@@ -70,14 +74,17 @@ const char ncd_cmd_perf_usage[] =
     "\n"
     "nccl-doctor options:\n"
     "  -np N                fork N local processes (ranks) and run them\n"
-    "  --backend B          nccl (libnccl.so.2 + CUDA, default when a GPU\n"
-    "                       is usable), socket (TCP, any machine), auto\n"
+    "  --backend B          nccl (default: libnccl.so.2 and CUDA; fails as\n"
+    "                       nccl-tests does when they cannot run) or socket\n"
+    "                       (TCP between ranks on NCCL's interface, any\n"
+    "                       machine, no GPU; says so in its output)\n"
     "  --algo A             socket: ring, direct or auto (ring for\n"
     "                       all_reduce/all_gather/reduce_scatter/broadcast/\n"
     "                       reduce, direct otherwise; all_reduce sending\n"
     "                       <= 64 KiB per rank: one exchange with all)\n"
-    "  --iface IF           socket: interface to use (else\n"
-    "                       NCCL_SOCKET_IFNAME, else the rendezvous route)\n"
+    "  --iface IF           socket: interface to use (else the one NCCL\n"
+    "                       would: NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY,\n"
+    "                       NCCL_COMM_ID, its selection order)\n"
     "  --rendezvous H:P     TCP rendezvous root (rank 0 listens on it);\n"
     "                       default MASTER_ADDR:MASTER_PORT\n"
     "  --peer-timeout S     socket: give up after S s without progress [60]\n"
@@ -124,9 +131,9 @@ struct perf_cli {
     struct ncd_perf_opts o;
     struct cli_common common;
     int np, peer_timeout_s, device0, sock_nthreads, sock_nsocks;
-    const char *backend, *iface, *rendezvous, *nccl_lib, *cudart_lib;
+    int nccl_version; /* socket: the NCCL release whose path it takes */
+    const char *iface, *rendezvous, *nccl_lib, *cudart_lib;
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
-    char fallback[1100]; /* why auto did not pick the nccl backend */
     struct ncd_perf_traffic traffic; /* alltoallv */
     char **argv;
     /* output (global rank 0 only) */
@@ -135,6 +142,8 @@ struct perf_cli {
     int progress_tty;
     double row_start; /* progress(): when the current row started */
     size_t row_bytes;
+    int preamble_done; /* the runner printed the preamble */
+    struct ncd_perf_sink inner; /* the report's sink, wrapped */
 };
 
 /* Output (global rank 0's thread) ---------------------------------------- */
@@ -197,10 +206,12 @@ static int parse_own(struct perf_cli *P, int c, const char *arg)
         *(c == OPT_NP ? &P->np : &P->peer_timeout_s) = (int)v;
         return 0;
     case OPT_BACKEND:
-        P->backend = arg;
         if ((P->be = ncd_perf_backend_from_name(arg)) >= 0)
             return 0;
-        cli_err("--backend takes socket, nccl or auto, not '%s'", arg);
+        cli_err("--backend takes nccl or socket, not '%s'%s", arg,
+                strcmp(arg, "auto") ? ""
+                                    : " (nothing falls back to TCP behind "
+                                      "your back: ask for socket)");
         return 1000 + 6;
     case OPT_ALGO:
         if ((P->algo_kind = ncd_perf_algo_from_name(arg)) >= 0)
@@ -260,6 +271,100 @@ static int parse(struct perf_cli *P, int argc, char **argv)
     return rc;
 }
 
+/* Failures ------------------------------------------------------------------ */
+
+/* The report's sink, noting whether the preamble went out. */
+static void on_preamble(void *arg, int nccl_version, const char *desc,
+                        const struct ncd_perf_device *devs, int ndevs)
+{
+    struct perf_cli *P = arg;
+    P->preamble_done = 1;
+    P->inner.preamble(P->inner.arg, nccl_version, desc, devs, ndevs);
+}
+
+static void on_row(void *arg, const struct ncd_perf_row *r)
+{
+    struct perf_cli *P = arg;
+    P->inner.row(P->inner.arg, r);
+}
+
+static void on_progress(void *arg, size_t i, size_t n, size_t bytes)
+{
+    struct perf_cli *P = arg;
+    P->inner.progress(P->inner.arg, i, n, bytes);
+}
+
+/*
+ * What `check` says about the GPU, its driver and the NCCL and CUDA
+ * libraries on this node, for a run that could not start NCCL or CUDA:
+ * the findings of the topo and libs checks in those categories.
+ */
+static void explain_with_check(struct ncd_ctx *ctx)
+{
+    struct ncd_findings fl = {0};
+    struct ncd_check_opts co = {.only = "topo,libs"};
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    struct ncd_node_opts no = {0};
+    if (ncd_node_probe(ctx, &no, ncd_checks_parts(&co), &node) < 0 ||
+        ncd_run_checks(&node, &co, &fl) < 0)
+        ncd_ctx_clear_error(ctx);
+    ncd_node_release(&node);
+    for (size_t i = 0; i < fl.n; i++) {
+        const struct ncd_finding *f = &fl.v[i];
+        if (f->category != NCD_CAT_GPU_DRIVER &&
+            f->category != NCD_CAT_GPU_CUDA && f->category != NCD_CAT_LIB_NCCL &&
+            f->category != NCD_CAT_VERSION_MISMATCH)
+            continue;
+        fprintf(stderr, "nccl-doctor perf: check: [%s] %s: %s\n",
+                ncd_severity_name(f->severity), f->id, f->title);
+    }
+    ncd_findings_release(&fl);
+}
+
+/*
+ * A run that stopped: nccl-tests' failure lines on stdout in every process
+ * (on stderr under --json, which owns stdout), what went wrong on stderr,
+ * and, when NCCL or CUDA could not start, what `check` says about them.
+ */
+static void report_failure(struct perf_cli *P, struct ncd_ctx *ctx,
+                           const struct ncd_perf_job *pj,
+                           const struct ncd_perf_summary *sum, int st,
+                           int is_root)
+{
+    FILE *out = P->common.json ? stderr : stdout;
+    struct ncd_strbuf sb = {0};
+    int early = sum->stage == NCD_PERF_STAGE_OPEN ||
+                sum->stage == NCD_PERF_STAGE_UNIQUE_ID ||
+                sum->stage == NCD_PERF_STAGE_DEVICE;
+    /* nccl-tests prints its preamble up to "# Using devices" before the
+     * device checks fail */
+    if (is_root && !P->preamble_done && early && !P->common.json)
+        ncd_perf_fmt_preamble(&sb, &P->o, sum->nccl_version, NULL, 0);
+    char host[256];
+    ncd_job_hostname(host, sizeof host);
+    ncd_perf_fmt_failure(&sb, host, (int)getpid(), st, sum->stage, P->o.coll,
+                         pj->backend == NCD_PERF_BACKEND_SOCKET
+                             ? P->peer_timeout_s
+                             : P->o.timeout_s,
+                         pj->backend, sum->quote[0] ? sum->quote : sum->error);
+    fputs(ncd_sb_str(&sb), out);
+    fflush(out);
+    ncd_sb_release(&sb);
+    if (sum->error[0] && st == 5 && sum->stage == NCD_PERF_STAGE_OPEN)
+        fprintf(stderr, "%s\n", sum->error); /* nccl-tests' own words */
+    else if (sum->error[0])
+        fprintf(stderr, "nccl-doctor perf: %s\n", sum->error);
+    if (is_root && early && (st == 2 || st == 3) &&
+        pj->backend == NCD_PERF_BACKEND_NCCL) {
+        explain_with_check(ctx);
+        fprintf(stderr, "nccl-doctor perf: NCCL cannot run here; `--backend "
+                        "socket` measures TCP between the ranks instead "
+                        "(no GPU, not NCCL)\n");
+    }
+    fflush(stderr);
+}
+
 /* One process of the job --------------------------------------------------- */
 
 /* CPUs this process may run on (its affinity mask, which containers and
@@ -290,8 +395,7 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                               .sock_nthreads = P->sock_nthreads,
                               .sock_nsocks = P->sock_nsocks,
                               .device0 = P->device0};
-    int st = ncd_perf_prepare_socket(ctx, P->iface, ncd_pg_local_addr(job->pg),
-                                     job->all_local, &pj);
+    int st = ncd_perf_prepare_socket(ctx, P->iface, P->nccl_version, &pj);
     if (st) {
         cli_err("%s", ncd_ctx_errdetail(ctx));
         return st;
@@ -301,7 +405,7 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     P->progress_tty = is_root && isatty(STDERR_FILENO) && !P->common.json;
     pj.progress = P->progress_tty;
     P->rep = ncd_perf_report_new(o, is_root && P->common.json, P->argv,
-                                 environ, P->fallback);
+                                 environ, pj.backend);
     if (!P->rep)
         return 1;
     ncd_perf_report_cpus(P->rep, cpus_of_process());
@@ -310,17 +414,13 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
         ncd_perf_report_start(P->rep, &sb);
     out_text(P, ncd_sb_str(&sb));
     ncd_sb_reset(&sb);
-    struct ncd_perf_sink sink;
-    ncd_perf_report_sink(P->rep, out_text, progress, P, &sink);
+    ncd_perf_report_sink(P->rep, out_text, progress, P, &P->inner);
+    struct ncd_perf_sink sink = {.arg = P,
+                                 .preamble = on_preamble,
+                                 .row = on_row,
+                                 .progress = on_progress};
     struct ncd_perf_summary sum;
     st = ncd_perf_run(ctx, o, &pj, &sink, &sum);
-    if (sum.error[0]) {
-        char host[256];
-        ncd_job_hostname(host, sizeof host);
-        ncd_perf_fmt_failure(&sb, host, st, pj.backend, sum.error);
-        fputs(ncd_sb_str(&sb), stderr);
-        ncd_sb_reset(&sb);
-    }
     /* --json has no text header: the CPU warning goes to stderr */
     if (is_root && P->common.json && *ncd_perf_report_warning(P->rep))
         cli_err("warning: %s", ncd_perf_report_warning(P->rep));
@@ -331,6 +431,8 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     }
     out_text(P, ncd_sb_str(&sb));
     ncd_sb_release(&sb);
+    if (st)
+        report_failure(P, ctx, &pj, &sum, st, is_root);
     if (doc)
         cli_print_json(json_incref(doc));
     ncd_perf_report_free(P->rep);
@@ -417,15 +519,17 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
         P->o.traffic = &P->traffic;
     }
     char why[1024];
-    P->be = ncd_perf_select_backend((enum ncd_perf_backend_kind)P->be,
-                                    P->nccl_lib, P->cudart_lib, why,
-                                    sizeof why);
-    if (!P->backend && P->be == NCD_PERF_BACKEND_SOCKET)
-        snprintf(P->fallback, sizeof P->fallback, "%s", why);
     if (P->be == NCD_PERF_BACKEND_SOCKET &&
         ncd_perf_socket_settings(ctx, &P->sock_nthreads, &P->sock_nsocks)) {
         cli_err("%s", ncd_ctx_errdetail(ctx));
         return 1;
+    }
+    if (P->be == NCD_PERF_BACKEND_SOCKET) {
+        /* the path NCCL installed here would take (once per job) */
+        struct ncd_nccl_lib lib;
+        if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.found)
+            P->nccl_version = lib.version;
+        ncd_ctx_clear_error(ctx);
     }
     int rpp = P->o.nthreads * P->o.ngpus;
     int st = ncd_perf_validate(&P->o, plan.nprocs * rpp,

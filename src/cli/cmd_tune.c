@@ -185,15 +185,18 @@ static struct ncd_tune_exec exec_of(struct tune_cli *T)
                                   .progress_arg = T};
 }
 
-/* The backend perf will run (tune's --backend, else perf's own choice). */
+/* The backend perf will run: tune's --backend, else perf's default (nccl;
+ * perf never falls back to TCP by itself). */
 static int backend_of(struct tune_cli *T)
 {
-    char why[512];
-    int asked = ncd_perf_backend_from_name(T->backend);
-    return ncd_perf_select_backend(asked < 0 ? NCD_PERF_BACKEND_AUTO
-                                             : (enum ncd_perf_backend_kind)
-                                                   asked,
-                                   NULL, NULL, why, sizeof why);
+    const char *name = T->backend;
+    for (int i = 0; !name && i < T->nperf; i++) /* perf's own --backend */
+        if (strcmp(T->perf_args[i], "--backend") == 0 && i + 1 < T->nperf)
+            name = T->perf_args[i + 1];
+        else if (strncmp(T->perf_args[i], "--backend=", 10) == 0)
+            name = T->perf_args[i] + 10;
+    int asked = name ? ncd_perf_backend_from_name(name) : -1;
+    return asked < 0 ? NCD_PERF_BACKEND_NCCL : asked;
 }
 
 static int report(struct tune_cli *T, const char *host, const char *launcher)
@@ -397,8 +400,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         T->metric_avg = !strcmp(arg, "average");
         return 0;
     case OPT_BACKEND:
-        if (strcmp(arg, "socket") && strcmp(arg, "nccl") &&
-            strcmp(arg, "auto"))
+        if (ncd_perf_backend_from_name(arg) < 0)
             break;
         T->backend = arg;
         return 0;
@@ -418,7 +420,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         [OPT_FAMILIES - OPT_NP] = "--families takes a comma list of ifname, "
                                   "ib, shm, sockets or all",
         [OPT_METRIC - OPT_NP] = "--metric takes largest or average",
-        [OPT_BACKEND - OPT_NP] = "--backend takes socket, nccl or auto",
+        [OPT_BACKEND - OPT_NP] = "--backend takes nccl or socket",
         [OPT_RUN_TIMEOUT - OPT_NP] = "--run-timeout takes seconds (1..86400)",
     };
     cli_err("tune: %s, not '%s'", what[opt - OPT_NP], arg);

@@ -373,11 +373,42 @@ static void test_json(void **state)
     (void)state;
     struct ncd_perf_opts o = opts_allreduce();
     char *argv[] = {"all_reduce_perf", "-b", "8", NULL};
-    char *envp[] = {"A=1", NULL};
+    /* a hostile environment: secrets under every usual name, in URLs
+     * inside variables that are kept, and variables that do not matter */
+    char *envp[] = {"A=1",
+                    "HF_TOKEN=hf_SECRETSECRET1",
+                    "AWS_SECRET_ACCESS_KEY=SECRETSECRET2",
+                    "NCCL_SOCKET_IFNAME=eth0",
+                    "TORCH_HUB_TOKEN=SECRETSECRET3",
+                    "SLURM_DB_PASSWORD=SECRETSECRET4",
+                    "CUDA_API_KEY=SECRETSECRET5",
+                    "MASTER_ADDR=https://alice:SECRETSECRET6@10.0.0.1",
+                    "PADDLE_TRAINER_ENDPOINTS=bob:SECRETSECRET7@10.0.0.2:617,"
+                    "10.0.0.3:617",
+                    "NCCL_DEBUG_FILE=s3://SECRETSECRET8@bucket/log.%h",
+                    "OMPI_MCA_x=user@host",
+                    "GITHUB_TOKEN=SECRETSECRET9",
+                    "PS1=$ ",
+                    NULL};
     struct ncd_perf_device d = {.rank = 0, .pid = 7, .host = "h",
                                 .busid = "0000:00:00", .name = "x"};
-    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, &d, 1, "t0");
+    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, "socket",
+                                    "socket (TCP)", &d, 1, "t0");
     assert_non_null(doc);
+    char *dump = json_dumps(json_object_get(doc, "env"), JSON_COMPACT);
+    assert_non_null(dump);
+    assert_null(strstr(dump, "SECRET"));
+    assert_string_equal(
+        dump, "[\"NCCL_SOCKET_IFNAME=eth0\",\"TORCH_HUB_TOKEN=<redacted>\","
+              "\"SLURM_DB_PASSWORD=<redacted>\",\"CUDA_API_KEY=<redacted>\","
+              "\"MASTER_ADDR=https://<redacted>@10.0.0.1\","
+              "\"PADDLE_TRAINER_ENDPOINTS=<redacted>@10.0.0.2:617,"
+              "10.0.0.3:617\","
+              "\"NCCL_DEBUG_FILE=s3://<redacted>@bucket/log.%h\","
+              "\"OMPI_MCA_x=user@host\"]");
+    free(dump);
+    assert_string_equal(json_string_value(json_object_get(doc, "backend")),
+                        "socket");
     struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
                              .redop = "sum", .root = -1,
                              .oop = {1.5, 2, 3, 0}, .ip = {NAN, 2, 3, -1}};
@@ -401,7 +432,8 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(bw, "okay")),
                         "unchecked");
     const char *keys[] = {"version", "start_time", "args", "env",
-                          "nccl_version", "config", "results",
+                          "nccl_version", "backend", "backend_info",
+                          "config", "results",
                           "out_of_bounds", "average_bus_bandwidth", "errors",
                           "end_time"};
     /* key order as nccl-tests writes it */
@@ -545,7 +577,7 @@ static void test_json_per_iter(void **state)
     o.per_iter_timing = 1;
     o.per_iter_skip = 1;
     char *argv[] = {"all_reduce_perf", NULL};
-    json_t *doc = ncd_perf_json_new(&o, argv, NULL, 0, NULL, 0, "t0");
+    json_t *doc = ncd_perf_json_new(&o, argv, NULL, 0, "socket", "test", NULL, 0, "t0");
     assert_non_null(doc);
     json_t *cfg = json_object_get(doc, "config");
     assert_string_equal(
@@ -1104,10 +1136,11 @@ static void test_socket_settings(void **state)
         const char *nt, *ns;
         int want_nt, want_ns;
     } t[] = {
-        {NULL, NULL, 0, 1},  {"2", "2", 2, 2},   {"4", "4", 4, 4},
+        {NULL, NULL, -2, -2}, {"2", "2", 2, 2},  {"4", "4", 4, 4},
         {"32", "1", 16, 1},  {"16", "8", 16, 4}, {"3", "64", 3, 21},
         {"0x4", "010", 4, 8}, /* strtoll base 0, as NCCL_PARAM */
-        {"-2", "0", 0, 1},   {"abc", "", 0, 1},  {"2junk", "3", 2, 3},
+        {"-2", "0", -2, 1},  {"abc", "", 0, -2},  {"2junk", "3", 2, 3},
+        {"-1", "-2", 0, -2}, /* -2 is NCCL's default: detected later */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char a[64], b[64];
@@ -1131,6 +1164,54 @@ static void test_socket_settings(void **state)
                      ns, t[i].want_nt, t[i].want_ns);
         ncd_ctx_free(ctx);
     }
+}
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_socket_auto(void **state)
+{
+    (void)state;
+    /* NCCL src/transport/net_socket.cc: the default (-2) is detected from
+     * the interface's PCI vendor; set values stay, the product is capped */
+    char root[] = "/tmp/ncd-sockauto-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    write_file(root, "sys/class/net/ens5/device/vendor", "0x1d0f\n");
+    write_file(root, "sys/class/net/gvnic0/device/vendor", "0x1ae0\n");
+    write_file(root, "sys/class/net/eth0/device/vendor", "0x8086\n");
+    write_file(root, "sys/class/net/lo/mtu", "65536\n");
+    static const struct {
+        const char *ifname;
+        int nt, ns, want_nt, want_ns;
+    } t[] = {
+        {"ens5", -2, -2, 2, 8},  {"gvnic0", -2, -2, 4, 1},
+        {"eth0", -2, -2, 0, 1},  {"lo", -2, -2, 0, 1},
+        {"ens5", 16, -2, 16, 4}, {"gvnic0", 1, -2, 1, 1},
+        {"ens5", -2, 3, 2, 3},   {"eth0", 5, 5, 5, 5},
+    };
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(root, NULL, &ctx), 0);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int nt = t[i].nt, ns = t[i].ns;
+        assert_int_equal(ncd_perf_socket_auto(ctx, t[i].ifname, &nt, &ns), 0);
+        if (nt != t[i].want_nt || ns != t[i].want_ns)
+            fail_msg("case %zu (%s %d x %d): %d x %d, want %d x %d", i,
+                     t[i].ifname, t[i].nt, t[i].ns, nt, ns, t[i].want_nt,
+                     t[i].want_ns);
+    }
+    ncd_ctx_free(ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
 }
 
 static void test_opt_apply(void **state)
@@ -1229,7 +1310,10 @@ static void test_validate(void **state)
                                 "'maxbytes': 64 > 8"));
     assert_int_equal(ncd_perf_backend_from_name("socket"),
                      NCD_PERF_BACKEND_SOCKET);
-    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_AUTO);
+    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_NCCL);
+    assert_int_equal(ncd_perf_backend_from_name("nccl"), NCD_PERF_BACKEND_NCCL);
+    /* no silent fallback: "auto" is not a backend */
+    assert_int_equal(ncd_perf_backend_from_name("auto"), -1);
     assert_int_equal(ncd_perf_backend_from_name("gpu"), -1);
     assert_int_equal(ncd_perf_algo_from_name("direct"), NCD_PERF_ALGO_DIRECT);
     assert_int_equal(ncd_perf_algo_from_name("tree"), -1);
@@ -1239,16 +1323,61 @@ static void test_failure_line(void **state)
 {
     (void)state;
     struct ncd_strbuf sb = {0};
-    ncd_perf_fmt_failure(&sb, "node1", 3, NCD_PERF_BACKEND_SOCKET,
-                         "rank 1 cannot connect");
+    /* no GPU: writeDeviceReport's cudaGetDeviceCount, then main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 2, NCD_PERF_STAGE_OPEN,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "no CUDA-capable device is detected");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test NCCL failure perf/socket 'remote process "
-                        "exited or there was a network error / rank 1 cannot "
-                        "connect'\n");
+                        "node1: Test CUDA failure util.cu:674 'no "
+                        "CUDA-capable device is detected'\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
     ncd_sb_reset(&sb);
-    ncd_perf_fmt_failure(&sb, "node1", 4, NCD_PERF_BACKEND_NCCL, "x");
+    /* communicator init: the ncclGroupEnd of initComms, then run(), main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_INIT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "unhandled system error (run with NCCL_DEBUG=INFO "
+                         "for details) / x");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test timeout perf/nccl 'x'\n");
+                        "node1: Test NCCL failure common.cu:222 'unhandled "
+                        "system error (run with NCCL_DEBUG=INFO for "
+                        "details) / x'\n"
+                        " .. node1 pid 42: Test failure common.cu:1620\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* a peer lost during a collective on the socket backend */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_BROADCAST, 0, NCD_PERF_BACKEND_SOCKET,
+                         "rank 1 closed");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "node1: Test NCCL failure common.cu:514 'remote "
+                        "process exited or there was a network error / "
+                        "rank 1 closed'\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n"
+                        " .. node1 pid 42: Test failure common.cu:769\n"
+                        " .. node1 pid 42: Test failure common.cu:939\n"
+                        " .. node1 pid 42: Test failure broadcast.cu:103\n"
+                        " .. node1 pid 42: Test failure common.cu:972\n"
+                        " .. node1 pid 42: Test failure common.cu:1768\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* -T: testStreamSynchronize's own line */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 4, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_ALL_REDUCE, 5, NCD_PERF_BACKEND_NCCL, "x");
+    assert_true(strncmp(ncd_sb_str(&sb),
+                        "node1: Test timeout (5s) common.cu:526\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n",
+                        83) == 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "failure all_reduce.cu:574\n"));
+    ncd_sb_reset(&sb);
+    /* wrong data: only main()'s TESTCHECK */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 7, NCD_PERF_STAGE_RESULT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb),
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_failure(&sb, "node1", 42, 0, NCD_PERF_STAGE_NONE,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb), "");
     ncd_sb_release(&sb);
 }
 
@@ -1277,6 +1406,7 @@ int main(void)
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_half),
         cmocka_unit_test(test_socket_settings),
+        cmocka_unit_test(test_socket_auto),
         cmocka_unit_test(test_opt_apply),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_failure_line),

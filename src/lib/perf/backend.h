@@ -82,8 +82,11 @@ struct ncd__rt {
     size_t blob_max;
     int status;          /* first failure's nccl-tests status */
     char error[512];     /* first failure's text */
+    char quote[512];     /* what nccl-tests would quote ("" = error) */
+    int fail_stage;      /* enum ncd_perf_stage of the first failure */
+    atomic_int stage;    /* where the rank threads are (ncd__rt_stage) */
     int nccl_version;
-    char desc[256];
+    char desc[512];
     void *be_proc;       /* backend's per-process state */
     struct ncd__rank *ranks;
 };
@@ -104,9 +107,17 @@ struct ncd__rank {
     int ncells, oob;
 };
 
-/* Records the first failure of the process (thread-safe) and aborts. */
+/* Records the first failure of the process (thread-safe) and aborts: its
+ * nccl-tests status and text, at the stage the rank threads are in. */
 void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same at an explicit stage, with the text nccl-tests would quote in
+ * its failure line (`quote`, may be NULL: the text itself). */
+void ncd__rt_fail_at(struct ncd__rt *rt, enum ncd_perf_stage stage,
+                     int status, const char *quote, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The stage the rank threads enter (enum ncd_perf_stage). */
+void ncd__rt_stage(struct ncd__rt *rt, enum ncd_perf_stage stage);
 
 /* Allgather over all ranks of the job: `len` <= rt->blob_max bytes each. */
 int ncd__rt_allgather(struct ncd__rank *rk, const void *mine, size_t len,

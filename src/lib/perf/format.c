@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/sysops.h"
 #include "ncd/perf.h"
 
 /* Version of nccl-tests whose output is reproduced. */
@@ -279,8 +280,29 @@ static int jset(json_t *o, const char *k, json_t *v)
     return v && json_object_set_new(o, k, v) == 0 ? 0 : NCD_ENOMEM;
 }
 
+/* "NAME=value" as it may be recorded: only the variables gather keeps,
+ * redacted as gather does (include/ncd/sysops.h); NULL to leave out. */
+static json_t *env_entry(const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || (size_t)(eq - kv) >= 256)
+        return NULL;
+    char name[256];
+    memcpy(name, kv, (size_t)(eq - kv));
+    name[eq - kv] = '\0';
+    if (!ncd_gather_env_wanted(name))
+        return NULL;
+    struct ncd_strbuf sb = {0};
+    ncd_sb_printf(&sb, "%s=", name);
+    ncd_env_redact(name, eq + 1, &sb);
+    json_t *s = sb.oom ? NULL : json_string(ncd_sb_str(&sb));
+    ncd_sb_release(&sb);
+    return s; /* NULL too when not UTF-8: nccl-tests skips those */
+}
+
 json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
                           char *const *envp, int nccl_version,
+                          const char *backend, const char *backend_desc,
                           const struct ncd_perf_device *devs, int ndevs,
                           const char *start_time)
 {
@@ -295,16 +317,18 @@ json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
     for (char *const *a = argv; a && *a; a++)
         rc |= json_array_append_new(args, json_string(*a)) ? NCD_ENOMEM : 0;
     for (char *const *e = envp; e && *e; e++) {
-        json_t *s = json_string(*e);
-        if (!s) /* not UTF-8: nccl-tests skips what it cannot quote */
-            continue;
-        rc |= json_array_append_new(env, s) ? NCD_ENOMEM : 0;
+        json_t *s = env_entry(*e);
+        if (s)
+            rc |= json_array_append_new(env, s) ? NCD_ENOMEM : 0;
     }
     rc |= jset(doc, "args", args);
     args = NULL;
     rc |= jset(doc, "env", env);
     env = NULL;
     rc |= jset(doc, "nccl_version", json_integer(nccl_version));
+    rc |= jset(doc, "backend", json_string(backend ? backend : "nccl"));
+    rc |= jset(doc, "backend_info", json_string(backend_desc ? backend_desc
+                                                             : ""));
     rc |= jset(cfg, "nthreads", json_integer(o->nthreads));
     rc |= jset(cfg, "ngpus", json_integer(o->ngpus));
     rc |= jset(cfg, "minimum_bytes", json_integer((json_int_t)o->minbytes));
@@ -523,20 +547,110 @@ int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
     return rc ? NCD_ENOMEM : 0;
 }
 
-void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
-                          enum ncd_perf_backend_kind backend,
-                          const char *error)
+/* Failure lines ------------------------------------------------------- */
+
+/*
+ * Where nccl-tests v2.19.6 (NVIDIA/nccl-tests a0b82b2) fails and the
+ * TESTCHECK levels above it, per stage.  <coll>.cu frames come from
+ * coll_frames[].  "@run"/"@tt" stand for the collective's runColl line and
+ * its runTest's TESTCHECK(TimeTest(...)) line.
+ */
+struct stage_frames {
+    const char *cuda, *nccl; /* file:line of the failing check, per kind */
+    const char *trace[8];    /* TESTCHECK lines, innermost first */
+};
+
+#define MAIN_TESTCHECK "common.cu:1454" /* main(): TESTCHECK(result) */
+#define RUN_STACK "common.cu:972", "common.cu:1768", MAIN_TESTCHECK
+
+static const struct stage_frames stage_frames[] = {
+    /* writeDeviceReport's cudaGetDeviceCount; run() returns its result */
+    [NCD_PERF_STAGE_OPEN] = {"util.cu:674", "common.cu:1550",
+                             {MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_UNIQUE_ID] = {"util.cu:674", "common.cu:1550",
+                                  {MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_DEVICE] = {"common.cu:1569", "common.cu:1550",
+                               {MAIN_TESTCHECK}},
+    /* initComms: ncclCommInitRankConfig inside a group fails at GroupEnd */
+    [NCD_PERF_STAGE_INIT] = {"common.cu:215", "common.cu:222",
+                             {"common.cu:1620", MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_ALLOC] = {"common.cu:1111", "common.cu:1107",
+                              {"common.cu:1636", MAIN_TESTCHECK}},
+    /* startColl -> BenchTime -> TimeTest -> runTest -> threadRunTests */
+    [NCD_PERF_STAGE_RUN] = {"common.cu:551", "@run",
+                            {"common.cu:597", "common.cu:734",
+                             "common.cu:939", "@tt", RUN_STACK}},
+    /* testStreamSynchronize <- completeColl <- BenchTime ... */
+    [NCD_PERF_STAGE_SYNC] = {"common.cu:502", "common.cu:514",
+                             {"common.cu:632", "common.cu:769",
+                              "common.cu:939", "@tt", RUN_STACK}},
+    [NCD_PERF_STAGE_RESULT] = {NULL, NULL, {MAIN_TESTCHECK}},
+};
+
+/* The first NCCLCHECK of each collective's runColl and its runTest's
+ * TESTCHECK(TimeTest(...)) (src/<coll>.cu, v2.19.6). */
+static const struct {
+    const char *coll;
+    int run, tt;
+} coll_frames[] = {
+    {"all_reduce", 507, 574}, {"all_gather", 50, 87},
+    {"broadcast", 45, 103},   {"reduce_scatter", 49, 98},
+    {"reduce", 46, 104},      {"alltoall", 319, 393},
+    {"alltoallv", 412, 621},  {"gather", 49, 117},
+    {"scatter", 45, 113},     {"sendrecv", 49, 120},
+    {"hypercube", 53, 108},
+};
+
+static void frame_str(const char *f, enum ncd_perf_coll coll, char *out,
+                      size_t len)
 {
-    const char *kind = status == 2   ? "CUDA failure"
-                       : status == 4 ? "timeout"
-                       : status == 3 ? "NCCL failure"
-                                     : "failure";
-    int nccl = backend == NCD_PERF_BACKEND_NCCL;
-    ncd_sb_printf(sb, "%s: Test %s perf/%s '%s%s'\n", host, kind,
-                  nccl ? "nccl" : "socket",
-                  status == 3 && !nccl
-                      ? "remote process exited or there was a network error "
-                        "/ "
-                      : "",
-                  error);
+    if (f[0] != '@') {
+        snprintf(out, len, "%s", f);
+        return;
+    }
+    const char *name = ncd_perf_coll_name(coll);
+    for (size_t i = 0; name && i < sizeof coll_frames / sizeof *coll_frames;
+         i++)
+        if (!strcmp(coll_frames[i].coll, name)) {
+            snprintf(out, len, "%s.cu:%d", name,
+                     f[1] == 'r' ? coll_frames[i].run : coll_frames[i].tt);
+            return;
+        }
+    snprintf(out, len, "%s.cu:0", name ? name : "coll");
+}
+
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int pid,
+                          int status, enum ncd_perf_stage stage,
+                          enum ncd_perf_coll coll, int timeout_s,
+                          enum ncd_perf_backend_kind backend,
+                          const char *quote)
+{
+    if (status == 0)
+        return;
+    if (stage <= NCD_PERF_STAGE_NONE || stage > NCD_PERF_STAGE_RESULT)
+        stage = NCD_PERF_STAGE_OPEN;
+    const struct stage_frames *sf = &stage_frames[stage];
+    char fr[64];
+    if (status == 4 && (stage == NCD_PERF_STAGE_SYNC ||
+                        stage == NCD_PERF_STAGE_RUN)) {
+        /* testStreamSynchronize's own line */
+        ncd_sb_printf(sb, "%s: Test timeout (%ds) common.cu:526\n", host,
+                      timeout_s);
+        sf = &stage_frames[NCD_PERF_STAGE_SYNC];
+    } else if ((status == 2 && sf->cuda) ||
+               ((status == 3 || status == 4) && sf->nccl)) {
+        int cuda = status == 2;
+        frame_str(cuda ? sf->cuda : sf->nccl, coll, fr, sizeof fr);
+        int remote = !cuda && backend == NCD_PERF_BACKEND_SOCKET;
+        ncd_sb_printf(sb, "%s: Test %s failure %s '%s%s'\n", host,
+                      cuda ? "CUDA" : "NCCL", fr,
+                      remote ? "remote process exited or there was a "
+                               "network error / "
+                             : "",
+                      quote ? quote : "");
+    }
+    for (int i = 0; i < 8 && sf->trace[i]; i++) {
+        frame_str(sf->trace[i], coll, fr, sizeof fr);
+        ncd_sb_printf(sb, " .. %s pid %d: Test failure %s\n", host, pid, fr);
+    }
 }

@@ -21,7 +21,7 @@ struct ncd_perf_report {
     int json_stdout;    /* --json without -J: the caller prints it */
     int pick;           /* ncd_perf_json_pick_path()'s result */
     char path[4096];    /* -J: the file written */
-    char *fallback;
+    enum ncd_perf_backend_kind backend;
     json_t *doc;
     int ncpus;          /* ncd_perf_report_cpus(); 0 unknown */
     int nranks;         /* from the preamble */
@@ -44,7 +44,7 @@ static void ts_now(char *buf, size_t len)
 struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
                                             int json_stdout, char *const *argv,
                                             char *const *envp,
-                                            const char *fallback)
+                                            enum ncd_perf_backend_kind backend)
 {
     struct ncd_perf_report *r = calloc(1, sizeof *r);
     if (!r)
@@ -59,10 +59,7 @@ struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
     } else if (json_stdout) {
         r->want_json = r->json_stdout = 1;
     }
-    if (fallback && *fallback && !(r->fallback = strdup(fallback))) {
-        free(r);
-        return NULL;
-    }
+    r->backend = backend;
     return r;
 }
 
@@ -104,8 +101,6 @@ void ncd_perf_report_preamble(struct ncd_perf_report *r,
 {
     ncd_perf_fmt_preamble(sb, r->o, nccl_version, devs, ndevs);
     ncd_sb_printf(sb, "#  Backend: %s\n", backend_desc);
-    if (r->fallback)
-        ncd_sb_printf(sb, "#  (no usable NCCL/GPU: %s)\n", r->fallback);
     r->nranks = ndevs;
     if (ndevs > 0)
         check_cpus(r, devs, ndevs);
@@ -123,8 +118,9 @@ void ncd_perf_report_preamble(struct ncd_perf_report *r,
     if (r->want_json && !r->doc) {
         char ts[64];
         ts_now(ts, sizeof ts);
-        r->doc = ncd_perf_json_new(r->o, r->argv, r->envp, nccl_version, devs,
-                                   ndevs, ts);
+        r->doc = ncd_perf_json_new(r->o, r->argv, r->envp, nccl_version,
+                                   ncd_perf_backend_name(r->backend),
+                                   backend_desc, devs, ndevs, ts);
     }
 }
 
@@ -239,7 +235,6 @@ void ncd_perf_report_free(struct ncd_perf_report *r)
     if (!r)
         return;
     json_decref(r->doc);
-    free(r->fallback);
     free(r);
 }
 

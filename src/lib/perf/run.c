@@ -37,19 +37,41 @@
 
 #define BLOB_MAX 1024
 
-void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
+static void rt_fail_v(struct ncd__rt *rt, int stage, int status,
+                      const char *quote, const char *fmt, va_list ap)
 {
     pthread_mutex_lock(&rt->mu);
     if (!rt->status) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(rt->error, sizeof rt->error, fmt, ap);
-        va_end(ap);
+        snprintf(rt->quote, sizeof rt->quote, "%s", quote ? quote : "");
         rt->status = status ? status : NCD_PT_INTERNAL;
+        rt->fail_stage = stage;
     }
     atomic_store(&rt->abort, 1);
     pthread_cond_broadcast(&rt->cv);
     pthread_mutex_unlock(&rt->mu);
+}
+
+void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rt_fail_v(rt, atomic_load(&rt->stage), status, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void ncd__rt_fail_at(struct ncd__rt *rt, enum ncd_perf_stage stage,
+                     int status, const char *quote, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rt_fail_v(rt, (int)stage, status, quote, fmt, ap);
+    va_end(ap);
+}
+
+void ncd__rt_stage(struct ncd__rt *rt, enum ncd_perf_stage stage)
+{
+    atomic_store(&rt->stage, (int)stage);
 }
 
 /* Barrier of this process's rank threads; -1 when the process aborts. */
@@ -494,6 +516,7 @@ static void *rank_main(void *arg)
     size_t *sizes = NULL;
     int inited = 0, allocated = 0;
 
+    ncd__rt_stage(rt, NCD_PERF_STAGE_INIT);
     if (be->rank_init(rk))
         goto out;
     inited = 1;
@@ -513,8 +536,10 @@ static void *rank_main(void *arg)
 
     /* Buffers: the largest send/recv of the sweep, plus -u elements. */
     size_t need = ncd_perf_buffer_bytes(o, rt->nranks);
+    ncd__rt_stage(rt, NCD_PERF_STAGE_ALLOC);
     if (be->alloc(rk, need ? need : 1))
         goto out;
+    ncd__rt_stage(rt, NCD_PERF_STAGE_SYNC);
     allocated = 1;
 
     size_t nsizes = ncd_perf_sweep(o->minbytes, o->maxbytes, o->stepbytes,
@@ -609,6 +634,7 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     pthread_mutex_init(&rt->mu, NULL);
     pthread_cond_init(&rt->cv, NULL);
     atomic_init(&rt->abort, 0);
+    atomic_init(&rt->stage, NCD_PERF_STAGE_OPEN);
     rt->blob_max = BLOB_MAX;
     rt->blob_mine = malloc(BLOB_MAX * (size_t)rt->nlocal);
     rt->blob_all = malloc(BLOB_MAX * (size_t)rt->nranks);
@@ -621,9 +647,14 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     }
     ncd_pg_set_abort(job->pg, &rt->abort);
     ncd_pg_set_timeout(job->pg, job->peer_timeout_ms);
+    ncd__rt_stage(rt, NCD_PERF_STAGE_OPEN);
     status = rt->be->open(rt);
+    sum->nccl_version = rt->nccl_version;
     if (status) {
         snprintf(sum->error, sizeof sum->error, "%s", rt->error);
+        snprintf(sum->quote, sizeof sum->quote, "%s", rt->quote);
+        sum->stage = rt->fail_stage ? (enum ncd_perf_stage)rt->fail_stage
+                                    : NCD_PERF_STAGE_OPEN;
         goto done;
     }
     int started = 0;
@@ -653,6 +684,8 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     if (rt->status) {
         status = rt->status;
         snprintf(sum->error, sizeof sum->error, "%s", rt->error);
+        snprintf(sum->quote, sizeof sum->quote, "%s", rt->quote);
+        sum->stage = (enum ncd_perf_stage)rt->fail_stage;
     } else {
         const struct ncd__rank *r0 = &rt->ranks[0];
         sum->oob = r0->oob;
@@ -663,6 +696,8 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
             status = NCD_PT_WRONG;
         if (o->min_bw >= 0 && sum->avg_busbw < o->min_bw * 0.9)
             status = NCD_PT_WRONG;
+        if (status)
+            sum->stage = NCD_PERF_STAGE_RESULT;
     }
 done:
     ncd_pg_set_abort(job->pg, NULL);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Setting up a perf run (include/ncd/perf.h section 6): backend and
- * algorithm names, the backend choice, whether the collective fits the
+ * algorithm names, whether the collective fits the
  * job, the socket transport's thread and socket counts as NCCL reads them,
  * and nccl-tests' own environment variables.
  */
@@ -19,13 +19,16 @@
 
 int ncd_perf_backend_from_name(const char *s)
 {
-    if (!s || !strcmp(s, "auto"))
-        return NCD_PERF_BACKEND_AUTO;
+    if (!s || !strcmp(s, "nccl"))
+        return NCD_PERF_BACKEND_NCCL;
     if (!strcmp(s, "socket"))
         return NCD_PERF_BACKEND_SOCKET;
-    if (!strcmp(s, "nccl"))
-        return NCD_PERF_BACKEND_NCCL;
     return -1;
+}
+
+const char *ncd_perf_backend_name(enum ncd_perf_backend_kind b)
+{
+    return b == NCD_PERF_BACKEND_SOCKET ? "socket" : "nccl";
 }
 
 int ncd_perf_algo_from_name(const char *s)
@@ -37,22 +40,6 @@ int ncd_perf_algo_from_name(const char *s)
     if (!strcmp(s, "direct"))
         return NCD_PERF_ALGO_DIRECT;
     return -1;
-}
-
-enum ncd_perf_backend_kind
-ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
-                        const char *nccl_path, const char *cudart_path,
-                        char *why, size_t whylen)
-{
-    if (whylen)
-        why[0] = '\0';
-    if (asked != NCD_PERF_BACKEND_AUTO)
-        return asked;
-    int ver = 0, ndev = 0;
-    return ncd_perf_nccl_usable(nccl_path, cudart_path, why, whylen, &ver,
-                                &ndev)
-               ? NCD_PERF_BACKEND_NCCL
-               : NCD_PERF_BACKEND_SOCKET;
 }
 
 int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
@@ -195,7 +182,9 @@ static long long nccl_int(struct ncd_ctx *ctx, const char *name,
     return x;
 }
 
-int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks)
+/* The catalog's NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD maxima
+ * (NCCL's MAX_THREADS 16 and MAX_SOCKETS 64). */
+static int socket_limits(struct ncd_ctx *ctx, long long *tmax, long long *smax)
 {
     struct ncd_var_catalog cat;
     memset(&cat, 0, sizeof cat);
@@ -204,29 +193,78 @@ int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks)
         ncd_var_catalog_release(&cat);
         return rc;
     }
-    /* NCCL src/transport/net_socket.cc ncclNetSocketGetNsockNthread:
-     * NTHREADS above MAX_THREADS is clamped (with a WARN); when the product
-     * exceeds MAX_SOCKETS, NSOCKS_PERTHREAD becomes MAX_SOCKETS / NTHREADS.
-     * The catalog's maxima are those constants (16 and 64). */
-    long long tmax = cat_max(&cat, "NCCL_SOCKET_NTHREADS", -1);
-    long long smax = cat_max(&cat, "NCCL_NSOCKS_PERTHREAD", -1);
+    *tmax = cat_max(&cat, "NCCL_SOCKET_NTHREADS", -1);
+    *smax = cat_max(&cat, "NCCL_NSOCKS_PERTHREAD", -1);
     ncd_var_catalog_release(&cat);
-    if (tmax < 1 || smax < 1)
+    if (*tmax < 1 || *smax < 1)
         return ncd_fail(ctx, NCD_EPARSE,
                         "the variable catalog has no maximum for "
                         "NCCL_SOCKET_NTHREADS or NCCL_NSOCKS_PERTHREAD");
-    long long nt = nccl_int(ctx, "NCCL_SOCKET_NTHREADS", 0);
-    long long ns = nccl_int(ctx, "NCCL_NSOCKS_PERTHREAD", 1);
-    if (nt < 0)
-        nt = 0; /* no helper threads: the rank's own thread */
-    if (nt > tmax)
-        nt = tmax;
-    if (ns < 1)
-        ns = 1;
-    if (nt * ns > smax)
-        ns = smax / (nt ? nt : 1);
-    if (ns < 1)
-        ns = 1;
+    return 0;
+}
+
+/* NCCL src/transport/net_socket.cc ncclNetSocketGetNsockNthread: threads
+ * beyond MAX_THREADS are clamped first; once both are known, a product
+ * beyond MAX_SOCKETS makes NSOCKS_PERTHREAD MAX_SOCKETS / NTHREADS. */
+static void socket_clamp(long long tmax, long long smax, long long *nt,
+                         long long *ns)
+{
+    if (*nt != NCD_PERF_SOCK_AUTO && *nt < 0)
+        *nt = 0; /* no helper threads: the rank's own thread */
+    if (*nt > tmax)
+        *nt = tmax;
+    if (*ns != NCD_PERF_SOCK_AUTO && *ns < 1)
+        *ns = 1;
+    if (*nt == NCD_PERF_SOCK_AUTO || *ns == NCD_PERF_SOCK_AUTO)
+        return;
+    if (*nt * *ns > smax)
+        *ns = smax / (*nt ? *nt : 1);
+    if (*ns < 1)
+        *ns = 1;
+}
+
+int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks)
+{
+    long long tmax, smax;
+    int rc = socket_limits(ctx, &tmax, &smax);
+    if (rc)
+        return rc;
+    /* NCCL's default for both is -2: detected per interface */
+    long long nt = nccl_int(ctx, "NCCL_SOCKET_NTHREADS", NCD_PERF_SOCK_AUTO);
+    long long ns = nccl_int(ctx, "NCCL_NSOCKS_PERTHREAD", NCD_PERF_SOCK_AUTO);
+    socket_clamp(tmax, smax, &nt, &ns);
+    *nthreads = (int)nt;
+    *nsocks = (int)ns;
+    return 0;
+}
+
+int ncd_perf_socket_auto(struct ncd_ctx *ctx, const char *ifname,
+                         int *nthreads, int *nsocks)
+{
+    if (*nthreads != NCD_PERF_SOCK_AUTO && *nsocks != NCD_PERF_SOCK_AUTO)
+        return 0;
+    /* NCCL src/transport/net_socket.cc (2.12+): the interface's PCI vendor
+     * picks the counts; anything else uses the rank's thread, 1 socket */
+    int at = 0, as = 1;
+    char path[160], vendor[32] = "";
+    snprintf(path, sizeof path, "/sys/class/net/%s/device/vendor", ifname);
+    if (ncd_fs_read_str(ctx, path, vendor, sizeof vendor) == 0) {
+        if (strncmp(vendor, "0x1d0f", 6) == 0) { /* AWS ENA */
+            at = 2;
+            as = 8;
+        } else if (strncmp(vendor, "0x1ae0", 6) == 0) { /* GCP gVNIC */
+            at = 4;
+            as = 1;
+        }
+    }
+    ncd_ctx_clear_error(ctx);
+    long long nt = *nthreads == NCD_PERF_SOCK_AUTO ? at : *nthreads;
+    long long ns = *nsocks == NCD_PERF_SOCK_AUTO ? as : *nsocks;
+    long long tmax, smax;
+    int rc = socket_limits(ctx, &tmax, &smax);
+    if (rc)
+        return rc;
+    socket_clamp(tmax, smax, &nt, &ns);
     *nthreads = (int)nt;
     *nsocks = (int)ns;
     return 0;
@@ -242,18 +280,27 @@ void ncd_perf_env(struct ncd_ctx *ctx, struct ncd_perf_opts *o, int *device0)
 }
 
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
-                            const char *local_addr, int all_local,
-                            struct ncd_perf_job *pj)
+                            int nccl_version, struct ncd_perf_job *pj)
 {
     if (pj->backend != NCD_PERF_BACKEND_SOCKET)
         return 0;
-    char why[300] = "";
-    if (ncd_perf_pick_iface(ctx, iface, local_addr, all_local, pj->ifname,
-                            sizeof pj->ifname, pj->bind_addr,
-                            sizeof pj->bind_addr, why, sizeof why)) {
+    char why[400] = "";
+    struct ncd_perf_iface pi;
+    if (ncd_perf_pick_iface(ctx, iface, nccl_version, &pi, why, sizeof why)) {
         ncd_fail(ctx, NCD_ENOENT, "no interface for the socket backend: %s",
                  why);
         return 3;
     }
+    snprintf(pj->ifname, sizeof pj->ifname, "%s", pi.ifname);
+    if (ncd_perf_socket_auto(ctx, pi.ifname, &pj->sock_nthreads,
+                             &pj->sock_nsocks))
+        return 1;
+    snprintf(pj->bind_addr, sizeof pj->bind_addr, "%s", pi.addr);
+    if (pi.boot_ifname[0] && strcmp(pi.boot_addr, pi.addr))
+        snprintf(pj->iface_origin, sizeof pj->iface_origin,
+                 "%s; NCCL's bootstrap: %s %s", pi.origin, pi.boot_ifname,
+                 pi.boot_addr);
+    else
+        snprintf(pj->iface_origin, sizeof pj->iface_origin, "%s", pi.origin);
     return 0;
 }
