@@ -58,7 +58,9 @@ extern const struct ncd_check ncd_checks[];
 
 /**
  * Runs every registered check in order; failures of one check do not stop
- * the others.  Findings are sorted worst first afterwards.
+ * the others.  Each finding's `check` names the check that added it (a
+ * check that could not run gets a "tool.check-failed" finding under its
+ * own name).  Findings are sorted worst first afterwards.
  * @return 0, or NCD_ENOMEM.
  */
 int ncd_run_checks(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,

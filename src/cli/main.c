@@ -11,12 +11,22 @@ static const struct cli_cmd commands[] = {
      "diagnose this node's NCCL setup (default command)",
      "usage: nccl-doctor check [--json] [--strict] [--verbose]\n"
      "                         [--sysroot DIR] [--nccl-version X.Y.Z]\n"
+     "                         [--format F] [--output FILE]\n"
      "\n"
      "Probes network interfaces, NCCL's own interface choice and the NCCL_*\n"
      "environment (plus ~/.nccl.conf and /etc/nccl.conf), and reports\n"
      "findings with cause, evidence and fix.\n"
      "\n"
-     "  --json              machine-readable report\n"
+     "  --json              machine-readable report (= --format json)\n"
+     "  --format F          text, json, or a health-check answer:\n"
+     "                      prometheus (node_exporter textfile metrics),\n"
+     "                      slurm (one drain reason <= 100 characters;\n"
+     "                      exit 0 healthy, 1 drain: NHC's convention),\n"
+     "                      npd (Kubernetes node-problem-detector plugin:\n"
+     "                      message <= 80 characters; exit 0 ok, 1\n"
+     "                      problem, 2 unknown)\n"
+     "  --output FILE       write the report to FILE atomically (temporary\n"
+     "                      file in the same directory, then rename)\n"
      "  --strict            exit 1 when there are warnings but no errors\n"
      "  --verbose, -v       also list checks that passed\n"
      "  --sysroot DIR       read /sys and /proc below DIR (a capture)\n"
@@ -25,7 +35,8 @@ static const struct cli_cmd commands[] = {
      "  --color[=WHEN]      always, never or auto (default; NO_COLOR honoured)\n"
      "\n"
      "Exit status: 0 no errors, 1 warnings only (with --strict),\n"
-     "2 errors found, 3 the tool itself failed or bad usage.\n"},
+     "2 errors found, 3 the tool itself failed or bad usage (slurm and\n"
+     "npd formats: see above).\n"},
     {"ifaces", ncd_cmd_ifaces,
      "rank network interfaces and predict NCCL's choice",
      "usage: nccl-doctor ifaces [--json] [--verbose] [--sysroot DIR]\n"

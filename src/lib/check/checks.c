@@ -18,6 +18,7 @@ int ncd_run_checks(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
 {
     for (const struct ncd_check *c = ncd_checks; c->name; c++) {
         ncd_ctx_clear_error(ctx);
+        size_t first = out->n;
         int rc = c->fn(ctx, opts, out, facts);
         if (rc == NCD_ENOMEM)
             return rc;
@@ -32,6 +33,8 @@ int ncd_run_checks(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             if (*ncd_ctx_errdetail(ctx))
                 ncd_finding_evidence(f, "%s", ncd_ctx_errdetail(ctx));
         }
+        for (size_t i = first; i < out->n; i++) /* which check said it */
+            out->v[i].check = c->name;
     }
     ncd_ctx_clear_error(ctx);
     ncd_findings_sort(out);
