@@ -11,6 +11,7 @@
  * below NCCL_TESTS_MIN_BW; 255 for bad size arguments.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -23,6 +24,8 @@
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/perf.h"
+#include "ncd/plot.h"
+#include "ncd/readall.h"
 #include "ncd/strbuf.h"
 
 extern char **environ;
@@ -75,6 +78,10 @@ const char ncd_cmd_perf_usage[] =
     "  --peer-timeout S     socket: give up after S s without progress [60]\n"
     "  --nccl-lib PATH, --cudart-lib PATH   libraries to dlopen\n"
     "  --json               print the -J JSON document on stdout\n"
+    "  --plot FILE.svg      draw busbw against size (out-of-place solid,\n"
+    "                       in-place dashed) into FILE.svg\n"
+    "  --plot-with RUN.json overlay an earlier run's -J file on the plot\n"
+    "                       (repeatable)\n"
     "\n"
     "Under mpirun, srun, torchrun or paddle.distributed.launch the rank and\n"
     "size come from the launcher's variables.  NCCL_SOCKET_NTHREADS and\n"
@@ -93,6 +100,8 @@ enum { /* the string options from OPT_IFACE on, in struct perf_cli order */
     OPT_RDV,
     OPT_NCCL_LIB,
     OPT_CUDART_LIB,
+    OPT_PLOT,
+    OPT_PLOT_WITH,
 };
 
 /* nccl-doctor's own options (nccl-tests' come from ncd_perf_option_at()) */
@@ -105,16 +114,25 @@ static const struct option own_opts[] = {
     {"peer-timeout", required_argument, 0, OPT_PEER_TIMEOUT},
     {"nccl-lib", required_argument, 0, OPT_NCCL_LIB},
     {"cudart-lib", required_argument, 0, OPT_CUDART_LIB},
+    {"plot", required_argument, 0, OPT_PLOT},
+    {"plot-with", required_argument, 0, OPT_PLOT_WITH},
     {"json", no_argument, 0, CLI_OPT_JSON},
     {"help", no_argument, 0, 'h'},
 };
 #define NOWN (sizeof own_opts / sizeof own_opts[0])
+
+#define PLOT_WITH_MAX 16
 
 struct perf_cli {
     struct ncd_perf_opts o;
     struct cli_common common;
     int np, peer_timeout_s, device0, sock_nthreads, sock_nsocks;
     const char *backend, *iface, *rendezvous, *nccl_lib, *cudart_lib;
+    const char *plot_file;                  /* --plot */
+    const char *plot_with[PLOT_WITH_MAX];   /* --plot-with, in order */
+    int nplot_with;
+    struct ncd_plot plot;                   /* global rank 0 */
+    struct ncd_perf_sink inner;             /* the report's sink */
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     char fallback[1100]; /* why auto did not pick the nccl backend */
     char **argv;
@@ -147,6 +165,76 @@ static void progress(void *arg, size_t i, size_t n, size_t bytes)
     fflush(stderr);
 }
 
+/* --plot: rows go to the report and to the plot. */
+static void plot_row(void *arg, const struct ncd_perf_row *r)
+{
+    struct perf_cli *P = arg;
+    P->inner.row(P->inner.arg, r);
+    if (ncd_plot_add_perf_row(&P->plot, P->o.prog, r) < 0)
+        P->plot.ncolors = -1; /* out of memory: said when writing */
+}
+
+static void plot_preamble(void *arg, int nccl_version, const char *desc,
+                          const struct ncd_perf_device *devs, int ndevs)
+{
+    struct perf_cli *P = arg;
+    if (P->inner.preamble)
+        P->inner.preamble(P->inner.arg, nccl_version, desc, devs, ndevs);
+    snprintf(P->plot.title, sizeof P->plot.title, "%s: %d rank%s, %s",
+             P->o.prog, ndevs, ndevs == 1 ? "" : "s", desc ? desc : "");
+}
+
+static void plot_progress(void *arg, size_t i, size_t n, size_t bytes)
+{
+    struct perf_cli *P = arg;
+    if (P->inner.progress)
+        P->inner.progress(P->inner.arg, i, n, bytes);
+}
+
+/* Reads the --plot-with files into the plot before the job starts (on the
+ * process that will be global rank 0), so that a bad file stops perf
+ * before any rank measures.  0, or -1 after a message. */
+static int plot_load(struct perf_cli *P)
+{
+    for (int i = 0; i < P->nplot_with; i++) {
+        struct ncd_rdbuf b = {.max = 64 << 20};
+        if (ncd_read_file(P->plot_with[i], &b) != 0) {
+            cli_err("--plot-with %s: %s", P->plot_with[i], strerror(errno));
+            return -1;
+        }
+        const char *base = strrchr(P->plot_with[i], '/');
+        char err[256] = "";
+        int rc = ncd_plot_add_perf_json(&P->plot,
+                                        base ? base + 1 : P->plot_with[i],
+                                        b.data ? b.data : "", err, sizeof err);
+        ncd_rdbuf_release(&b);
+        if (rc < 0) {
+            cli_err("--plot-with %s: %s", P->plot_with[i],
+                    rc == NCD_ENOMEM ? "out of memory" : err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Writes --plot (global rank 0, after the run).  0 or -1 after a message. */
+static int plot_write(struct perf_cli *P)
+{
+    struct ncd_strbuf sb = {0};
+    ncd_plot_svg(&P->plot, &sb);
+    int rc = 0;
+    if (sb.oom || P->plot.ncolors < 0) {
+        cli_err("--plot: out of memory");
+        rc = -1;
+    } else if (ncd_write_file_atomic(P->plot_file, ncd_sb_str(&sb), sb.len,
+                                     0644)) {
+        cli_err("--plot: cannot write %s: %s", P->plot_file, strerror(errno));
+        rc = -1;
+    }
+    ncd_sb_release(&sb);
+    return rc;
+}
+
 /* Options ----------------------------------------------------------------- */
 
 /* nccl-doctor's own options.  Returns 0, or an exit status + 1000. */
@@ -174,6 +262,16 @@ static int parse_own(struct perf_cli *P, int c, const char *arg)
             return 0;
         cli_err("--algo takes ring, direct or auto, not '%s'", arg);
         return 1000 + 6;
+    case OPT_PLOT:
+        P->plot_file = arg;
+        return 0;
+    case OPT_PLOT_WITH:
+        if (P->nplot_with == PLOT_WITH_MAX) {
+            cli_err("--plot-with: at most %d files", PLOT_WITH_MAX);
+            return 1000 + 6;
+        }
+        P->plot_with[P->nplot_with++] = arg;
+        return 0;
     }
     const char **str[] = {[OPT_IFACE - OPT_IFACE] = &P->iface,
                           [OPT_RDV - OPT_IFACE] = &P->rendezvous,
@@ -205,7 +303,7 @@ static int parse(struct perf_cli *P, int argc, char **argv)
             return 1;
         } else if (c == CLI_OPT_JSON) {
             P->common.json = 1;
-        } else if (c >= OPT_BACKEND && c <= OPT_CUDART_LIB) { /* ours */
+        } else if (c >= OPT_BACKEND && c <= OPT_PLOT_WITH) { /* ours */
             rc = parse_own(P, c, optarg);
         } else if (c != '?' && c != ':') {
             int st = ncd_perf_opt_apply(&P->o, c, optarg, &m);
@@ -267,8 +365,18 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     ncd_sb_reset(&sb);
     struct ncd_perf_sink sink;
     ncd_perf_report_sink(P->rep, out_text, progress, P, &sink);
+    if (is_root && P->plot_file) {
+        P->inner = sink;
+        sink = (struct ncd_perf_sink){.arg = P,
+                                      .preamble = plot_preamble,
+                                      .row = plot_row,
+                                      .progress = plot_progress};
+    }
     struct ncd_perf_summary sum;
     st = ncd_perf_run(ctx, o, &pj, &sink, &sum);
+    if (is_root && P->plot_file && plot_write(P))
+        st = st ? st : 1;
+    ncd_plot_release(&P->plot);
     if (sum.error[0]) {
         char host[256];
         ncd_job_hostname(host, sizeof host);
@@ -384,6 +492,11 @@ int ncd_cmd_perf(int argc, char **argv)
         ncd_ctx_free(ctx);
         return st;
     }
+    if (plan.proc <= 0 && P.plot_file && plot_load(&P)) {
+        ncd_plot_release(&P.plot);
+        ncd_ctx_free(ctx);
+        return 6;
+    }
     struct ncd_job_opts jo = {.timeout_ms = P.peer_timeout_s * 1000,
                               .ranks_per_proc = rpp,
                               .straggler_ms = (P.peer_timeout_s + 5) * 1000,
@@ -394,6 +507,7 @@ int ncd_cmd_perf(int argc, char **argv)
     st = cli_job_run(ctx, "perf", &plan, &jo, perf_job, &P, &err);
     if (err) /* 1: could not fork; 4/3: the rendezvous timed out/failed */
         st = plan.kind == NCD_JOB_FORK ? 1 : err == NCD_ETIMEOUT ? 4 : 3;
+    ncd_plot_release(&P.plot);
     ncd_ctx_free(ctx);
     return st;
 }
