@@ -132,6 +132,15 @@ enum ncd_link ncd_topo_link(const struct ncd_topo *t, size_t a, size_t b,
 enum ncd_link ncd_pci_link(const struct ncd_pci_list *l, int a, int b);
 
 /**
+ * The "bridge" a PCI function stands for when counting bridges on a path
+ * (index into l->v): a switch's downstream ports fold into its upstream
+ * port (by PCIe port type; without types, by depth: the root port at
+ * depth 0, then upstream at odd and downstream at even depths); any
+ * other function stands for itself.  Pure.
+ */
+int ncd_pci_switch_of(const struct ncd_pci_list *l, int i);
+
+/**
  * Parses the .ncd/nvml format into the topology (names, nvlinks, driver).
  * GPUs not in the topology are ignored.  @return 0 or NCD_EPARSE.
  */
@@ -148,6 +157,20 @@ void ncd_topo_matrix_text(const struct ncd_topo *t, struct ncd_strbuf *out);
 /** The topology as JSON: {"source", "gpus":[...], "nics":[...],
  *  "matrix":[[...]], "nvlink_source", "driver_version"}.  New reference. */
 json_t *ncd_topo_to_json(const struct ncd_topo *t);
+
+/**
+ * Appends the topology as a standalone SVG 1.1 picture, the way lstopo
+ * draws a machine: nested boxes for the machine, NUMA nodes (with their
+ * CPUs), PCIe host bridges and PCIe switches, holding the GPUs (name, PCI
+ * address, link speed and width), NICs (RDMA device and interface) and
+ * NVSwitches; below them the GPU/NIC path-type matrix of
+ * ncd_topo_matrix_text() with one colour per type (NV#, PIX, PXB, PHB,
+ * NODE, SYS) and its legend (left out past 40 devices).  `host` is the
+ * title (may be NULL).  Plain text written by nccl-doctor, no library
+ * (README "Pictures").
+ */
+void ncd_topo_svg(const struct ncd_topo *t, const char *host,
+                  struct ncd_strbuf *out);
 
 #ifdef __cplusplus
 }

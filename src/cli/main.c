@@ -75,6 +75,7 @@ static const struct cli_cmd commands[] = {
      "GPU/NIC topology matrix (like nvidia-smi topo -m)",
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
      "                        [--topology FILE.xml] [--no-nvml]\n"
+     "                        [--format text|json|svg] [--output FILE]\n"
      "\n"
      "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
      "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
@@ -82,7 +83,12 @@ static const struct cli_cmd commands[] = {
      "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
      "\n"
      "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
-     "  --no-nvml           do not load NVML\n"},
+     "  --no-nvml           do not load NVML\n"
+     "  --format svg        draw it as lstopo draws a machine: NUMA nodes,\n"
+     "                      host bridges, PCIe switches, GPUs, NICs and\n"
+     "                      NVSwitches, and the path-type matrix in colour\n"
+     "                      (PNG: rsvg-convert topo.svg -o topo.png)\n"
+     "  --output FILE       write to FILE atomically instead of stdout\n"},
     {"gather", ncd_cmd_gather,
      "record this node's state into a tarball for offline diagnosis",
      "usage: nccl-doctor gather -o FILE.tar.gz\n"
