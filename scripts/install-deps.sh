@@ -3,7 +3,8 @@
 # The only place the project installs system packages; the README's two
 # commands and .ci/run call it. Safe to re-run: apt-get skips what is there.
 # librsvg2-bin (rsvg-convert) renders the SVG pictures in the tests;
-# prometheus brings promtool, which checks the textfile-collector output.
+# prometheus brings promtool, which checks the textfile-collector output,
+# and prometheus-node-exporter reads it back as node_exporter would.
 set -eu
 
 PKGS="build-essential cmake pkg-config
@@ -12,7 +13,7 @@ PKGS="build-essential cmake pkg-config
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
       clang
-      librsvg2-bin prometheus"
+      librsvg2-bin prometheus prometheus-node-exporter"
 
 missing=""
 for p in $PKGS; do
