@@ -12,7 +12,7 @@ PKGS="build-essential cmake pkg-config
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
-      clang
+      clang ripgrep valgrind
       librsvg2-bin prometheus prometheus-node-exporter"
 
 missing=""
