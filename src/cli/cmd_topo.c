@@ -1,30 +1,54 @@
 /* SPDX-License-Identifier: MIT */
 /* nccl-doctor topo: the GPU/NIC matrix as `nvidia-smi topo -m` prints it. */
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cmd.h"
 #include "ncd/error.h"
-#include "ncd/readall.h"
-#include "ncd/topo.h"
+#include "ncd/node_report.h"
 
 enum { OPT_TOPOLOGY = CLI_OPT__NEXT, OPT_NO_NVML, OPT_FORMAT, OPT_OUTPUT };
 
-struct topo_opts {
-    const char *xml;
-    int use_nvml;
+static const struct option options[] = {
+    {"topology", required_argument, 0, OPT_TOPOLOGY},
+    {"no-nvml", no_argument, 0, OPT_NO_NVML},
+    {"format", required_argument, 0, OPT_FORMAT},
+    {"output", required_argument, 0, OPT_OUTPUT},
+    {0, 0, 0, 0},
+};
+
+const char ncd_cmd_topo_usage[] =
+     "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
+     "                        [--topology FILE.xml] [--no-nvml]\n"
+     "                        [--format text|json|svg] [--output FILE]\n"
+     "\n"
+     "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
+     "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
+     "computed from the PCI tree in /sys; NVLink counts and GPU names come\n"
+     "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
+     "\n"
+     "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
+     "  --no-nvml           do not load NVML\n"
+     "  --format svg        draw it as lstopo draws a machine: NUMA nodes,\n"
+     "                      host bridges, PCIe switches, GPUs, NICs and\n"
+     "                      NVSwitches, and the path-type matrix in colour\n"
+     "                      (PNG: rsvg-convert topo.svg -o topo.png)\n"
+     "  --output FILE       write to FILE atomically instead of stdout\n";
+
+/* topo's options beyond what the node probe takes */
+struct topo_cli {
+    struct ncd_node_opts node;
     const char *format; /* "text", "json", "svg"; NULL: text (or --json) */
     const char *output;
 };
 
 static int topo_opt(int opt, const char *arg, void *data)
 {
-    struct topo_opts *o = data;
+    struct topo_cli *o = data;
     if (opt == OPT_TOPOLOGY)
-        o->xml = arg;
+        o->node.topology_xml = arg;
     else if (opt == OPT_NO_NVML)
-        o->use_nvml = 0;
+        o->node.nvml = NCD_NVML_NEVER;
     else if (opt == OPT_OUTPUT && *arg)
         o->output = arg;
     else if (opt == OPT_FORMAT && (!strcmp(arg, "text") ||
@@ -39,34 +63,11 @@ static int topo_opt(int opt, const char *arg, void *data)
     return 0;
 }
 
-/* The rendered text to --output (atomically) or stdout. */
-static int topo_emit(const struct topo_opts *o, const struct ncd_strbuf *sb)
-{
-    if (!o->output)
-        return cli_print_sb(sb);
-    if (sb->oom) {
-        cli_err("out of memory while rendering");
-        return -1;
-    }
-    if (ncd_write_file_atomic(o->output, ncd_sb_str(sb), sb->len, 0644)) {
-        cli_err("topo: cannot write %s: %s", o->output, strerror(errno));
-        return -1;
-    }
-    return 0;
-}
-
 int ncd_cmd_topo(int argc, char **argv)
 {
-    static const struct option extra[] = {
-        {"topology", required_argument, 0, OPT_TOPOLOGY},
-        {"no-nvml", no_argument, 0, OPT_NO_NVML},
-        {"format", required_argument, 0, OPT_FORMAT},
-        {"output", required_argument, 0, OPT_OUTPUT},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
-    struct topo_opts o = {NULL, 1, NULL, NULL};
-    int pst = cli_parse("topo", argc, argv, &c, extra, topo_opt, &o, NULL);
+    struct topo_cli o = {.node = {.nvml = NCD_NVML_ALWAYS}};
+    int pst = cli_parse("topo", argc, argv, &c, options, topo_opt, &o, NULL);
     if (pst != CLI_CONTINUE)
         return pst;
     if (o.format && c.json && strcmp(o.format, "json") != 0) {
@@ -81,63 +82,43 @@ int ncd_cmd_topo(int argc, char **argv)
      * export, or a directory standing for / such as an unpacked
      * hwloc-gather-topology capture. */
     const char *hx = getenv("HWLOC_XMLFILE"), *hf = getenv("HWLOC_FSROOT");
-    if (!o.xml && !c.sysroot && hx && *hx)
-        o.xml = hx;
-    if (!o.xml && !c.sysroot && hf && *hf)
+    if (!o.node.topology_xml && !c.sysroot && hx && *hx)
+        o.node.topology_xml = hx;
+    if (!o.node.topology_xml && !c.sysroot && hf && *hf)
         c.sysroot = hf;
-    const char *xml = o.xml;
-    int use_nvml = o.use_nvml;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
-    struct ncd_topo t;
-    int rc = xml ? ncd_topo_load_xml(ctx, xml, &t)
-                 : ncd_topo_probe(ctx, use_nvml, &t);
-    if (rc < 0) {
-        cli_err("topo: %s%s%s", ncd_strerror(rc),
-                *ncd_ctx_errdetail(ctx) ? ": " : "", ncd_ctx_errdetail(ctx));
-        ncd_topo_release(&t);
-        ncd_ctx_free(ctx);
-        return NCD_EXIT_TOOL;
+    struct ncd_node n = {0};
+    int status = NCD_EXIT_TOOL;
+    if (cli_node_probe(ctx, "topo", &c, &o.node, NCD_PART_BIT(NCD_PART_PCI),
+                       &n) < 0)
+        goto out;
+    if (!ncd_node_has(&n, NCD_PART_PCI)) {
+        const struct ncd_node_status *s = &n.status[NCD_PART_PCI];
+        cli_err("topo: %s%s%s", ncd_strerror(s->rc), *s->detail ? ": " : "",
+                s->detail);
+        goto out;
     }
-    int status = NCD_EXIT_OK;
+    struct ncd_strbuf sb = {0};
     if (svg) {
-        struct ncd_strbuf sb = {0};
-        ncd_topo_svg(&t, xml ? NULL : cli_hostname(ctx), &sb);
-        if (topo_emit(&o, &sb) < 0)
-            status = NCD_EXIT_TOOL;
-        ncd_sb_release(&sb);
+        ncd_topo_svg(&n.topo, o.node.topology_xml ? NULL : cli_hostname(ctx),
+                     &sb);
     } else if (c.json) {
         json_t *env = ncd_json_envelope(cli_hostname(ctx));
-        json_t *tj = ncd_topo_to_json(&t);
+        json_t *tj = ncd_topo_to_json(&n.topo);
         if (env && tj)
             json_object_set_new(env, "topology", tj);
         else
             json_decref(tj);
-        char *js = env ? json_dumps(env, JSON_INDENT(2) | JSON_PRESERVE_ORDER)
-                       : NULL;
-        json_decref(env);
-        struct ncd_strbuf sb = {0};
-        ncd_sb_puts(&sb, js);
-        ncd_sb_putc(&sb, '\n');
-        sb.oom |= !js;
-        free(js);
-        if (topo_emit(&o, &sb) < 0)
-            status = NCD_EXIT_TOOL;
-        ncd_sb_release(&sb);
+        cli_json_sb(env, &sb);
     } else {
-        struct ncd_strbuf sb = {0};
-        if (!t.n_gpu)
-            ncd_sb_printf(&sb,
-                          "No NVIDIA GPU found (source: %s): nothing for NCCL "
-                          "to connect on this node.\n\n",
-                          t.source);
-        ncd_topo_matrix_text(&t, &sb);
-        if (topo_emit(&o, &sb) < 0)
-            status = NCD_EXIT_TOOL;
-        ncd_sb_release(&sb);
+        ncd_topo_matrix_text(&n.topo, &sb);
     }
-    ncd_topo_release(&t);
+    status = cli_emit(o.output, &sb) < 0 ? NCD_EXIT_TOOL : NCD_EXIT_OK;
+    ncd_sb_release(&sb);
+out:
+    ncd_node_release(&n);
     ncd_ctx_free(ctx);
     return status;
 }

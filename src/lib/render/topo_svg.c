@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncd/node_report.h"
 #include "ncd/topo.h"
 #include "render/svg.h"
 
