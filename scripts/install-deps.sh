@@ -2,6 +2,9 @@
 # Installs the Debian/Ubuntu packages nccl-doctor needs to build and test.
 # The only place the project installs system packages; the README's two
 # commands and .ci/run call it. Safe to re-run: apt-get skips what is there.
+# librsvg2-bin (rsvg-convert) renders the SVG pictures in the tests;
+# prometheus brings promtool, which checks the textfile-collector output,
+# and prometheus-node-exporter reads it back as node_exporter would.
 set -eu
 
 PKGS="build-essential cmake pkg-config
@@ -9,7 +12,8 @@ PKGS="build-essential cmake pkg-config
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
-      clang ripgrep valgrind"
+      clang ripgrep valgrind
+      librsvg2-bin prometheus prometheus-node-exporter"
 
 missing=""
 for p in $PKGS; do

@@ -66,8 +66,9 @@ unsigned ncd_checks_parts(const struct ncd_check_opts *opts);
 /**
  * Runs the selected checks in order; one failing does not stop the others.
  * A check whose node part could not be probed (status[].rc < 0) becomes a
- * "tool.check-failed" warning naming the part's error.  Findings are
- * sorted worst first afterwards.
+ * "tool.check-failed" warning naming the part's error.  Each finding's
+ * `check` names the check that added it (a tool.check-failed finding
+ * too).  Findings are sorted worst first afterwards.
  * @return 0, NCD_EINVAL (unknown check name), or NCD_ENOMEM.
  */
 int ncd_run_checks(const struct ncd_node *n, const struct ncd_check_opts *opts,

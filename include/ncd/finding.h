@@ -94,6 +94,9 @@ struct ncd_finding {
     struct ncd_env_kv *env;    /**< owned array */
     size_t n_env;
     int order;                 /**< insertion order, for stable sorting */
+    const char *check;         /**< name of the node check that added it
+                                    (ncd_checks[], static); NULL for
+                                    findings outside `check` */
 };
 
 /** A growable list of findings.  Zero-initialised is empty and valid. */

@@ -74,6 +74,20 @@ void ncd_topo_matrix_text(const struct ncd_topo *t, struct ncd_strbuf *out);
  *  "matrix":[[...]], "nvlink_source", "driver_version"}.  New reference. */
 json_t *ncd_topo_to_json(const struct ncd_topo *t);
 
+/**
+ * Appends the topology as a standalone SVG 1.1 picture, the way lstopo
+ * draws a machine: nested boxes for the machine, NUMA nodes (with their
+ * CPUs), PCIe host bridges and PCIe switches, holding the GPUs (name, PCI
+ * address, link speed and width), NICs (RDMA device and interface) and
+ * NVSwitches; below them the GPU/NIC path-type matrix of
+ * ncd_topo_matrix_text() with one colour per type (NV#, PIX, PXB, PHB,
+ * NODE, SYS) and its legend (left out past 40 devices).  `host` is the
+ * title (may be NULL).  Plain text written by nccl-doctor, no library
+ * (README "Pictures").
+ */
+void ncd_topo_svg(const struct ncd_topo *t, const char *host,
+                  struct ncd_strbuf *out);
+
 /** Output formats of `env`. */
 enum ncd_env_format {
     NCD_ENV_SH = 0,  /**< export NAME='value' / unset NAME */

@@ -2,7 +2,8 @@
 /**
  * @file readall.h
  * @brief One grow-buffer reader: whole files, whole pipes, or a pipe read
- *        a piece at a time inside a poll() loop, with a size cap.
+ *        a piece at a time inside a poll() loop, with a size cap; and its
+ *        counterpart, the atomic whole-file writer.
  *
  * The buffer doubles as it fills (starting at 4 KiB) up to `max` bytes;
  * what arrives beyond `max` is read and dropped (so a writer never blocks
@@ -51,6 +52,21 @@ int ncd_read_file(const char *path, struct ncd_rdbuf *out);
 
 /** Frees the data and zeroes the buffer (max is kept).  NULL-safe. */
 void ncd_rdbuf_release(struct ncd_rdbuf *b);
+
+/**
+ * Writes `len` bytes to `path` atomically: a temporary file in the same
+ * directory (".<name>.tmp.XXXXXX", a name readers such as node_exporter's
+ * textfile collector skip: it reads only *.prom), written, flushed with
+ * fsync, given `mode` (e.g. 0644: mkstemp's 0600 would hide a textfile
+ * from a collector running as another user), then rename()d over `path`.
+ * Readers see the old file or the whole new one, never a part; on any
+ * failure the temporary file is removed and `path` is untouched.  Outside
+ * any sysroot (a file the user named).
+ * @return 0, or -1 with errno (ENOENT for a missing directory, EACCES,
+ *         ENOSPC, EISDIR...).
+ */
+int ncd_write_file_atomic(const char *path, const void *data, size_t len,
+                          unsigned mode);
 
 #ifdef __cplusplus
 }

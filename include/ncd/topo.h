@@ -128,6 +128,15 @@ enum ncd_link ncd_topo_link(const struct ncd_topo *t, size_t a, size_t b,
  */
 enum ncd_link ncd_pci_link(const struct ncd_pci_list *l, int a, int b);
 
+/**
+ * The "bridge" a PCI function stands for when counting bridges on a path
+ * (index into l->v): a switch's downstream ports fold into its upstream
+ * port (by PCIe port type; without types, by depth: the root port at
+ * depth 0, then upstream at odd and downstream at even depths); any
+ * other function stands for itself.  Pure.
+ */
+int ncd_pci_switch_of(const struct ncd_pci_list *l, int i);
+
 /** PCIe ACS on the paths NCCL's peer-to-peer traffic takes. */
 struct ncd_acs_report {
     int gpus;            /**< NVIDIA GPUs on the bus */

@@ -45,6 +45,8 @@ extern "C" {
 #define NCD_TUNE_NAME_MAX 47
 #define NCD_TUNE_VALUE_MAX 255
 #define NCD_TUNE_LABEL_MAX 2559
+/** Sizes of a sweep kept for `tune --plot` (perf's -b..-e points). */
+#define NCD_TUNE_MAX_POINTS 32
 
 /** One setting of a candidate. */
 struct ncd_tune_var {
@@ -182,6 +184,11 @@ struct ncd_tune_runs {
     double busbw[NCD_TUNE_MAX_RUNS];    /**< GB/s, one per run */
     int failed;                         /**< runs that failed */
     char error[256];                    /**< first failure */
+    /** busbw against size of each successful run (GB/s; the sizes of
+     *  the first run, bytes, in size[]; npts 0 when perf gave none). */
+    int npts;
+    double size[NCD_TUNE_MAX_POINTS];
+    double curve[NCD_TUNE_MAX_RUNS][NCD_TUNE_MAX_POINTS];
 };
 
 /** Statistics of one candidate. */
@@ -225,6 +232,17 @@ void ncd_tune_cand_str(const struct ncd_tune_cand *c, struct ncd_strbuf *out);
 json_t *ncd_tune_json(const struct ncd_tune_set *set,
                       const struct ncd_tune_runs *runs,
                       const struct ncd_tune_stat *stats, int winner);
+
+struct ncd_plot;
+/**
+ * Adds the candidates to a plot (plot.h): per candidate with measured
+ * curves one series, the per-size median over its runs, labelled with the
+ * candidate's label, "(current)" for the baseline and "(winner)" for
+ * `winner`.  Sets the title.  @return 0 or NCD_ENOMEM.
+ */
+int ncd_tune_plot(const struct ncd_tune_set *set,
+                  const struct ncd_tune_runs *runs, int winner,
+                  struct ncd_plot *p);
 
 /**
  * The table as text (GB/s with 4 significant digits).  Labels are never
@@ -280,9 +298,22 @@ struct ncd_tune_result {
     int32_t interrupted; /**< 1: *ex->cancel was set when the run ended
                               (a signal to tune): the run is not counted,
                               its settings are not blamed */
+    int32_t npts;   /**< points of the curve below (when its JSON was
+                         read) */
     double busbw;   /**< GB/s (when its JSON was read) */
+    double size[NCD_TUNE_MAX_POINTS];  /**< bytes, ascending */
+    double curve[NCD_TUNE_MAX_POINTS]; /**< busbw at size[i], GB/s */
     char error[200];/**< the first line of perf's error output */
 };
+
+/**
+ * busbw against size of a `perf --json` document: per size (ascending) the
+ * mean of the out-of-place and in-place bus bandwidths of every row of
+ * that size.  At most `max` points (the smallest sizes kept).
+ * @return the number of points, or NCD_EPARSE with the reason in `err`.
+ */
+int ncd_tune_perf_curve(const char *json_text, double *size, double *busbw,
+                        int max, char *err, size_t errlen);
 
 /**
  * busbw of a `perf --json` document: the mean of the out-of-place and

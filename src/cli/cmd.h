@@ -134,6 +134,18 @@ int cli_print_json(json_t *j);
 /* Writes the whole buffer to stdout; -1 on a write error (message printed). */
 int cli_print_sb(const struct ncd_strbuf *sb);
 
+/*
+ * Writes the rendered buffer to `output` atomically (a temporary file in
+ * its directory, mode 0644, then rename: ncd_write_file_atomic()) when it
+ * is set, else to stdout.  Returns 0, or -1 after a message (also when the
+ * buffer ran out of memory).
+ */
+int cli_emit(const char *output, const struct ncd_strbuf *sb);
+
+/* Appends a JSON value as cli_print_json() prints it (indented, with a
+ * newline) and drops the reference; NULL or a failed dump marks sb oom. */
+void cli_json_sb(json_t *j, struct ncd_strbuf *sb);
+
 /* Exit status for a findings list under the common options. */
 int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
 

@@ -11,6 +11,7 @@
  * below NCCL_TESTS_MIN_BW; 255 for bad size arguments.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <limits.h>
 #include <sched.h>
 #include <stddef.h>
@@ -27,6 +28,8 @@
 #include "ncd/job.h"
 #include "ncd/nccl.h"
 #include "ncd/perf.h"
+#include "ncd/plot.h"
+#include "ncd/readall.h"
 #include "ncd/sock.h"
 #include "ncd/strbuf.h"
 #include "ncd/sysops.h"
@@ -90,6 +93,10 @@ const char ncd_cmd_perf_usage[] =
     "  --peer-timeout S     socket: give up after S s without progress [60]\n"
     "  --nccl-lib PATH, --cudart-lib PATH   libraries to dlopen\n"
     "  --json               print the -J JSON document on stdout\n"
+    "  --plot FILE.svg      draw busbw against size (out-of-place solid,\n"
+    "                       in-place dashed) into FILE.svg\n"
+    "  --plot-with RUN.json overlay an earlier run's -J file on the plot\n"
+    "                       (repeatable)\n"
     "\n"
     "Under mpirun, srun, torchrun or paddle.distributed.launch the rank and\n"
     "size come from the launcher's variables.  NCCL_SOCKET_NTHREADS and\n"
@@ -110,6 +117,8 @@ enum { /* the string options from OPT_IFACE on, in struct perf_cli order */
     OPT_RDV,
     OPT_NCCL_LIB,
     OPT_CUDART_LIB,
+    OPT_PLOT,
+    OPT_PLOT_WITH,
 };
 
 /* nccl-doctor's own options (nccl-tests' come from ncd_perf_option_at()) */
@@ -122,10 +131,14 @@ static const struct option own_opts[] = {
     {"peer-timeout", required_argument, 0, OPT_PEER_TIMEOUT},
     {"nccl-lib", required_argument, 0, OPT_NCCL_LIB},
     {"cudart-lib", required_argument, 0, OPT_CUDART_LIB},
+    {"plot", required_argument, 0, OPT_PLOT},
+    {"plot-with", required_argument, 0, OPT_PLOT_WITH},
     {"json", no_argument, 0, CLI_OPT_JSON},
     {"help", no_argument, 0, 'h'},
 };
 #define NOWN (sizeof own_opts / sizeof own_opts[0])
+
+#define PLOT_WITH_MAX 16
 
 struct perf_cli {
     struct ncd_perf_opts o;
@@ -133,6 +146,11 @@ struct perf_cli {
     int np, peer_timeout_s, device0, sock_nthreads, sock_nsocks;
     int nccl_version; /* socket: the NCCL release whose path it takes */
     const char *iface, *rendezvous, *nccl_lib, *cudart_lib;
+    const char *plot_file;                /* --plot */
+    const char *plot_with[PLOT_WITH_MAX]; /* --plot-with, in order */
+    int nplot_with;
+    int plotting;         /* global rank 0 with --plot */
+    struct ncd_plot plot; /* global rank 0 */
     int be, algo_kind; /* enum ncd_perf_backend_kind, enum ncd_perf_algo */
     struct ncd_perf_traffic traffic; /* alltoallv */
     char **argv;
@@ -218,6 +236,16 @@ static int parse_own(struct perf_cli *P, int c, const char *arg)
             return 0;
         cli_err("--algo takes ring, direct or auto, not '%s'", arg);
         return 1000 + 6;
+    case OPT_PLOT:
+        P->plot_file = arg;
+        return 0;
+    case OPT_PLOT_WITH:
+        if (P->nplot_with == PLOT_WITH_MAX) {
+            cli_err("--plot-with: at most %d files", PLOT_WITH_MAX);
+            return 1000 + 6;
+        }
+        P->plot_with[P->nplot_with++] = arg;
+        return 0;
     }
     const char **str[] = {[OPT_IFACE - OPT_IFACE] = &P->iface,
                           [OPT_RDV - OPT_IFACE] = &P->rendezvous,
@@ -249,7 +277,7 @@ static int parse(struct perf_cli *P, int argc, char **argv)
             return 1;
         } else if (c == CLI_OPT_JSON) {
             P->common.json = 1;
-        } else if (c >= OPT_BACKEND && c <= OPT_CUDART_LIB) { /* ours */
+        } else if (c >= OPT_BACKEND && c <= OPT_PLOT_WITH) { /* ours */
             rc = parse_own(P, c, optarg);
         } else if (c != '?' && c != ':') {
             int st = ncd_perf_opt_apply(&P->o, c, optarg, &m);
@@ -271,8 +299,6 @@ static int parse(struct perf_cli *P, int argc, char **argv)
     return rc;
 }
 
-/* Failures ------------------------------------------------------------------ */
-
 /* The report's sink, noting whether the preamble went out. */
 static void on_preamble(void *arg, int nccl_version, const char *desc,
                         const struct ncd_perf_device *devs, int ndevs)
@@ -280,12 +306,18 @@ static void on_preamble(void *arg, int nccl_version, const char *desc,
     struct perf_cli *P = arg;
     P->preamble_done = 1;
     P->inner.preamble(P->inner.arg, nccl_version, desc, devs, ndevs);
+    if (P->plotting)
+        snprintf(P->plot.title, sizeof P->plot.title, "%s: %d rank%s, %s",
+                 P->o.prog, ndevs, ndevs == 1 ? "" : "s", desc ? desc : "");
 }
 
+/* Rows go to the report and, with --plot, to the plot. */
 static void on_row(void *arg, const struct ncd_perf_row *r)
 {
     struct perf_cli *P = arg;
     P->inner.row(P->inner.arg, r);
+    if (P->plotting && ncd_plot_add_perf_row(&P->plot, P->o.prog, r) < 0)
+        P->plot.ncolors = -1; /* out of memory: said when writing */
 }
 
 static void on_progress(void *arg, size_t i, size_t n, size_t bytes)
@@ -293,6 +325,54 @@ static void on_progress(void *arg, size_t i, size_t n, size_t bytes)
     struct perf_cli *P = arg;
     P->inner.progress(P->inner.arg, i, n, bytes);
 }
+
+/* --plot ------------------------------------------------------------------ */
+
+/* Reads the --plot-with files into the plot before the job starts (on the
+ * process that will be global rank 0), so that a bad file stops perf
+ * before any rank measures.  0, or -1 after a message. */
+static int plot_load(struct perf_cli *P)
+{
+    for (int i = 0; i < P->nplot_with; i++) {
+        struct ncd_rdbuf b = {.max = 64 << 20};
+        if (ncd_read_file(P->plot_with[i], &b) != 0) {
+            cli_err("--plot-with %s: %s", P->plot_with[i], strerror(errno));
+            return -1;
+        }
+        const char *base = strrchr(P->plot_with[i], '/');
+        char err[256] = "";
+        int rc = ncd_plot_add_perf_json(&P->plot,
+                                        base ? base + 1 : P->plot_with[i],
+                                        b.data ? b.data : "", err, sizeof err);
+        ncd_rdbuf_release(&b);
+        if (rc < 0) {
+            cli_err("--plot-with %s: %s", P->plot_with[i],
+                    rc == NCD_ENOMEM ? "out of memory" : err);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* Writes --plot (global rank 0, after the run).  0 or -1 after a message. */
+static int plot_write(struct perf_cli *P)
+{
+    struct ncd_strbuf sb = {0};
+    ncd_plot_svg(&P->plot, &sb);
+    int rc = 0;
+    if (sb.oom || P->plot.ncolors < 0) {
+        cli_err("--plot: out of memory");
+        rc = -1;
+    } else if (ncd_write_file_atomic(P->plot_file, ncd_sb_str(&sb), sb.len,
+                                     0644)) {
+        cli_err("--plot: cannot write %s: %s", P->plot_file, strerror(errno));
+        rc = -1;
+    }
+    ncd_sb_release(&sb);
+    return rc;
+}
+
+/* Failures ------------------------------------------------------------------ */
 
 /*
  * What `check` says about the GPU, its driver and the NCCL and CUDA
@@ -415,12 +495,16 @@ static int perf_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     out_text(P, ncd_sb_str(&sb));
     ncd_sb_reset(&sb);
     ncd_perf_report_sink(P->rep, out_text, progress, P, &P->inner);
+    P->plotting = is_root && P->plot_file;
     struct ncd_perf_sink sink = {.arg = P,
                                  .preamble = on_preamble,
                                  .row = on_row,
                                  .progress = on_progress};
     struct ncd_perf_summary sum;
     st = ncd_perf_run(ctx, o, &pj, &sink, &sum);
+    if (P->plotting && plot_write(P))
+        st = st ? st : 1;
+    ncd_plot_release(&P->plot);
     /* --json has no text header: the CPU warning goes to stderr */
     if (is_root && P->common.json && *ncd_perf_report_warning(P->rep))
         cli_err("warning: %s", ncd_perf_report_warning(P->rep));
@@ -553,6 +637,8 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
             fprintf(stderr, "nccl-doctor perf: %s\n", why);
         return st;
     }
+    if (plan.proc <= 0 && P->plot_file && plot_load(P))
+        return 6;
     struct ncd_job_opts jo = {.timeout_ms = P->peer_timeout_s * 1000,
                               .ranks_per_proc = rpp,
                               .straggler_ms = (P->peer_timeout_s + 5) * 1000,
@@ -582,6 +668,7 @@ int ncd_cmd_perf(int argc, char **argv)
         return 1;
     st = perf_main(&P, ctx, argc, argv);
     ncd_perf_traffic_release(&P.traffic);
+    ncd_plot_release(&P.plot);
     ncd_ctx_free(ctx);
     return st;
 }

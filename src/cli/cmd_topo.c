@@ -7,17 +7,20 @@
 #include "ncd/error.h"
 #include "ncd/node_report.h"
 
-enum { OPT_TOPOLOGY = CLI_OPT__NEXT, OPT_NO_NVML };
+enum { OPT_TOPOLOGY = CLI_OPT__NEXT, OPT_NO_NVML, OPT_FORMAT, OPT_OUTPUT };
 
 static const struct option options[] = {
     {"topology", required_argument, 0, OPT_TOPOLOGY},
     {"no-nvml", no_argument, 0, OPT_NO_NVML},
+    {"format", required_argument, 0, OPT_FORMAT},
+    {"output", required_argument, 0, OPT_OUTPUT},
     {0, 0, 0, 0},
 };
 
 const char ncd_cmd_topo_usage[] =
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
      "                        [--topology FILE.xml] [--no-nvml]\n"
+     "                        [--format text|json|svg] [--output FILE]\n"
      "\n"
      "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
      "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
@@ -25,39 +28,71 @@ const char ncd_cmd_topo_usage[] =
      "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
      "\n"
      "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
-     "  --no-nvml           do not load NVML\n";
+     "  --no-nvml           do not load NVML\n"
+     "  --format svg        draw it as lstopo draws a machine: NUMA nodes,\n"
+     "                      host bridges, PCIe switches, GPUs, NICs and\n"
+     "                      NVSwitches, and the path-type matrix in colour\n"
+     "                      (PNG: rsvg-convert topo.svg -o topo.png)\n"
+     "  --output FILE       write to FILE atomically instead of stdout\n";
+
+/* topo's options beyond what the node probe takes */
+struct topo_cli {
+    struct ncd_node_opts node;
+    const char *format; /* "text", "json", "svg"; NULL: text (or --json) */
+    const char *output;
+};
 
 static int topo_opt(int opt, const char *arg, void *data)
 {
-    struct ncd_node_opts *o = data;
+    struct topo_cli *o = data;
     if (opt == OPT_TOPOLOGY)
-        o->topology_xml = arg;
+        o->node.topology_xml = arg;
     else if (opt == OPT_NO_NVML)
-        o->nvml = NCD_NVML_NEVER;
+        o->node.nvml = NCD_NVML_NEVER;
+    else if (opt == OPT_OUTPUT && *arg)
+        o->output = arg;
+    else if (opt == OPT_FORMAT && (!strcmp(arg, "text") ||
+                                   !strcmp(arg, "json") || !strcmp(arg, "svg")))
+        o->format = arg;
+    else {
+        cli_err("topo: %s", opt == OPT_OUTPUT
+                                ? "--output needs a file name"
+                                : "--format takes text, json or svg");
+        return -1;
+    }
     return 0;
 }
 
 int ncd_cmd_topo(int argc, char **argv)
 {
     struct cli_common c;
-    struct ncd_node_opts o = {.nvml = NCD_NVML_ALWAYS};
+    struct topo_cli o = {.node = {.nvml = NCD_NVML_ALWAYS}};
     int pst = cli_parse("topo", argc, argv, &c, options, topo_opt, &o, NULL);
     if (pst != CLI_CONTINUE)
         return pst;
+    if (o.format && c.json && strcmp(o.format, "json") != 0) {
+        cli_err("topo: --json and --format %s contradict each other",
+                o.format);
+        return NCD_EXIT_TOOL;
+    }
+    if (o.format)
+        c.json = !strcmp(o.format, "json");
+    int svg = o.format && !strcmp(o.format, "svg");
     /* hwloc's own variables name the same inputs (hwloc(7)): an XML
      * export, or a directory standing for / such as an unpacked
      * hwloc-gather-topology capture. */
     const char *hx = getenv("HWLOC_XMLFILE"), *hf = getenv("HWLOC_FSROOT");
-    if (!o.topology_xml && !c.sysroot && hx && *hx)
-        o.topology_xml = hx;
-    if (!o.topology_xml && !c.sysroot && hf && *hf)
+    if (!o.node.topology_xml && !c.sysroot && hx && *hx)
+        o.node.topology_xml = hx;
+    if (!o.node.topology_xml && !c.sysroot && hf && *hf)
         c.sysroot = hf;
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
     struct ncd_node n = {0};
     int status = NCD_EXIT_TOOL;
-    if (cli_node_probe(ctx, "topo", &c, &o, NCD_PART_BIT(NCD_PART_PCI), &n) < 0)
+    if (cli_node_probe(ctx, "topo", &c, &o.node, NCD_PART_BIT(NCD_PART_PCI),
+                       &n) < 0)
         goto out;
     if (!ncd_node_has(&n, NCD_PART_PCI)) {
         const struct ncd_node_status *s = &n.status[NCD_PART_PCI];
@@ -65,23 +100,23 @@ int ncd_cmd_topo(int argc, char **argv)
                 s->detail);
         goto out;
     }
-    status = NCD_EXIT_OK;
-    if (c.json) {
+    struct ncd_strbuf sb = {0};
+    if (svg) {
+        ncd_topo_svg(&n.topo, o.node.topology_xml ? NULL : cli_hostname(ctx),
+                     &sb);
+    } else if (c.json) {
         json_t *env = ncd_json_envelope(cli_hostname(ctx));
         json_t *tj = ncd_topo_to_json(&n.topo);
         if (env && tj)
             json_object_set_new(env, "topology", tj);
         else
             json_decref(tj);
-        if (cli_print_json(env) < 0)
-            status = NCD_EXIT_TOOL;
+        cli_json_sb(env, &sb);
     } else {
-        struct ncd_strbuf sb = {0};
         ncd_topo_matrix_text(&n.topo, &sb);
-        if (cli_print_sb(&sb) < 0)
-            status = NCD_EXIT_TOOL;
-        ncd_sb_release(&sb);
     }
+    status = cli_emit(o.output, &sb) < 0 ? NCD_EXIT_TOOL : NCD_EXIT_OK;
+    ncd_sb_release(&sb);
 out:
     ncd_node_release(&n);
     ncd_ctx_free(ctx);

@@ -21,6 +21,7 @@
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/perf.h"
+#include "ncd/plot.h"
 #include "ncd/readall.h"
 #include "ncd/sysops.h"
 #include "ncd/tune.h"
@@ -29,7 +30,8 @@ const char ncd_cmd_tune_usage[] =
     "usage: nccl-doctor tune [-np N | --rendezvous HOST:PORT] [--reps R]\n"
     "                        [--candidates FILE | --families LIST]\n"
     "                        [--metric largest|average] [--backend B]\n"
-    "                        [--run-timeout S] [--json] [-- PERF OPTIONS]\n"
+    "                        [--run-timeout S] [--plot FILE.svg] [--json]\n"
+    "                        [-- PERF OPTIONS]\n"
     "\n"
     "Runs the same `perf` sweep (default: all_reduce -b 256K -e 4M -f 4\n"
     "-n 5 -w 1) under the current environment and under each candidate,\n"
@@ -67,6 +69,8 @@ const char ncd_cmd_tune_usage[] =
     "                       out-of-place and in-place); average: nccl-tests'\n"
     "                       Avg bus bandwidth                   [largest]\n"
     "  --run-timeout S      kill a perf run after S seconds     [300]\n"
+    "  --plot FILE.svg      draw busbw against size, one line per candidate\n"
+    "                       (median of its runs), into FILE.svg\n"
     "\n"
     "Exit status: 0 (1 with --strict when a candidate wins), 2 the current\n"
     "settings fail, 3 the tool failed.\n";
@@ -80,6 +84,7 @@ enum {
     OPT_METRIC,
     OPT_BACKEND,
     OPT_RUN_TIMEOUT,
+    OPT_PLOT,
 };
 
 static const struct option tune_opts[] = {
@@ -92,6 +97,7 @@ static const struct option tune_opts[] = {
     {"metric", required_argument, 0, OPT_METRIC},
     {"backend", required_argument, 0, OPT_BACKEND},
     {"run-timeout", required_argument, 0, OPT_RUN_TIMEOUT},
+    {"plot", required_argument, 0, OPT_PLOT},
     {0, 0, 0, 0},
 };
 
@@ -103,7 +109,7 @@ static const char *const default_perf[] = {"all_reduce", "-b", "256K", "-e",
 struct tune_cli {
     struct cli_common c;
     int np, reps, families, metric_avg, run_timeout_s;
-    const char *cands_file, *backend, *rdv;
+    const char *cands_file, *backend, *rdv, *plot_file;
     const char *perf_args[NCD_TUNE_MAX_PERF_ARGS];
     int nperf;
     struct ncd_rdbuf cands; /* the candidates file, where it is read */
@@ -197,6 +203,29 @@ static int backend_of(struct tune_cli *T)
             name = T->perf_args[i] + 10;
     int asked = name ? ncd_perf_backend_from_name(name) : -1;
     return asked < 0 ? NCD_PERF_BACKEND_NCCL : asked;
+}
+
+/* --plot: the candidates' curves into the file.  0, or -1 after a
+ * message. */
+static int write_plot(struct tune_cli *T, int winner)
+{
+    struct ncd_plot p = {0};
+    struct ncd_strbuf sb = {0};
+    int rc = ncd_tune_plot(&T->set, T->runs, winner, &p);
+    if (!rc)
+        ncd_plot_svg(&p, &sb);
+    if (rc || sb.oom) {
+        cli_err("tune: --plot: out of memory");
+        rc = -1;
+    } else if (ncd_write_file_atomic(T->plot_file, ncd_sb_str(&sb), sb.len,
+                                     0644)) {
+        cli_err("tune: --plot: cannot write %s: %s", T->plot_file,
+                strerror(errno));
+        rc = -1;
+    }
+    ncd_sb_release(&sb);
+    ncd_plot_release(&p);
+    return rc;
 }
 
 static int report(struct tune_cli *T, const char *host, const char *launcher)
@@ -302,6 +331,9 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     }
     json_decref(env);
     ncd_sb_release(&scope);
+    /* interrupted: the plot still shows what was measured */
+    if (T->plot_file && write_plot(T, win) < 0 && !sig)
+        status = NCD_EXIT_TOOL;
     if (sig)
         status = 128 + sig; /* as a shell reports a job stopped by sig */
     else if (status == NCD_EXIT_OK)
@@ -408,6 +440,9 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         if (cli_parse_range(arg, 1, 86400, &v))
             break;
         T->run_timeout_s = (int)v;
+        return 0;
+    case OPT_PLOT:
+        T->plot_file = arg;
         return 0;
     default:
         cli_usage("tune", stderr);

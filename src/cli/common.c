@@ -14,6 +14,7 @@
 #include "ncd/fs.h"
 #include "ncd/sysops.h"
 #include "ncd/node.h"
+#include "ncd/readall.h"
 
 extern char **environ;
 
@@ -201,6 +202,34 @@ int cli_print_json(json_t *j)
     }
     free(s);
     return rc;
+}
+
+int cli_emit(const char *output, const struct ncd_strbuf *sb)
+{
+    if (!output)
+        return cli_print_sb(sb);
+    if (sb->oom) {
+        cli_err("out of memory while rendering");
+        return -1;
+    }
+    if (ncd_write_file_atomic(output, ncd_sb_str(sb), sb->len, 0644)) {
+        cli_err("cannot write %s: %s", output, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+void cli_json_sb(json_t *j, struct ncd_strbuf *sb)
+{
+    char *s = j ? json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    if (!s) {
+        sb->oom = 1;
+        return;
+    }
+    ncd_sb_puts(sb, s);
+    ncd_sb_putc(sb, '\n');
+    free(s);
 }
 
 int cli_exit_for(const struct cli_common *c, enum ncd_severity worst)

@@ -96,6 +96,7 @@ int ncd_run_checks(const struct ncd_node *n, const struct ncd_check_opts *opts,
         if (!selected(opts->only, c->name))
             continue;
         int p = failed_part(n, c->parts), rc;
+        size_t first = out->n;
         if (p >= 0) {
             /* a part never probed is the caller's mistake: say so */
             int prc = (n->filled & NCD_PART_BIT(p)) ? n->status[p].rc
@@ -108,6 +109,8 @@ int ncd_run_checks(const struct ncd_node *n, const struct ncd_check_opts *opts,
         }
         if (rc == NCD_ENOMEM)
             return rc;
+        for (size_t i = first; i < out->n; i++) /* which check said it */
+            out->v[i].check = c->name;
     }
     ncd_findings_sort(out);
     return 0;

@@ -20,9 +20,7 @@ const char *ncd_link_name(enum ncd_link l)
     return (unsigned)l <= NCD_LINK_UNKNOWN ? n[l] : "?";
 }
 
-/* The "bridge" a PCI function stands for when counting bridges on a path:
- * a switch's downstream ports fold into its upstream port. */
-static int switch_of(const struct ncd_pci_list *l, int i)
+int ncd_pci_switch_of(const struct ncd_pci_list *l, int i)
 {
     const struct ncd_pci_dev *d = &l->v[i];
     int p = d->parent;
@@ -85,7 +83,7 @@ enum ncd_link ncd_pci_link(const struct ncd_pci_list *l, int a, int b)
         for (int i = s ? k : k - 1; i < n - 1; i++) {
             if (i < 0)
                 continue;
-            int id = switch_of(l, c[i]);
+            int id = ncd_pci_switch_of(l, c[i]);
             int dup = 0;
             for (int j = 0; j < ns; j++)
                 dup |= sw[j] == id;

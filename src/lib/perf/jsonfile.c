@@ -13,6 +13,7 @@
 
 #include "ncd/error.h"
 #include "ncd/perf.h"
+#include "ncd/readall.h"
 
 int ncd_perf_json_check_name(const char *path)
 {
@@ -44,27 +45,14 @@ int ncd_perf_json_write(struct ncd_ctx *ctx, const json_t *doc,
     char *s = json_dumps(doc, JSON_PRESERVE_ORDER | JSON_COMPACT);
     if (!s)
         return ncd_fail(ctx, NCD_ENOMEM, "out of memory writing %s", path);
-    size_t tl = strlen(path) + 32;
-    char *tmp = malloc(tl);
-    if (!tmp) {
-        free(s);
-        return ncd_fail(ctx, NCD_ENOMEM, "out of memory writing %s", path);
-    }
-    snprintf(tmp, tl, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wx");
-    int ok = f && fputs(s, f) >= 0 && fputc('\n', f) != EOF;
-    if (f && fclose(f) != 0)
-        ok = 0;
-    free(s);
-    if (ok && rename(tmp, path) != 0)
-        ok = 0;
+    size_t n = strlen(s);
+    s[n] = '\n'; /* json_dumps' NUL becomes the final newline */
     int rc = 0;
-    if (!ok) {
+    if (ncd_write_file_atomic(path, s, n + 1, 0644) != 0) {
         int e = errno;
         rc = ncd_fail(ctx, ncd_err_from_errno(e), "cannot write %s: %s", path,
                       strerror(e));
-        unlink(tmp);
     }
-    free(tmp);
+    free(s);
     return rc;
 }

@@ -23,8 +23,14 @@
 #include "ncd/sock.h"
 #include "ncd/tune.h"
 
-int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
-                        char *err, size_t errlen)
+static int cmp_pt(const void *a, const void *b)
+{
+    const double *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+int ncd_tune_perf_curve(const char *json_text, double *size, double *busbw,
+                        int max, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *j = json_loads(json_text, 0, &je);
@@ -33,46 +39,77 @@ int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
                  je.text, je.line);
         return NCD_EPARSE;
     }
-    int rc = NCD_EPARSE;
-    if (metric_avg) {
-        json_t *b = json_object_get(json_object_get(j, "average_bus_bandwidth"),
-                                    "bandwidth");
-        if (json_is_number(b)) {
-            *out = json_number_value(b);
-            rc = 0;
+    /* (size, sum, count) per distinct size */
+    double pt[NCD_TUNE_MAX_POINTS * 4][3];
+    int n = 0, cap = (int)(sizeof pt / sizeof pt[0]);
+    json_t *res = json_object_get(j, "results"), *row;
+    size_t i;
+    json_array_foreach(res, i, row)
+    {
+        double sz = json_number_value(json_object_get(row, "size"));
+        int k = 0;
+        while (k < n && pt[k][0] != sz)
+            k++;
+        if (k == n && n < cap) {
+            pt[n][0] = sz;
+            pt[n][1] = pt[n][2] = 0;
+            n++;
         }
-    } else {
-        json_t *res = json_object_get(j, "results"), *row;
-        size_t i;
-        double best_size = -1, sum = 0;
-        int cnt = 0;
-        json_array_foreach(res, i, row)
-        {
-            double sz = json_number_value(json_object_get(row, "size"));
-            if (sz < best_size)
-                continue;
-            if (sz > best_size) {
-                best_size = sz;
-                sum = 0;
-                cnt = 0;
+        if (k == n)
+            continue;
+        static const char *side[] = {"out_of_place", "in_place"};
+        for (int s = 0; s < 2; s++) {
+            json_t *v = json_object_get(json_object_get(row, side[s]),
+                                        "bus_bw");
+            if (json_is_number(v)) {
+                pt[k][1] += json_number_value(v);
+                pt[k][2]++;
             }
-            static const char *side[] = {"out_of_place", "in_place"};
-            for (int k = 0; k < 2; k++) {
-                json_t *v = json_object_get(json_object_get(row, side[k]),
-                                            "bus_bw");
-                if (json_is_number(v)) {
-                    sum += json_number_value(v);
-                    cnt++;
-                }
-            }
-        }
-        if (cnt) {
-            *out = sum / cnt;
-            rc = 0;
         }
     }
-    if (rc)
+    json_decref(j);
+    qsort(pt, (size_t)n, sizeof pt[0], cmp_pt);
+    int out = 0;
+    for (int k = 0; k < n && out < max; k++)
+        if (pt[k][2] > 0) {
+            size[out] = pt[k][0];
+            busbw[out] = pt[k][1] / pt[k][2];
+            out++;
+        }
+    if (!out) {
         snprintf(err, errlen, "perf's JSON has no bus bandwidth");
+        return NCD_EPARSE;
+    }
+    return out;
+}
+
+int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
+                        char *err, size_t errlen)
+{
+    if (!metric_avg) { /* the last point: the largest size */
+        double size[NCD_TUNE_MAX_POINTS * 4], bw[NCD_TUNE_MAX_POINTS * 4];
+        int n = ncd_tune_perf_curve(json_text, size, bw, NCD_TUNE_MAX_POINTS * 4,
+                                    err, errlen);
+        if (n > 0)
+            *out = bw[n - 1];
+        return n > 0 ? 0 : n;
+    }
+    json_error_t je;
+    json_t *j = json_loads(json_text, 0, &je);
+    if (!j) {
+        snprintf(err, errlen, "perf's JSON is unreadable: %s (line %d)",
+                 je.text, je.line);
+        return NCD_EPARSE;
+    }
+    int rc = NCD_EPARSE;
+    json_t *b = json_object_get(json_object_get(j, "average_bus_bandwidth"),
+                                "bandwidth");
+    if (json_is_number(b)) {
+        *out = json_number_value(b);
+        rc = 0;
+    } else {
+        snprintf(err, errlen, "perf's JSON has no bus bandwidth");
+    }
     json_decref(j);
     return rc;
 }
@@ -169,6 +206,11 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                ncd_tune_perf_busbw(r.out.data, ex->metric_avg, &rep->busbw,
                                    rep->error, sizeof rep->error)) {
         rep->status = -1;
+    } else if (want_json) {
+        char err[64];
+        int n = ncd_tune_perf_curve(r.out.data, rep->size, rep->curve,
+                                    NCD_TUNE_MAX_POINTS, err, sizeof err);
+        rep->npts = n > 0 ? n : 0;
     }
     ncd_spawn_result_release(&r);
     /* a signal to tune reaches perf's process group too: whatever perf
@@ -187,6 +229,14 @@ static void record(struct ncd_tune_runs *ru, const struct ncd_tune_result *r,
     if (r->interrupted)
         return;
     if (r->status == 0 && ru->n < NCD_TUNE_MAX_RUNS) {
+        if (!ru->npts && r->npts > 0) { /* the sweep's sizes */
+            ru->npts = r->npts;
+            memcpy(ru->size, r->size, sizeof ru->size);
+        }
+        for (int k = 0; k < ru->npts; k++) /* same sweep: same sizes */
+            ru->curve[ru->n][k] = k < r->npts && r->size[k] == ru->size[k]
+                                      ? r->curve[k]
+                                      : -1;
         ru->busbw[ru->n++] = r->busbw;
     } else if (r->status) {
         if (!ru->failed)

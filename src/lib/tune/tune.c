@@ -8,6 +8,7 @@
 #include "ncd/error.h"
 #include "ncd/nccl.h"
 #include "ncd/perf.h"
+#include "ncd/plot.h"
 #include "ncd/report.h"
 #include "ncd/tune.h"
 
@@ -510,6 +511,60 @@ static void stat_of(const struct ncd_tune_runs *r, struct ncd_tune_stat *s)
     s->max = v[n - 1];
     s->median = n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     s->spread = n > 1 && s->median > 0 ? (s->max - s->min) / s->median : 0;
+}
+
+/* Median of the values >= 0 among v[0..n); -1 when none. */
+static double median_of(double *v, int n)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (v[i] >= 0)
+            v[m++] = v[i];
+    if (!m)
+        return -1;
+    qsort(v, (size_t)m, sizeof v[0], cmp_d);
+    return m % 2 ? v[m / 2] : (v[m / 2 - 1] + v[m / 2]) / 2;
+}
+
+int ncd_tune_plot(const struct ncd_tune_set *set,
+                  const struct ncd_tune_runs *runs, int winner,
+                  struct ncd_plot *p)
+{
+    snprintf(p->title, sizeof p->title,
+             "tune: busbw against size, median of each candidate's runs");
+    for (int i = 0; i < set->n; i++) {
+        const struct ncd_tune_runs *r = &runs[i];
+        if (!r->n || !r->npts)
+            continue;
+        /* a legend entry holds less than a label (NCD_TUNE_LABEL_MAX): a
+         * longer one is shortened and numbered, so that series stay apart */
+        char label[sizeof p->s[0].label];
+        char tail[64];
+        snprintf(tail, sizeof tail, "%s (%d run%s)",
+                 i == winner ? " (winner)" : "", r->n, r->n == 1 ? "" : "s");
+        size_t ll = strlen(set->c[i].label);
+        if (ll + strlen(tail) < sizeof label)
+            snprintf(label, sizeof label, "%s%s", set->c[i].label, tail);
+        else
+            snprintf(label, sizeof label, "%.*s... [candidate %d]%s",
+                     (int)(sizeof label - strlen(tail) - 40), set->c[i].label,
+                     i + 1, tail);
+        int color = ncd_plot_next_color(p);
+        int k = ncd_plot_add(p, label, color, 0, 0, -1); /* even if empty */
+        if (k < 0)
+            return k;
+        for (int pt = 0; pt < r->npts; pt++) {
+            double v[NCD_TUNE_MAX_RUNS];
+            int n = r->n < NCD_TUNE_MAX_RUNS ? r->n : NCD_TUNE_MAX_RUNS;
+            for (int run = 0; run < n; run++)
+                v[run] = r->curve[run][pt];
+            double med = median_of(v, n);
+            if (med >= 0 &&
+                (k = ncd_plot_add(p, label, color, 0, r->size[pt], med)) < 0)
+                return k;
+        }
+    }
+    return 0;
 }
 
 int ncd_tune_summarize(const struct ncd_tune_set *set,
