@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/gather.h"
@@ -20,10 +21,13 @@ int ncd_cmd_gather(int argc, char **argv)
     int opt;
     cli_common_init(&c);
     optind = 1;
-    while ((opt = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
+    while ((opt = cli_getopt("gather", argc, argv, "o:" CLI_COMMON_SHORT,
+                             opts)) != -1) {
         int r = cli_common_opt(&c, opt, optarg);
         if (r < 0)
             return NCD_EXIT_TOOL;
+        if (r == 2)
+            return NCD_EXIT_OK;
         if (r > 0)
             continue;
         switch (opt) {
@@ -34,7 +38,7 @@ int ncd_cmd_gather(int argc, char **argv)
             outp = optarg;
             break;
         default:
-            cli_usage("gather", stderr);
+            cli_usage_hint("gather");
             return NCD_EXIT_TOOL;
         }
     }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cli_job.h"
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
@@ -26,63 +27,6 @@
 #include "ncd/strbuf.h"
 
 extern char **environ;
-
-const char ncd_cmd_perf_usage[] =
-    "usage: nccl-doctor perf COLLECTIVE [nccl-tests options] [-np N]\n"
-    "                        [--backend nccl|socket|auto] [--iface IF]\n"
-    "                        [--rendezvous HOST:PORT] [--algo ring|direct]\n"
-    "       all_reduce_perf [options]   (and the other *_perf names)\n"
-    "\n"
-    "COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce\n"
-    "            alltoall sendrecv gather scatter hypercube\n"
-    "\n"
-    "nccl-tests options (same parsing, output and exit status):\n"
-    "  -t,--nthreads N      threads (ranks) per process          [1]\n"
-    "  -g,--ngpus N         GPUs (socket: ranks) per thread      [1]\n"
-    "  -b,--minbytes S      smallest size, K/M/G suffixes        [32M]\n"
-    "  -e,--maxbytes S      largest size                         [32M]\n"
-    "  -i,--stepbytes S     additive step (when -f <= 1)         [1M]\n"
-    "  -f,--stepfactor F    multiplicative step                  [1]\n"
-    "  -n,--iters N         timed iterations per size            [20]\n"
-    "  -m,--agg_iters N     operations fused in one group        [1]\n"
-    "  -w,--warmup_iters N  warm-up iterations                   [1]\n"
-    "  -N,--run_cycles N    repeat the sweep (0 = for ever)      [1]\n"
-    "  -c,--check N         check results (0 = off, #wrong N/A)  [1]\n"
-    "  -o,--op OP           sum prod max min avg mulsum all      [sum]\n"
-    "  -d,--datatype T      int8 uint8 int32 uint32 int64 uint64 half\n"
-    "                       float double bfloat16 f8e4m3 f8e5m2 all [float]\n"
-    "  -r,--root R          root rank, -1 = every root           [0]\n"
-    "  -z,--blocking 0-3    sync/barrier after each operation    [0]\n"
-    "  -T,--timeout S       abort after S seconds waiting (0 off)[0]\n"
-    "  -C,--report_cputime  report CPU time instead of wall time [0]\n"
-    "  -S,--report_timestamps 1: add a timestamp column          [0]\n"
-    "  -a,--average 0-3     combine times: rank0 avg min max     [1]\n"
-    "  -u,--unalign N       offset buffers by N elements         [0]\n"
-    "  -J,--output_file F   also write nccl-tests JSON to F (.json)\n"
-    "  -p -y -G -R -M -x -D -V -I -K   accepted; GPU-only ones noted\n"
-    "\n"
-    "nccl-doctor options:\n"
-    "  -np N                fork N local processes (ranks) and run them\n"
-    "  --backend B          nccl (libnccl.so.2 + CUDA, default when a GPU\n"
-    "                       is usable), socket (TCP, any machine), auto\n"
-    "  --algo A             socket: ring, direct or auto (ring for\n"
-    "                       all_reduce/all_gather/reduce_scatter/broadcast/\n"
-    "                       reduce, direct otherwise)\n"
-    "  --iface IF           socket: interface to use (else\n"
-    "                       NCCL_SOCKET_IFNAME, else the rendezvous route)\n"
-    "  --rendezvous H:P     TCP rendezvous root (rank 0 listens on it);\n"
-    "                       default MASTER_ADDR:MASTER_PORT\n"
-    "  --peer-timeout S     socket: give up after S s without progress [60]\n"
-    "  --nccl-lib PATH, --cudart-lib PATH   libraries to dlopen\n"
-    "  --json               print the -J JSON document on stdout\n"
-    "\n"
-    "Under mpirun, srun, torchrun or paddle.distributed.launch the rank and\n"
-    "size come from the launcher's variables.  NCCL_SOCKET_NTHREADS and\n"
-    "NCCL_NSOCKS_PERTHREAD set the socket backend's threads and sockets.\n"
-    "NCCL_TESTS_MIN_BW=X fails (exit 7) when the average bus bandwidth is\n"
-    "below 0.9 X GB/s.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
-    "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
-    "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n";
 
 enum { /* the string options from OPT_IFACE on, in struct perf_cli order */
     OPT_BACKEND = CLI_OPT__NEXT,
@@ -107,6 +51,7 @@ static const struct option own_opts[] = {
     {"cudart-lib", required_argument, 0, OPT_CUDART_LIB},
     {"json", no_argument, 0, CLI_OPT_JSON},
     {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, CLI_OPT_VERSION},
 };
 #define NOWN (sizeof own_opts / sizeof own_opts[0])
 
@@ -195,6 +140,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
     memcpy(lo + nt, own_opts, sizeof own_opts);
     lo[nt + NOWN] = (struct option){0, 0, 0, 0};
     int c, rc = 0;
+    if (cli_doc_verify("perf", lo, NCD_PERF_GETOPT) < 0)
+        return 1000 + 1;
     optind = 1;
     opterr = 0;
     while (!rc && (c = getopt_long(argc, argv, NCD_PERF_GETOPT, lo, NULL)) !=
@@ -203,6 +150,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
         if (c == 'h') {
             cli_usage("perf", stdout);
             return 1;
+        } else if (c == CLI_OPT_VERSION) {
+            return cli_print_version() ? 1000 + 1 : 1;
         } else if (c == CLI_OPT_JSON) {
             P->common.json = 1;
         } else if (c >= OPT_BACKEND && c <= OPT_CUDART_LIB) { /* ours */
@@ -221,6 +170,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
             else
                 printf("invalid option '%s'\n", argv[optind - 1]);
             cli_usage("perf", stdout);
+            fflush(stdout);
+            cli_explain_bad_option("perf", argc, argv, optind - 1, lo, stderr);
             rc = 1000 + 6;
         }
     }

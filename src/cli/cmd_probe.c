@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "cli_job.h"
 #include "ncd/check.h"
@@ -16,37 +17,6 @@
 #include "ncd/job.h"
 #include "ncd/perf.h"
 #include "ncd/probe.h"
-
-const char ncd_cmd_probe_usage[] =
-    "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
-    "                         [--timeout MS] [--burst SIZE] [--no-mtu]\n"
-    "                         [--nccl-version X.Y.Z] [--strict]\n"
-    "\n"
-    "Launched like perf (-np N on one host; under mpirun, srun, torchrun or\n"
-    "paddle.distributed.launch; or --rendezvous HOST:PORT with WORLD_SIZE\n"
-    "and RANK on every host).  Every rank reports its host, NCCL's\n"
-    "predicted interface and address, the interface nccl-doctor recommends\n"
-    "and the NCCL version; then every pair of ranks connects both ways on\n"
-    "the address NCCL would use (a port from the ephemeral range, as NCCL\n"
-    "gets, plus a control port outside it), measures connect time, round\n"
-    "trip and a bandwidth burst, and sends don't-fragment datagrams of\n"
-    "increasing size.  Rank 0 prints the host x host reachability matrix\n"
-    "(ok, refused, timed-out, no-route, reset, wrong-peer, no-address) and\n"
-    "findings: port filters (naming the host and port range), interfaces\n"
-    "that do not reach, NCCL_SOCKET_IFNAME differences, NCCL version and\n"
-    "MTU mismatches, host names resolving differently.\n"
-    "\n"
-    "  -np N                 fork N local ranks\n"
-    "  --rendezvous H:P      rank 0 listens there, the others connect\n"
-    "  --timeout MS          per connection attempt            [2000]\n"
-    "  --rendezvous-timeout S  wait for all ranks               [60]\n"
-    "  --burst SIZE          bandwidth burst per pair, 0 = none [4M]\n"
-    "  --no-mtu              skip the don't-fragment probes\n"
-    "  --nccl-version V      predict NCCL V's interface choice\n"
-    "  --json                envelope + ranks, hosts, matrix, rank_matrix\n"
-    "\n"
-    "Exit status: 0 no errors, 1 warnings only (with --strict), 2 errors\n"
-    "found, 3 the probe itself failed (a rank died, no rendezvous).\n";
 
 enum {
     OPT_NP = CLI_OPT__NEXT,
@@ -179,11 +149,16 @@ int ncd_cmd_probe(int argc, char **argv)
     optind = 1;
     int opt, bad = 0;
     long v;
-    while (!bad && (opt = getopt_long(argc, av, "vh", lo, NULL)) != -1) {
+    while (!bad && (opt = cli_getopt("probe", argc, av, CLI_COMMON_SHORT,
+                                     lo)) != -1) {
         int r = cli_common_opt(&P.c, opt, optarg);
         if (r < 0) {
             bad = 1;
             break;
+        }
+        if (r == 2) {
+            free(av);
+            return NCD_EXIT_OK;
         }
         if (r)
             continue;
@@ -228,7 +203,7 @@ int ncd_cmd_probe(int argc, char **argv)
             P.o.mtu_probe = 0;
             break;
         default:
-            cli_usage("probe", stderr);
+            cli_usage_hint("probe");
             bad = 1;
         }
     }

@@ -14,46 +14,12 @@
 #include <string.h>
 
 #include "cli_job.h"
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/readall.h"
 #include "ncd/tune.h"
-
-const char ncd_cmd_tune_usage[] =
-    "usage: nccl-doctor tune [-np N | --rendezvous HOST:PORT] [--reps R]\n"
-    "                        [--candidates FILE | --families LIST]\n"
-    "                        [--metric largest|average] [--backend B]\n"
-    "                        [--run-timeout S] [--json] [-- PERF OPTIONS]\n"
-    "\n"
-    "Runs the same `perf` sweep (default: all_reduce -b 256K -e 4M -f 4\n"
-    "-n 5 -w 1) under the current environment and under each candidate,\n"
-    "R times each (interleaved), and prints per candidate the median bus\n"
-    "bandwidth, the spread ((max-min)/median) and the ratio to the current\n"
-    "settings.  A candidate whose range overlaps the current range is\n"
-    "\"within noise\"; the winner must beat every current run.  The winning\n"
-    "settings are printed as export lines.\n"
-    "\n"
-    "Candidates by default (--families ifname,ib,shm,sockets = all):\n"
-    "NCCL_SOCKET_IFNAME==IF for each interface usable on every host,\n"
-    "NCCL_IB_DISABLE=0/1 when an HCA exists, NCCL_SHM_DISABLE=1 on one\n"
-    "host, NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD 2x2 and 4x4.\n"
-    "--candidates FILE: one candidate per line, `[label:] NAME=VALUE ...`\n"
-    "(-NAME unsets), '#' comments.\n"
-    "\n"
-    "Launch: -np N on one host; on several hosts start tune like perf\n"
-    "(mpirun, srun, torchrun, or --rendezvous HOST:PORT with WORLD_SIZE\n"
-    "and RANK): every rank runs its perf child against a fresh port on\n"
-    "rank 0's host.  Works with --backend socket and nccl.\n"
-    "\n"
-    "  --reps R             runs per candidate                  [3]\n"
-    "  --metric M           largest: busbw at the largest size (mean of\n"
-    "                       out-of-place and in-place); average: nccl-tests'\n"
-    "                       Avg bus bandwidth                   [largest]\n"
-    "  --run-timeout S      kill a perf run after S seconds     [300]\n"
-    "\n"
-    "Exit status: 0 (1 with --strict when a candidate wins), 2 the current\n"
-    "settings fail, 3 the tool failed.\n";
 
 enum {
     OPT_NP = CLI_OPT__NEXT,
@@ -277,7 +243,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         T->run_timeout_s = (int)v;
         return 0;
     default:
-        cli_usage("tune", stderr);
+        cli_usage_hint("tune");
         return -1;
     }
     _Static_assert(NCD_TUNE_MAX_RUNS == 64, "--reps message below");
@@ -308,10 +274,12 @@ static int parse(struct tune_cli *T, int argc, char **argv)
         return NCD_EXIT_TOOL;
     int opt, st = -1;
     optind = 1;
-    while (st < 0 && (opt = getopt_long(split, av, "vh", tune_opts, NULL)) !=
-                         -1) {
+    while (st < 0 && (opt = cli_getopt("tune", split, av, CLI_COMMON_SHORT,
+                                       tune_opts)) != -1) {
         int r = cli_common_opt(&T->c, opt, optarg);
-        if (opt == 'h') {
+        if (r == 2) {
+            st = NCD_EXIT_OK;
+        } else if (opt == 'h') {
             cli_usage("tune", stdout);
             st = NCD_EXIT_OK;
         } else if (r < 0 || (!r && tune_opt(T, opt, optarg))) {

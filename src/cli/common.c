@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
@@ -76,6 +77,8 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
     case CLI_OPT_NCCL_VERSION:
         c->nccl_version = arg;
         return 1;
+    case 'V':
+        return cli_print_version() == NCD_EXIT_OK ? 2 : -1;
     }
     return 0;
 }
@@ -100,15 +103,17 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
     optind = 1;
     int opt, status = CLI_CONTINUE;
     while (status == CLI_CONTINUE &&
-           (opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+           (opt = cli_getopt(cmd, argc, argv, CLI_COMMON_SHORT, lo)) != -1) {
         int r = cli_common_opt(c, opt, optarg);
         if (r < 0) {
             status = NCD_EXIT_TOOL;
+        } else if (r == 2) {
+            status = NCD_EXIT_OK;
         } else if (r == 0 && opt == 'h') {
             cli_usage(cmd, stdout);
             status = NCD_EXIT_OK;
         } else if (r == 0 && (opt == '?' || opt == ':' || !fn)) {
-            cli_usage(cmd, stderr);
+            cli_usage_hint(cmd);
             status = NCD_EXIT_TOOL;
         } else if (r == 0 && fn(opt, optarg, data) < 0) {
             status = NCD_EXIT_TOOL;
@@ -124,6 +129,11 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
         return NCD_EXIT_TOOL;
     }
     return CLI_CONTINUE;
+}
+
+void cli_usage_hint(const char *cmd)
+{
+    fprintf(stderr, "(`nccl-doctor help %s` lists its options)\n", cmd);
 }
 
 void cli_err(const char *fmt, ...)
