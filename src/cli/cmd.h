@@ -123,8 +123,17 @@ void cli_usage(const char *cmd, FILE *f);
 /* Parses a decimal integer in [lo, hi] (the whole string); -1 otherwise. */
 int cli_parse_range(const char *s, long lo, long hi, long *out);
 
-/* Prints "nccl-doctor: <msg>\n" to stderr. */
+/* Prints "nccl-doctor: <msg>\n" to stderr, control characters of the
+ * message (from file names, values, peers) written as \xNN so that none
+ * reaches the terminal raw. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same with another prefix ("nccl-doctor probe (rank 3): "). */
+void cli_msg(const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Writes n bytes of s to f with control characters as \xNN. */
+void cli_put_clean(FILE *f, const char *s, size_t n);
 
 /*
  * Creates the library context for the chosen sysroot with a copy of this

@@ -16,6 +16,7 @@ enum {
     OPT_WRITE,
     OPT_REMOVE,
     OPT_DRY_RUN,
+    OPT_DEBUG,
 };
 
 enum fmt { FMT_SH, FMT_ENV, FMT_DOCKER, FMT_K8S, FMT_SLURM };
@@ -72,17 +73,21 @@ static void render(struct ncd_strbuf *sb, json_t *env, enum fmt f,
                 ncd_sb_printf(sb, "# remove %s\n", k);
         }
         break;
-    case FMT_DOCKER:
+    case FMT_DOCKER: { /* docker run flags, continued lines, no dangling \ */
         put_notes(sb, notes, "# ");
+        int first = 1;
         json_object_foreach(env, k, v)
         {
             if (json_is_string(v)) {
-                ncd_sb_printf(sb, "-e %s=", k);
+                ncd_sb_printf(sb, "%s-e %s=", first ? "" : " \\\n", k);
                 ncd_sb_shell_quote(sb, json_string_value(v));
-                ncd_sb_puts(sb, " \\\n");
+                first = 0;
             }
         }
+        if (!first)
+            ncd_sb_putc(sb, '\n');
         break;
+    }
     case FMT_K8S:
         put_notes(sb, notes, "# ");
         ncd_sb_puts(sb, "env:\n");
@@ -114,7 +119,7 @@ static void render(struct ncd_strbuf *sb, json_t *env, enum fmt f,
 struct env_args {
     const char *write_to, *remove_from;
     enum fmt fmt;
-    int profile, dry;
+    int profile, dry, debug;
 };
 
 static int env_opt(int opt, const char *arg, void *data)
@@ -153,6 +158,9 @@ static int env_opt(int opt, const char *arg, void *data)
     case OPT_DRY_RUN:
         a->dry = 1;
         return 0;
+    case OPT_DEBUG:
+        a->debug = 1;
+        return 0;
     }
     return -1;
 }
@@ -165,6 +173,7 @@ int ncd_cmd_env(int argc, char **argv)
         {"write", required_argument, 0, OPT_WRITE},
         {"remove", required_argument, 0, OPT_REMOVE},
         {"dry-run", no_argument, 0, OPT_DRY_RUN},
+        {"debug", no_argument, 0, OPT_DEBUG},
         {0, 0, 0, 0},
     };
     struct cli_common c;
@@ -203,7 +212,7 @@ int ncd_cmd_env(int argc, char **argv)
         }
         if (dry && preview && act != NCD_RC_UNCHANGED)
             fputs(preview, stdout);
-        fprintf(stderr, "nccl-doctor: %s%s\n", remove_from,
+        cli_err("%s%s", remove_from,
                 act == NCD_RC_REMOVED
                     ? (dry ? ": would remove the block" : ": block removed")
                     : ": no nccl-doctor block, nothing to do");
@@ -221,7 +230,8 @@ int ncd_cmd_env(int argc, char **argv)
         goto out;
     }
     env = ncd_recommended_env(facts, &l);
-    if (!env || ncd_env_profile_apply(ctx, profile, env, &notes) < 0) {
+    if (!env || ncd_env_profile_apply(ctx, profile, env, &notes) < 0 ||
+        ncd_env_debug_apply(profile, a.debug, env, &notes) < 0) {
         cli_err("env: out of memory");
         goto out;
     }
@@ -253,12 +263,11 @@ int ncd_cmd_env(int argc, char **argv)
             fputs(preview, stdout);
         static const char *const what[] = {"already up to date", "created",
                                            "updated", "removed"};
-        fprintf(stderr, "nccl-doctor: %s %s%s\n", write_to,
+        cli_err("%s %s%s", write_to,
                 dry && act != NCD_RC_UNCHANGED ? "would be " : "",
                 what[act]);
         if (!dry && act != NCD_RC_UNCHANGED)
-            fprintf(stderr, "nccl-doctor: open a new shell or run `. %s`\n",
-                    write_to);
+            cli_err("open a new shell or run `. %s`", write_to);
         status = NCD_EXIT_OK;
         goto out;
     }

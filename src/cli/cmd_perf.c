@@ -283,7 +283,7 @@ static int setup(struct perf_cli *P, int argc, char **argv)
     char msg[300];
     int st = ncd_perf_opts_check(o, msg, sizeof msg);
     if (st) {
-        fprintf(stderr, "%s%s\n", st == 255 ? "" : "nccl-doctor: ", msg);
+        cli_msg(st == 255 ? "" : "nccl-doctor: ", "%s", msg);
         return st;
     }
     o->coll = (enum ncd_perf_coll)coll;
@@ -331,7 +331,7 @@ int ncd_cmd_perf(int argc, char **argv)
                            (enum ncd_perf_backend_kind)P.be, why, sizeof why);
     if (st) {
         if (plan.proc <= 0)
-            fprintf(stderr, "nccl-doctor perf: %s\n", why);
+            cli_msg("nccl-doctor perf: ", "%s", why);
         ncd_ctx_free(ctx);
         return st;
     }

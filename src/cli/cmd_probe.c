@@ -48,7 +48,7 @@ static int probe_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     struct ncd_probe *p = NULL;
     int rc = ncd_probe_new(ctx, &o, job->proc, job->nprocs, &p);
     if (rc) {
-        fprintf(stderr, "nccl-doctor probe (rank %d): %s%s%s\n", job->proc,
+        cli_msg("", "nccl-doctor probe (rank %d): %s%s%s", job->proc,
                 ncd_strerror(rc), *ncd_ctx_errdetail(ctx) ? ": " : "",
                 ncd_ctx_errdetail(ctx));
         return NCD_EXIT_TOOL;
@@ -58,8 +58,7 @@ static int probe_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     rc = ncd_probe_run(ctx, p, pg_allgather, ag, &res);
     if (rc) {
         const struct ncd_probe_rank *s = ncd_probe_self(p);
-        fprintf(stderr,
-                "nccl-doctor probe: rank %d (%s) stopped: %s%s%s\n",
+        cli_msg("nccl-doctor probe: ", "rank %d (%s) stopped: %s%s%s",
                 job->proc, s->host, ncd_strerror(rc),
                 *ncd_ctx_errdetail(ctx) ? ": " : "", ncd_ctx_errdetail(ctx));
         ncd_probe_free(p);

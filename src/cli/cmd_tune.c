@@ -190,7 +190,7 @@ static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     int rc = ncd_tune_measure_job(ctx, &ex, job, T->cands.data, T->cands.len,
                                   T->families, T->reps, &T->set, T->runs);
     if (rc) {
-        fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
+        cli_msg("", "nccl-doctor tune (rank %d): %s", job->proc,
                 ncd_ctx_errdetail(ctx));
         return NCD_EXIT_TOOL;
     }

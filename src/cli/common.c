@@ -136,14 +136,47 @@ void cli_usage_hint(const char *cmd)
     fprintf(stderr, "(`nccl-doctor help %s` lists its options)\n", cmd);
 }
 
+void cli_put_clean(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+void cli_msg(const char *prefix, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    fputs(prefix, stderr);
+    if (n >= 0)
+        cli_put_clean(stderr, s, (size_t)n);
+    else
+        fputs(fmt, stderr); /* out of memory: the bare format */
+    fputc('\n', stderr);
+    free(s);
+}
+
 void cli_err(const char *fmt, ...)
 {
+    char *s = NULL;
     va_list ap;
-    fputs("nccl-doctor: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vasprintf(&s, fmt, ap);
     va_end(ap);
+    fputs("nccl-doctor: ", stderr);
+    if (n >= 0)
+        cli_put_clean(stderr, s, (size_t)n);
+    else
+        fputs(fmt, stderr);
     fputc('\n', stderr);
+    free(s);
 }
 
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
