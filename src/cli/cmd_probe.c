@@ -248,6 +248,15 @@ int ncd_cmd_probe(int argc, char **argv)
                               .argv = &argv};
     int err;
     int st = cli_job_run(ctx, "probe", &plan, &jo, probe_job, &P, &err);
+    if (plan.kind == NCD_JOB_SINGLE)
+        fputs("nccl-doctor probe: started alone, so there was no other rank "
+              "to reach.  Launch it across ranks:\n"
+              "  one host:    nccl-doctor probe -np 4\n"
+              "  a launcher:  mpirun -np 8 nccl-doctor probe   (or srun, "
+              "torchrun, paddle.distributed.launch)\n"
+              "  by hand:     on every host, WORLD_SIZE=N RANK=i nccl-doctor "
+              "probe --rendezvous HOST0:PORT\n",
+              stderr);
     ncd_ctx_free(ctx);
     return st;
 }
