@@ -11,7 +11,12 @@
  * of system calls under /.ncd/:
  *   .ncd/env          NCCL_*, CUDA_*, launcher variables, NAME=value per
  *                     line; values of names containing TOKEN, SECRET,
- *                     PASSWORD, PASSWD, KEY or CREDENTIAL are "<redacted>"
+ *                     PASSWORD, PASSWD, KEY or CREDENTIAL are "<redacted>",
+ *                     and user:password@ inside any value is masked
+ *                     (ncd_mask_userinfo)
+ *   .ncd/unreadable   "PATH: reason" of each file that could not be read
+ *   .ncd/skipped      "PATH: reason" of each file left out on purpose (an
+ *                     NCCL_CONF_FILE that does not look like an nccl.conf)
  *   .ncd/ifaddrs      getifaddrs() list (format in netif.h)
  *   .ncd/statvfs      "<dir> <size bytes> <free bytes>" for /dev/shm
  *   .ncd/dlopen       dlopen results (format in rdma.h)
@@ -21,7 +26,9 @@
  *   .ncd/nft.json     `nft -j list ruleset`
  *   .ncd/self         "uid <n>" of the gathering process
  *   .ncd/gather-info  tool version and time of the capture
- * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist.
+ * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist and
+ * look like an nccl.conf (ncd_looks_like_nccl_conf), else named in
+ * .ncd/skipped.
  * /proc/net/tcp{,6} keep only listening sockets (no peer addresses).
  * Files under /var/run/secrets are never copied (only the directory is
  * recorded, as evidence of Kubernetes).
@@ -46,7 +53,33 @@ struct ncd_gather_stats {
     size_t files, links, dirs; /**< entries written */
     size_t skipped;            /**< unreadable files left out */
     long long bytes;           /**< file content bytes */
+    /** "PATH: reason\n" per unreadable file (as .ncd/unreadable), then per
+     * file left out on purpose (as .ncd/skipped); malloc'ed, NUL-terminated
+     * or NULL; free with ncd_gather_stats_release(). */
+    char *unreadable, *left_out;
 };
+
+/** Frees the lists of a ncd_gather_stats (keeps the counts). */
+void ncd_gather_stats_release(struct ncd_gather_stats *st);
+
+/**
+ * Appends `v` to `out` with the credentials of "user:password@host" (with
+ * or without a scheme:// before it) replaced by "<redacted>@".  A bare
+ * "user@host" is kept.  Pure.
+ */
+struct ncd_strbuf;
+void ncd_mask_userinfo(const char *v, struct ncd_strbuf *out);
+
+/**
+ * Whether a file's content looks like an nccl.conf, so that gather may
+ * copy it: only blank lines, '#' comments and NAME=value lines whose NAME
+ * starts with NCCL_ (NCCL src/misc/param.cc reads NAME=VALUE lines; names
+ * outside NCCL_ or other text mean the variable points at some other
+ * file, which may hold secrets).  Pure; `why` (may be NULL) receives the
+ * first offending line number and reason.
+ */
+int ncd_looks_like_nccl_conf(const char *buf, size_t len, char *why,
+                             size_t whylen);
 
 /**
  * Captures the context's system (normally live) into a gzip'ed tar at
