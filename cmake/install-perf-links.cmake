@@ -7,7 +7,8 @@
 #   our own link; a file or link of someone else's is never replaced, and
 #   a note says where the links are instead.
 # Paths follow the prefix given at install time (--prefix) and DESTDIR.
-# Every link made goes into install_manifest.txt.  Packages (cpack) set
+# Every link made goes into install_manifest.txt (without DESTDIR, as
+# CMake lists its own files).  Packages (cpack) set
 # NCD_NO_BIN_PERF_LINKS: their maintainer scripts make the BINDIR links on
 # the target machine, where the question can be answered.
 foreach(_v BINDIR LIBEXECDIR)
@@ -27,7 +28,7 @@ foreach(_n IN LISTS NCD_PERF_NAMES)
     file(REMOVE "${_l}")
   endif()
   file(CREATE_LINK "${_ncd_rel}" "${_l}" SYMBOLIC)
-  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "$ENV{DESTDIR}${_ncd_lx}/${_n}")
+  list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_ncd_lx}/${_n}")
   if(NCD_NO_BIN_PERF_LINKS OR "$ENV{NCD_NO_BIN_PERF_LINKS}")
     continue()
   endif()
@@ -35,7 +36,7 @@ foreach(_n IN LISTS NCD_PERF_NAMES)
   if(IS_SYMLINK "${_b}")
     file(READ_SYMLINK "${_b}" _t)
     if(_t STREQUAL "nccl-doctor")      # ours, from an earlier install
-      list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_b}")
+      list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_ncd_BINDIR}/${_n}")
     else()
       list(APPEND _ncd_taken "${_n}")
     endif()
@@ -44,7 +45,7 @@ foreach(_n IN LISTS NCD_PERF_NAMES)
   else()
     message(STATUS "Installing: ${_b} -> nccl-doctor")
     file(CREATE_LINK "nccl-doctor" "${_b}" SYMBOLIC)
-    list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_b}")
+    list(APPEND CMAKE_INSTALL_MANIFEST_FILES "${_ncd_BINDIR}/${_n}")
   endif()
 endforeach()
 if(_ncd_taken)

@@ -1,4 +1,5 @@
-# Removes what install_manifest.txt lists (cmake -DMANIFEST=... -P), and
+# Removes what install_manifest.txt lists (cmake -DMANIFEST=... -P; the
+# same DESTDIR as the install), and
 # nothing else: a path that has meanwhile become something else (a link no
 # longer pointing at nccl-doctor) is left with a note.  Empty directories
 # of our own (LIBEXECDIR/nccl-doctor) go too.
@@ -7,6 +8,7 @@ if(NOT EXISTS "${MANIFEST}")
 endif()
 file(STRINGS "${MANIFEST}" _files)
 foreach(_f IN LISTS _files)
+  set(_f "$ENV{DESTDIR}${_f}")   # the manifest lists paths without DESTDIR
   if(IS_SYMLINK "${_f}")
     file(READ_SYMLINK "${_f}" _t)
     if(NOT _t MATCHES "(^|/)nccl-doctor$")
