@@ -267,7 +267,15 @@ static int setup(struct perf_cli *P, int argc, char **argv)
             cli_usage("perf", stderr);
             rc = 1000 + 6;
         } else if ((coll = ncd_perf_coll_from_name(av[optind++])) < 0) {
-            cli_err("unknown collective '%s'", av[optind - 1]);
+            const char *names[NCD_COLL__COUNT];
+            for (int i = 0; i < NCD_COLL__COUNT; i++)
+                names[i] = ncd_perf_coll_name((enum ncd_perf_coll)i);
+            const char *s = cli_closest(av[optind - 1], names, NCD_COLL__COUNT);
+            if (s)
+                cli_err("unknown collective '%s'; did you mean '%s'?",
+                        av[optind - 1], s);
+            else
+                cli_err("unknown collective '%s'", av[optind - 1]);
             rc = 1000 + 6;
         }
     }
