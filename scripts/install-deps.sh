@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
-      clang zsh man-db groff-base dpkg-dev"
+      clang ripgrep valgrind zsh man-db groff-base dpkg-dev"
 
 missing=""
 for p in $PKGS; do

@@ -2,19 +2,21 @@
 /*
  * The nccl-doctor command line: one file per subcommand, one table.
  *
- * How to add a subcommand:
- *  1. Write src/cli/cmd_<name>.c defining
+ * How to add a subcommand (cmd_check.c is the one to copy):
+ *  1. Write src/cli/cmd_<name>.c with its option table and the function
  *       int ncd_cmd_<name>(int argc, char **argv);
- *     argv[0] is the subcommand name; parse the rest with getopt_long and
- *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
+ *     argv[0] is the subcommand name; parse the rest with cli_parse(),
+ *     which adds the common options below (or cli_getopt() with
+ *     CLI_COMMON_OPTS / cli_common_opt()).
  *  2. Declare it here and add a line to commands[] in main.c.
  *  3. Describe it and its options in docs/cmdline/<name>.yaml and list it
  *     in docs/cmdline/global.yaml (docs/cmdline/README.md): help, man
  *     page, completion and README's table are generated from that, and
  *     cli_getopt()/cli_parse() refuse a getopt table that differs.
  *  4. Add tests/shell/tNNNN-<name>.sh.
- * The library does the work; a command parses options, calls libncd,
- * renders, prints and returns an exit status from the list below.
+ * The library does the work; a command parses options, calls libncd
+ * (node.h: probe the snapshot; check.h; node_report.h: render), prints and
+ * returns an exit status from the list below.
  */
 #ifndef NCD_CLI_CMD_H
 #define NCD_CLI_CMD_H
@@ -158,14 +160,23 @@ int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
 const char *cli_hostname(struct ncd_ctx *ctx);
 
 /*
- * Resolves the NCCL version to predict: --nccl-version (opt, may be NULL),
- * else the libnccl.so.2 this process loads, else the newest known.  Fills
- * o->nccl_version and o->nccl_version_source (pointing into src).
+ * The NCCL version to predict (ncd_nccl_target(): --nccl-version `opt`,
+ * may be NULL, else the libnccl.so.2 this process loads, else the newest
+ * known) into *version, its source in words into src.
  * Returns 0, or -1 on a bad --nccl-version (message printed).
  */
-struct ncd_check_opts;
-int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
-                     struct ncd_check_opts *o, char *src, size_t srclen);
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt, int *version,
+                     char *src, size_t srclen);
+
+/*
+ * Probes the node parts (node.h) with the common options (--nccl-version).
+ * Returns 0, or -1 with the message printed ("<cmd>: ...").
+ */
+struct ncd_node;
+struct ncd_node_opts;
+int cli_node_probe(struct ncd_ctx *ctx, const char *cmd,
+                   const struct cli_common *c, struct ncd_node_opts *o,
+                   unsigned parts, struct ncd_node *n);
 
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);

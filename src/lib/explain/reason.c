@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/ifclass.h"
 
 /* ----------------------------------------------------------- conditions */
 
@@ -223,9 +224,11 @@ int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
     if (!md)
         return NCD_ENOMEM;
     int hit = 0;
-    for (size_t k = 0; k < r->npats && !hit; k++)
-        hit = pcre2_match(R->pats[r->pat0 + k].re, (PCRE2_SPTR)s, strlen(s), 0,
-                          0, md, NULL) >= 0;
+    for (size_t k = 0; k < r->npats && !hit; k++) {
+        pcre2_code *re = ncd__pattern_code(R, r->pat0 + k);
+        hit = re && pcre2_match(re, (PCRE2_SPTR)s, strlen(s), 0, 0, md,
+                                NULL) >= 0;
+    }
     pcre2_match_data_free(md);
     return hit;
 }
@@ -292,16 +295,9 @@ int ncd__addr_loopback(const char *name, const char *a)
 
 int ncd__ifname_virtual(const char *n)
 {
-    /* nccl-facts.md §1: NCCL itself excludes only docker*, lo and virbr* */
-    static const char *const pre[] = {
-        "docker", "br-",   "veth",     "virbr",    "cni",   "flannel",
-        "cali",   "tailscale", "ip6tnl", "tunl",   "vxlan", "kube-",
-        "weave",  "lxcbr", "lxdbr",    "podman",   "cilium", "sit",
-        "gre",    "zt",    NULL};
-    for (size_t i = 0; pre[i]; i++)
-        if (strncmp(n, pre[i], strlen(pre[i])) == 0)
-            return 1;
-    return 0;
+    /* container, VM and VPN plumbing by the one name classifier (net/
+     * ifnames.def); NCCL itself excludes only docker*, lo and virbr* */
+    return ncd_ifname_is_plumbing(n);
 }
 
 void ncd__good_iface(const struct ncd_explain *ex, char *out, size_t osz)

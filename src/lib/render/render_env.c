@@ -1,28 +1,32 @@
 /* SPDX-License-Identifier: MIT */
-/* The recommended environment and the `env --profile` presets. */
+/* The recommended environment (check.h), the `env --profile` presets, and
+ * the formats of `env` (node_report.h). */
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
+#include "ncd/node_report.h"
 #include "ncd/recommend.h"
-#include "ncd/report.h"
 
 #include <stdio.h>
 #include <string.h>
 
-json_t *ncd_recommended_env(json_t *facts, const struct ncd_findings *l)
+json_t *ncd_recommended_env(const struct ncd_node *n,
+                            const struct ncd_findings *l)
 {
     json_t *env = json_object();
     if (!env)
         return NULL;
-    json_t *net = json_object_get(json_object_get(facts, "network"),
-                                  "recommended_env");
-    if (net)
-        json_object_update(env, net);
+    int rdma = 0;
+    if (ncd_node_has(n, NCD_PART_NET)) {
+        const char *names[8], *values[8];
+        int ne = ncd_recommend_env(&n->net.rec, names, values);
+        for (int i = 0; i < ne; i++)
+            json_object_set_new(env, names[i], ncd_json_string(values[i]));
+        rdma = n->net.rec.rdma_active_ports;
+    }
     /* A usable RDMA port is a decision too: never carry a suggestion to
      * disable IB (e.g. the intent behind NCCL_IB_DISABLE=true) into the
      * node's recommendation. */
-    json_int_t rdma = json_integer_value(json_object_get(
-        json_object_get(facts, "network"), "rdma_active_ports"));
     json_t *more = ncd_findings_env_json(l, NCD_SEV_WARNING);
     const char *k;
     json_t *v;
@@ -77,10 +81,10 @@ int ncd_env_debug_apply(enum ncd_env_profile p, int debug, json_t *env,
     return notes->oom ? NCD_ENOMEM : 0;
 }
 
-int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
+int ncd_env_profile_apply(const struct ncd_node *n, enum ncd_env_profile p,
                           json_t *env, struct ncd_strbuf *notes)
 {
-    char hca[512];
+    const char *hca = n->rdma.hca_list;
     switch (p) {
     case NCD_PROFILE_NONE:
         break;
@@ -97,7 +101,6 @@ int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
         break;
     case NCD_PROFILE_INFINIBAND:
         json_object_del(env, "NCCL_IB_DISABLE");
-        ncd_rdma_active_ports(ctx, NULL, hca, sizeof hca);
         if (hca[0]) {
             json_object_set_new(env, "NCCL_IB_HCA", ncd_json_string(hca));
             ncd_sb_puts(notes, "NCCL_IB_HCA lists this node's ACTIVE ports "
@@ -130,4 +133,114 @@ int ncd_env_profile_apply(struct ncd_ctx *ctx, enum ncd_env_profile p,
         break;
     }
     return notes->oom ? NCD_ENOMEM : 0;
+}
+
+int ncd_env_format_parse(const char *s)
+{
+    static const struct {
+        const char *name;
+        enum ncd_env_format f;
+    } fmts[] = {{"sh", NCD_ENV_SH},         {"export", NCD_ENV_SH},
+                {"env", NCD_ENV_FILE},      {"docker", NCD_ENV_DOCKER},
+                {"k8s", NCD_ENV_K8S},       {"kubernetes", NCD_ENV_K8S},
+                {"slurm", NCD_ENV_SLURM}};
+    for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
+        if (strcmp(s, fmts[i].name) == 0)
+            return (int)fmts[i].f;
+    return -1;
+}
+
+static void put_notes(struct ncd_strbuf *sb, const char *notes,
+                      const char *prefix)
+{
+    for (const char *p = notes; *p;) {
+        const char *nl = strchr(p, '\n');
+        size_t n = nl ? (size_t)(nl - p) : strlen(p);
+        ncd_sb_printf(sb, "%s%.*s\n", prefix, (int)n, p);
+        p += n + (nl ? 1 : 0);
+    }
+}
+
+/* YAML double-quoted scalar. */
+static void yaml_quote(struct ncd_strbuf *sb, const char *v)
+{
+    ncd_sb_putc(sb, '"');
+    for (; *v; v++) {
+        if (*v == '"' || *v == '\\')
+            ncd_sb_putc(sb, '\\');
+        ncd_sb_putc(sb, *v);
+    }
+    ncd_sb_putc(sb, '"');
+}
+
+void ncd_env_render(struct ncd_strbuf *sb, json_t *env,
+                    enum ncd_env_format f, const char *notes)
+{
+    const char *k;
+    json_t *v;
+    switch (f) {
+    case NCD_ENV_SH:
+        put_notes(sb, notes, "# ");
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v)) {
+                ncd_sb_printf(sb, "export %s=", k);
+                ncd_sb_shell_quote(sb, json_string_value(v));
+                ncd_sb_putc(sb, '\n');
+            } else {
+                ncd_sb_printf(sb, "unset %s\n", k);
+            }
+        }
+        break;
+    case NCD_ENV_FILE: /* docker --env-file / systemd EnvironmentFile */
+        put_notes(sb, notes, "# ");
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v))
+                ncd_sb_printf(sb, "%s=%s\n", k, json_string_value(v));
+            else
+                ncd_sb_printf(sb, "# remove %s\n", k);
+        }
+        break;
+    case NCD_ENV_DOCKER: { /* docker run flags, continued lines, no dangling \ */
+        put_notes(sb, notes, "# ");
+        int first = 1;
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v)) {
+                ncd_sb_printf(sb, "%s-e %s=", first ? "" : " \\\n", k);
+                ncd_sb_shell_quote(sb, json_string_value(v));
+                first = 0;
+            }
+        }
+        if (!first)
+            ncd_sb_putc(sb, '\n');
+        break;
+    }
+    case NCD_ENV_K8S:
+        put_notes(sb, notes, "# ");
+        ncd_sb_puts(sb, "env:\n");
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v)) {
+                ncd_sb_printf(sb, "  - name: %s\n    value: ", k);
+                yaml_quote(sb, json_string_value(v));
+                ncd_sb_putc(sb, '\n');
+            } else {
+                ncd_sb_printf(sb, "  # remove %s\n", k);
+            }
+        }
+        break;
+    case NCD_ENV_SLURM: {
+        put_notes(sb, notes, "# ");
+        ncd_sb_puts(sb, "#SBATCH --export=ALL");
+        json_object_foreach(env, k, v)
+        {
+            if (json_is_string(v))
+                ncd_sb_printf(sb, ",%s=%s", k, json_string_value(v));
+        }
+        ncd_sb_putc(sb, '\n');
+        break;
+    }
+    }
 }
