@@ -12,7 +12,7 @@ PKGS="build-essential cmake pkg-config
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
-      clang ripgrep valgrind
+      clang ripgrep valgrind zsh man-db groff-base dpkg-dev
       librsvg2-bin prometheus prometheus-node-exporter"
 
 missing=""

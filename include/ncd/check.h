@@ -106,6 +106,18 @@ int ncd_env_profile_parse(const char *s);
 int ncd_env_profile_apply(const struct ncd_node *n, enum ncd_env_profile p,
                           json_t *env, struct ncd_strbuf *notes);
 
+/**
+ * `env --debug`: adds NCCL_DEBUG=INFO and NCCL_DEBUG_SUBSYS=INIT,BOOTSTRAP,
+ * ENV,NET (NCCL's default subsystems INIT,BOOTSTRAP,ENV plus NET for the
+ * transport and interface lines `explain` reads; NCCL src/debug.cc) to
+ * `env`, keeping values the user already chose there, and a note on the
+ * cost.  With debug 0 and the kubernetes profile (whose usual recipes set
+ * NCCL_DEBUG=INFO) it only adds a note saying why it is left out.
+ * @return 0 or NCD_ENOMEM.
+ */
+int ncd_env_debug_apply(enum ncd_env_profile p, int debug, json_t *env,
+                        struct ncd_strbuf *notes);
+
 #ifdef __cplusplus
 }
 #endif

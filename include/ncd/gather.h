@@ -16,6 +16,9 @@
  *                     of names containing TOKEN, SECRET, PASSWORD, PASSWD,
  *                     KEY or CREDENTIAL are "<redacted>", and so are
  *                     credentials inside URLs ("user:pass@")
+ *   .ncd/unreadable   "PATH: reason" of each file that could not be read
+ *   .ncd/skipped      "PATH: reason" of each file left out on purpose (an
+ *                     NCCL_CONF_FILE that does not look like an nccl.conf)
  *   .ncd/ifaddrs      getifaddrs() list
  *   .ncd/statvfs      "<dir> <size bytes> <free bytes>" for /dev/shm
  *   .ncd/dlopen       dlopen results (libibverbs, NVML, libcuda, libnccl)
@@ -26,7 +29,9 @@
  *   .ncd/self         "uid <n>" of the gathering process
  *   .ncd/resolve      host names the probes resolved
  *   .ncd/gather-info  tool version and time of the capture
- * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist.
+ * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist and
+ * look like an nccl.conf (ncd_looks_like_nccl_conf), else named in
+ * .ncd/skipped.
  * /proc/net/tcp{,6} keep only listening sockets (no peer addresses).
  * Files under /var/run/secrets are never copied (only the directory is
  * recorded, as evidence of Kubernetes).
@@ -48,7 +53,25 @@ struct ncd_gather_stats {
     size_t files, links, dirs; /**< entries written */
     size_t skipped;            /**< unreadable files left out */
     long long bytes;           /**< file content bytes */
+    /** "PATH: reason\n" per unreadable file (as .ncd/unreadable), then per
+     * file left out on purpose (as .ncd/skipped); malloc'ed, NUL-terminated
+     * or NULL; free with ncd_gather_stats_release(). */
+    char *unreadable, *left_out;
 };
+
+/** Frees the lists of a ncd_gather_stats (keeps the counts). */
+void ncd_gather_stats_release(struct ncd_gather_stats *st);
+
+/**
+ * Whether a file's content looks like an nccl.conf, so that gather may
+ * copy it: only blank lines, '#' comments and NAME=value lines whose NAME
+ * starts with NCCL_ (NCCL src/misc/param.cc reads NAME=VALUE lines; names
+ * outside NCCL_ or other text mean the variable points at some other
+ * file, which may hold secrets).  Pure; `why` (may be NULL) receives the
+ * first offending line number and reason.
+ */
+int ncd_looks_like_nccl_conf(const char *buf, size_t len, char *why,
+                             size_t whylen);
 
 /**
  * Captures the context's system (normally live) into a gzip'ed tar at

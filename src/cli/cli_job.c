@@ -2,6 +2,7 @@
 /* Command-line side of the job runner (see cli_job.h). */
 #define _GNU_SOURCE
 #include "cli_job.h"
+#include "cmd.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,7 +22,9 @@ char **cli_np_argv(int argc, char **argv)
 
 void cli_job_report(void *cmd, const char *line)
 {
-    fprintf(stderr, "nccl-doctor %s: %s\n", (const char *)cmd, line);
+    fprintf(stderr, "nccl-doctor %s: ", (const char *)cmd);
+    cli_put_clean(stderr, line, strlen(line));
+    fputc('\n', stderr);
     fflush(stderr);
 }
 
@@ -45,7 +48,9 @@ int cli_job_run(struct ncd_ctx *ctx, const char *cmd,
     while (*p) {
         const char *nl = strchr(p, '\n');
         size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        fprintf(stderr, "nccl-doctor %s: %.*s\n", cmd, (int)n, p);
+        fprintf(stderr, "nccl-doctor %s: ", cmd);
+        cli_put_clean(stderr, p, n);
+        fputc('\n', stderr);
         p += n + (nl != NULL);
     }
     ncd_sb_release(&sb);

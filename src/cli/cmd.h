@@ -3,16 +3,17 @@
  * The nccl-doctor command line: one file per subcommand, one table.
  *
  * How to add a subcommand (cmd_check.c is the one to copy):
- *  1. Write src/cli/cmd_<name>.c with its usage text beside its option
- *     table, the function
+ *  1. Write src/cli/cmd_<name>.c with its option table and the function
  *       int ncd_cmd_<name>(int argc, char **argv);
  *     argv[0] is the subcommand name; parse the rest with cli_parse(),
- *     which adds the common options below.
- *  2. Declare it here and add a line to commands[] in main.c with a
- *     one-line summary and its usage text, kept beside the command's
- *     option table as `const char ncd_cmd_<name>_usage[]` (git's
- *     builtin/<cmd>.c style).
- *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
+ *     which adds the common options below (or cli_getopt() with
+ *     CLI_COMMON_OPTS / cli_common_opt()).
+ *  2. Declare it here and add a line to commands[] in main.c.
+ *  3. Describe it and its options in docs/cmdline/<name>.yaml and list it
+ *     in docs/cmdline/global.yaml (docs/cmdline/README.md): help, man
+ *     page, completion and README's table are generated from that, and
+ *     cli_getopt()/cli_parse() refuse a getopt table that differs.
+ *  4. Add tests/shell/tNNNN-<name>.sh.
  * The library does the work; a command parses options, calls libncd
  * (node.h: probe the snapshot; check.h; node_report.h: render), prints and
  * returns an exit status from the list below.
@@ -40,8 +41,6 @@ enum {
 struct cli_cmd {
     const char *name;
     int (*fn)(int argc, char **argv);
-    const char *summary;
-    const char *usage; /* full help text for `help NAME` and NAME --help */
 };
 
 /* Looks a command up by name; NULL when unknown. */
@@ -67,6 +66,7 @@ enum {
     CLI_OPT_STRICT,
     CLI_OPT_HELP,
     CLI_OPT_NCCL_VERSION,
+    CLI_OPT_VERSION,
     CLI_OPT__NEXT /* first free value for a command's own long options */
 };
 #define CLI_COMMON_OPTS                                                       \
@@ -76,16 +76,19 @@ enum {
         {"no-color", no_argument, 0, CLI_OPT_NO_COLOR},                       \
         {"strict", no_argument, 0, CLI_OPT_STRICT},                           \
         {"nccl-version", required_argument, 0, CLI_OPT_NCCL_VERSION},         \
-        {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'}
+        {"verbose", no_argument, 0, 'v'}, {"help", no_argument, 0, 'h'},     \
+        {"version", no_argument, 0, 'V'}
+/* Their short letters, for getopt's short-option string. */
+#define CLI_COMMON_SHORT "vhV"
 
 /* Sets defaults (colour auto, sysroot from NCD_SYSROOT). */
 void cli_common_init(struct cli_common *c);
 
 /*
  * Handles one common option returned by getopt_long.  Returns 1 when it was
- * one (handled), 0 when not, -1 on a bad value (message printed).  'h'
- * prints the command's usage and makes the caller return 0: check
- * `c->help_shown`... instead callers use cli_usage().
+ * one (handled), 0 when not (also for 'h': the caller prints its usage with
+ * cli_usage()), -1 on a bad value (message printed), 2 after printing the
+ * version (-V, --version): the caller returns NCD_EXIT_OK.
  */
 int cli_common_opt(struct cli_common *c, int opt, const char *arg);
 
@@ -109,14 +112,30 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
               const struct option *extra, cli_opt_fn fn, void *data,
               int *first_arg);
 
+/* Prints "nccl-doctor VERSION"; returns NCD_EXIT_OK, or NCD_EXIT_TOOL
+ * when stdout could not be written. */
+int cli_print_version(void);
+
+/* After a bad option: says on stderr where the options are listed. */
+void cli_usage_hint(const char *cmd);
+
 /* Prints the usage of `cmd` to `f`. */
 void cli_usage(const char *cmd, FILE *f);
 
 /* Parses a decimal integer in [lo, hi] (the whole string); -1 otherwise. */
 int cli_parse_range(const char *s, long lo, long hi, long *out);
 
-/* Prints "nccl-doctor: <msg>\n" to stderr. */
+/* Prints "nccl-doctor: <msg>\n" to stderr, control characters of the
+ * message (from file names, values, peers) written as \xNN so that none
+ * reaches the terminal raw. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* The same with another prefix ("nccl-doctor probe (rank 3): "). */
+void cli_msg(const char *prefix, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Writes n bytes of s to f with control characters as \xNN. */
+void cli_put_clean(FILE *f, const char *s, size_t n);
 
 /*
  * Creates the library context for the chosen sysroot with a copy of this
@@ -180,16 +199,5 @@ int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
-
-/* Usage texts kept next to their command's option table. */
-extern const char ncd_cmd_check_usage[];
-extern const char ncd_cmd_ifaces_usage[];
-extern const char ncd_cmd_env_usage[];
-extern const char ncd_cmd_topo_usage[];
-extern const char ncd_cmd_gather_usage[];
-extern const char ncd_cmd_perf_usage[];
-extern const char ncd_cmd_probe_usage[];
-extern const char ncd_cmd_tune_usage[];
-extern const char ncd_cmd_explain_usage[];
 
 #endif

@@ -10,36 +10,6 @@
 #include "ncd/health.h"
 #include "ncd/node_report.h"
 
-const char ncd_cmd_check_usage[] =
-     "usage: nccl-doctor check [--json] [--strict] [--verbose]\n"
-     "                         [--sysroot DIR] [--nccl-version X.Y.Z]\n"
-     "                         [--format F] [--output FILE]\n"
-     "\n"
-     "Probes network interfaces, NCCL's own interface choice and the NCCL_*\n"
-     "environment (plus ~/.nccl.conf and /etc/nccl.conf), and reports\n"
-     "findings with cause, evidence and fix.\n"
-     "\n"
-     "  --json              machine-readable report (= --format json)\n"
-     "  --format F          text, json, or a health-check answer:\n"
-     "                      prometheus (node_exporter textfile metrics),\n"
-     "                      slurm (one drain reason <= 100 characters;\n"
-     "                      exit 0 healthy, 1 drain: NHC's convention),\n"
-     "                      npd (Kubernetes node-problem-detector plugin:\n"
-     "                      message <= 80 characters; exit 0 ok, 1\n"
-     "                      problem, 2 unknown)\n"
-     "  --output FILE       write the report to FILE atomically (temporary\n"
-     "                      file in the same directory, then rename)\n"
-     "  --strict            exit 1 when there are warnings but no errors\n"
-     "  --verbose, -v       also list checks that passed\n"
-     "  --sysroot DIR       read /sys and /proc below DIR (a capture)\n"
-     "  --nccl-version V    predict NCCL V's behaviour (default: the\n"
-     "                      installed libnccl.so.2, else the newest)\n"
-     "  --color[=WHEN]      always, never or auto (default; NO_COLOR honoured)\n"
-     "\n"
-     "Exit status: 0 no errors, 1 warnings only (with --strict),\n"
-     "2 errors found, 3 the tool itself failed or bad usage (slurm and\n"
-     "npd formats: see above).\n";
-
 /* --format: the report for people, JSON, or a health-check answer. */
 enum check_format { FMT_TEXT, FMT_JSON, FMT_PROMETHEUS, FMT_SLURM, FMT_NPD };
 static const char *const format_names[] = {"text", "json", "prometheus",

@@ -21,6 +21,7 @@ enum {
     OPT_DRY_RUN,
     OPT_SET,
     OPT_UNSET,
+    OPT_DEBUG,
 };
 
 /* At most this many --set/--unset (tune's candidates have 8 variables). */
@@ -29,7 +30,7 @@ enum {
 struct env_args {
     const char *write_to, *remove_from;
     enum ncd_env_format fmt;
-    int profile, dry;
+    int profile, dry, debug;
     /* --set NAME=VALUE / --unset NAME, in order: arg, and whether unset */
     const char *over[MAX_OVERRIDES];
     int over_unset[MAX_OVERRIDES];
@@ -91,26 +92,9 @@ static const struct option options[] = {
     {"dry-run", no_argument, 0, OPT_DRY_RUN},
     {"set", required_argument, 0, OPT_SET},
     {"unset", required_argument, 0, OPT_UNSET},
+    {"debug", no_argument, 0, OPT_DEBUG},
     {0, 0, 0, 0},
 };
-
-const char ncd_cmd_env_usage[] =
-     "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
-     "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
-     "                       [--write FILE [--dry-run] | --remove FILE]\n"
-     "                       [--set NAME=VALUE]... [--unset NAME]...\n"
-     "\n"
-     "Prints the settings recommended for this node as export lines (or in\n"
-     "another format).  --write FILE keeps them in one marked block\n"
-     "(# >>> nccl-doctor >>> ... # <<< nccl-doctor <<<) that re-runs replace\n"
-     "in place; the file is replaced atomically, a backup is kept, and\n"
-     "nothing outside the block changes.  --remove takes the block out and\n"
-     "gives back the original bytes.  Symbolic links are followed; a\n"
-     "hard-linked or read-only file is left alone (--dry-run shows the new\n"
-     "content); an edit made by another program meanwhile stops the update.\n"
-     "--set NAME=VALUE and --unset NAME change the recommendation before it\n"
-     "is printed or written (later ones win): `nccl-doctor tune` prints the\n"
-     "command that keeps its winner this way.\n";
 
 static int env_opt(int opt, const char *arg, void *data)
 {
@@ -146,6 +130,9 @@ static int env_opt(int opt, const char *arg, void *data)
         return add_override(a, arg, 0);
     case OPT_UNSET:
         return add_override(a, arg, 1);
+    case OPT_DEBUG:
+        a->debug = 1;
+        return 0;
     }
     return -1;
 }
@@ -190,7 +177,7 @@ int ncd_cmd_env(int argc, char **argv)
         }
         if (dry && preview && act != NCD_RC_UNCHANGED)
             fputs(preview, stdout);
-        fprintf(stderr, "nccl-doctor: %s%s\n", remove_from,
+        cli_err("%s%s", remove_from,
                 act == NCD_RC_REMOVED
                     ? (dry ? ": would remove the block" : ": block removed")
                     : ": no nccl-doctor block, nothing to do");
@@ -207,6 +194,7 @@ int ncd_cmd_env(int argc, char **argv)
     }
     env = ncd_recommended_env(&n, &l);
     if (!env || ncd_env_profile_apply(&n, profile, env, &notes) < 0 ||
+        ncd_env_debug_apply(profile, a.debug, env, &notes) < 0 ||
         apply_overrides(&a, env) < 0) {
         cli_err("env: out of memory");
         goto out;
@@ -239,12 +227,11 @@ int ncd_cmd_env(int argc, char **argv)
             fputs(preview, stdout);
         static const char *const what[] = {"already up to date", "created",
                                            "updated", "removed"};
-        fprintf(stderr, "nccl-doctor: %s %s%s\n", write_to,
+        cli_err("%s %s%s", write_to,
                 dry && act != NCD_RC_UNCHANGED ? "would be " : "",
                 what[act]);
         if (!dry && act != NCD_RC_UNCHANGED)
-            fprintf(stderr, "nccl-doctor: open a new shell or run `. %s`\n",
-                    write_to);
+            cli_err("open a new shell or run `. %s`", write_to);
         status = NCD_EXIT_OK;
         goto out;
     }

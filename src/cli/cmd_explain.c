@@ -16,33 +16,6 @@
 #include "ncd/error.h"
 #include "ncd/explain.h"
 
-const char ncd_cmd_explain_usage[] =
-    "usage: nccl-doctor explain [OPTIONS] [FILE|DIR|-]...\n"
-    "\n"
-    "Reads NCCL_DEBUG=INFO output, PyTorch/Paddle tracebacks and nccl-tests\n"
-    "output (plain or .gz files, directories of per-rank logs, or stdin;\n"
-    "launcher prefixes, time stamps, colours and CRLF are handled) and\n"
-    "prints the root cause first, with the evidence lines (file:line),\n"
-    "the cause, the fix and the environment settings to apply; then the\n"
-    "consequences seen on other ranks and the context.\n"
-    "\n"
-    "  --json              machine-readable report (findings with roles,\n"
-    "                      recommended_env, facts)\n"
-    "  --facts             compact summary of what the logs say: versions,\n"
-    "                      hosts, ranks, interfaces, network, transports, env\n"
-    "  --rules DIR         also load DIR/*.yaml rules (format: rules/README.md)\n"
-    "  --check-rules       check every rule against its own examples\n"
-    "  --list-rules        list the rules\n"
-    "  --dump-patterns     print all patterns as POSIX ERE (for grep -E -f)\n"
-    "  --stats             print throughput to stderr\n"
-    "  --threads N|auto    threads for large log files (default auto: the\n"
-    "                      CPUs, at most 8); the report is the same\n"
-    "  --verbose, -v       show every kept evidence line\n"
-    "  --color[=WHEN]      always, never or auto\n"
-    "\n"
-    "Exit status: 0 nothing wrong found, 2 a problem found (warning or\n"
-    "error), 3 the tool failed or bad usage.\n";
-
 enum {
     OPT_FACTS = CLI_OPT__NEXT,
     OPT_RULES,
@@ -114,7 +87,7 @@ static int explain_opt(int opt, const char *arg, void *data)
         return 0;
     }
     }
-    cli_usage("explain", stderr);
+    cli_usage_hint("explain");
     return -1;
 }
 

@@ -4,14 +4,6 @@
 #include "ncd/error.h"
 #include "ncd/node_report.h"
 
-const char ncd_cmd_ifaces_usage[] =
-     "usage: nccl-doctor ifaces [--json] [--verbose] [--sysroot DIR]\n"
-     "                          [--nccl-version X.Y.Z]\n"
-     "\n"
-     "Lists every interface (flags, addresses, kind, speed, traffic), the\n"
-     "interface nccl-doctor recommends and why, and what NCCL itself would\n"
-     "pick for the bootstrap and the Socket transport.\n";
-
 int ncd_cmd_ifaces(int argc, char **argv)
 {
     struct cli_common c;

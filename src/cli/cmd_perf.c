@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cli_job.h"
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/check.h"
 #include "ncd/error.h"
@@ -35,78 +36,6 @@
 #include "ncd/sysops.h"
 
 extern char **environ;
-
-const char ncd_cmd_perf_usage[] =
-    "usage: nccl-doctor perf COLLECTIVE [nccl-tests options] [-np N]\n"
-    "                        [--backend nccl|socket|auto] [--iface IF]\n"
-    "                        [--rendezvous HOST:PORT] [--algo ring|direct]\n"
-    "       all_reduce_perf [options]   (and the other *_perf names)\n"
-    "\n"
-    "COLLECTIVE: all_reduce all_gather reduce_scatter broadcast reduce\n"
-    "            alltoall alltoallv sendrecv gather scatter hypercube\n"
-    "\n"
-    "nccl-tests options (same parsing, output and exit status):\n"
-    "  -t,--nthreads N      threads (ranks) per process          [1]\n"
-    "  -g,--ngpus N         GPUs (socket: ranks) per thread      [1]\n"
-    "  -b,--minbytes S      smallest size, K/M/G suffixes        [32M]\n"
-    "  -e,--maxbytes S      largest size                         [32M]\n"
-    "  -i,--stepbytes S     additive step (when -f <= 1)         [1M]\n"
-    "  -f,--stepfactor F    multiplicative step                  [1]\n"
-    "  -n,--iters N         timed iterations per size            [20]\n"
-    "  -m,--agg_iters N     operations fused in one group        [1]\n"
-    "  -w,--warmup_iters N  warm-up iterations                   [1]\n"
-    "  -N,--run_cycles N    repeat the sweep (0 = for ever)      [1]\n"
-    "  -c,--check N         check results (0 = off, #wrong N/A)  [1]\n"
-    "  -o,--op OP           sum prod max min avg mulsum all      [sum]\n"
-    "  -d,--datatype T      int8 uint8 int32 uint32 int64 uint64 half\n"
-    "                       float double bfloat16 f8e4m3 f8e5m2 all [float]\n"
-    "  -r,--root R          root rank, -1 = every root           [0]\n"
-    "  -z,--blocking 0-3    sync/barrier after each operation    [0]\n"
-    "  -T,--timeout S       abort after S seconds waiting (0 off)[0]\n"
-    "  -C,--report_cputime  1: time column = host time to issue the\n"
-    "                       operations (rank 0's), not completion [0]\n"
-    "  -I,--per_iter_timing 1: per-iteration i_min i_max i_p99 i_cv%\n"
-    "                       columns and JSON (tools/analyze_perf_json.py)\n"
-    "  -K,--per_iter_skip K leave the first K iterations out of -I [0]\n"
-    "  -S,--report_timestamps 1: add a timestamp column          [0]\n"
-    "  -a,--average 0-3     combine times: rank0 avg min max     [1]\n"
-    "  -u,--unalign N       offset buffers by N elements         [0]\n"
-    "  -J,--output_file F   also write nccl-tests JSON to F (.json)\n"
-    "  -p -y -G -R -M -x -D -V  accepted; -G captures no CUDA graph\n"
-    "                       (the header says so), GPU-only ones noted\n"
-    "\n"
-    "nccl-doctor options:\n"
-    "  -np N                fork N local processes (ranks) and run them\n"
-    "  --backend B          nccl (default: libnccl.so.2 and CUDA; fails as\n"
-    "                       nccl-tests does when they cannot run) or socket\n"
-    "                       (TCP between ranks on NCCL's interface, any\n"
-    "                       machine, no GPU; says so in its output)\n"
-    "  --algo A             socket: ring, direct or auto (ring for\n"
-    "                       all_reduce/all_gather/reduce_scatter/broadcast/\n"
-    "                       reduce, direct otherwise; all_reduce sending\n"
-    "                       <= 64 KiB per rank: one exchange with all)\n"
-    "  --iface IF           socket: interface to use (else the one NCCL\n"
-    "                       would: NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY,\n"
-    "                       NCCL_COMM_ID, its selection order)\n"
-    "  --rendezvous H:P     TCP rendezvous root (rank 0 listens on it);\n"
-    "                       default MASTER_ADDR:MASTER_PORT\n"
-    "  --peer-timeout S     socket: give up after S s without progress [60]\n"
-    "  --nccl-lib PATH, --cudart-lib PATH   libraries to dlopen\n"
-    "  --json               print the -J JSON document on stdout\n"
-    "  --plot FILE.svg      draw busbw against size (out-of-place solid,\n"
-    "                       in-place dashed) into FILE.svg\n"
-    "  --plot-with RUN.json overlay an earlier run's -J file on the plot\n"
-    "                       (repeatable)\n"
-    "\n"
-    "Under mpirun, srun, torchrun or paddle.distributed.launch the rank and\n"
-    "size come from the launcher's variables.  NCCL_SOCKET_NTHREADS and\n"
-    "NCCL_NSOCKS_PERTHREAD set the socket backend's threads and sockets.\n"
-    "NCCL_TESTS_MIN_BW=X fails (exit 7) when the average bus bandwidth is\n"
-    "below 0.9 X GB/s.  alltoallv: NCCL_TESTS_ALLTOALLV_SPREAD (0..1, 1:\n"
-    "more to farther ranks), _MATRIX_FILE (bytes rank i -> j; -b = -e),\n"
-    "_MATRIX_SCALE, _PRINT_SUMMARY=1 (per-rank lines), as nccl-tests.  Exit status: 0 ok, 1 internal, 2 CUDA, 3 NCCL or\n"
-    "network, 4 timeout, 5 not implemented, 6 usage, 7 wrong results or\n"
-    "below NCCL_TESTS_MIN_BW, 255 bad sizes.\n";
 
 enum { /* the string options from OPT_IFACE on, in struct perf_cli order */
     OPT_BACKEND = CLI_OPT__NEXT,
@@ -135,6 +64,7 @@ static const struct option own_opts[] = {
     {"plot-with", required_argument, 0, OPT_PLOT_WITH},
     {"json", no_argument, 0, CLI_OPT_JSON},
     {"help", no_argument, 0, 'h'},
+    {"version", no_argument, 0, CLI_OPT_VERSION},
 };
 #define NOWN (sizeof own_opts / sizeof own_opts[0])
 
@@ -267,6 +197,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
     memcpy(lo + nt, own_opts, sizeof own_opts);
     lo[nt + NOWN] = (struct option){0, 0, 0, 0};
     int c, rc = 0;
+    if (cli_doc_verify("perf", lo, NCD_PERF_GETOPT) < 0)
+        return 1000 + 1;
     optind = 1;
     opterr = 0;
     while (!rc && (c = getopt_long(argc, argv, NCD_PERF_GETOPT, lo, NULL)) !=
@@ -275,6 +207,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
         if (c == 'h') {
             cli_usage("perf", stdout);
             return 1;
+        } else if (c == CLI_OPT_VERSION) {
+            return cli_print_version() ? 1000 + 1 : 1;
         } else if (c == CLI_OPT_JSON) {
             P->common.json = 1;
         } else if (c >= OPT_BACKEND && c <= OPT_PLOT_WITH) { /* ours */
@@ -293,6 +227,8 @@ static int parse(struct perf_cli *P, int argc, char **argv)
             else
                 printf("invalid option '%s'\n", argv[optind - 1]);
             cli_usage("perf", stdout);
+            fflush(stdout);
+            cli_explain_bad_option("perf", argc, argv, optind - 1, lo, stderr);
             rc = 1000 + 6;
         }
     }
@@ -550,7 +486,15 @@ static int setup(struct perf_cli *P, int argc, char **argv)
             cli_usage("perf", stderr);
             rc = 1000 + 6;
         } else if ((coll = ncd_perf_coll_from_name(av[optind++])) < 0) {
-            cli_err("unknown collective '%s'", av[optind - 1]);
+            const char *names[NCD_COLL__COUNT];
+            for (int i = 0; i < NCD_COLL__COUNT; i++)
+                names[i] = ncd_perf_coll_name((enum ncd_perf_coll)i);
+            const char *s = cli_closest(av[optind - 1], names, NCD_COLL__COUNT);
+            if (s)
+                cli_err("unknown collective '%s'; did you mean '%s'?",
+                        av[optind - 1], s);
+            else
+                cli_err("unknown collective '%s'", av[optind - 1]);
             rc = 1000 + 6;
         }
     }
@@ -570,7 +514,7 @@ static int setup(struct perf_cli *P, int argc, char **argv)
     char msg[300];
     int st = ncd_perf_opts_check(o, msg, sizeof msg);
     if (st) {
-        fprintf(stderr, "%s%s\n", st == 255 ? "" : "nccl-doctor: ", msg);
+        cli_msg(st == 255 ? "" : "nccl-doctor: ", "%s", msg);
         return st;
     }
     o->coll = (enum ncd_perf_coll)coll;
@@ -621,7 +565,7 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
                                sizeof why);
     if (st) {
         if (plan.proc <= 0)
-            fprintf(stderr, "nccl-doctor perf: %s\n", why);
+            cli_msg("nccl-doctor perf: ", "%s", why);
         return st;
     }
     /* the buffers of this host's ranks against MemAvailable, before any
@@ -634,7 +578,7 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
                           (enum ncd_perf_backend_kind)P->be, why, sizeof why);
     if (st) {
         if (plan.proc <= 0)
-            fprintf(stderr, "nccl-doctor perf: %s\n", why);
+            cli_msg("nccl-doctor perf: ", "%s", why);
         return st;
     }
     if (plan.proc <= 0 && P->plot_file && plot_load(P))

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "cli_job.h"
 #include "ncd/check.h"
@@ -17,41 +18,6 @@
 #include "ncd/perf.h"
 #include "ncd/probe.h"
 #include "ncd/sysops.h"
-
-const char ncd_cmd_probe_usage[] =
-    "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
-    "                         [--timeout MS] [--burst SIZE] [--no-mtu]\n"
-    "                         [--nccl-version X.Y.Z] [--strict]\n"
-    "\n"
-    "Launched like perf (-np N on one host; under mpirun, srun, torchrun or\n"
-    "paddle.distributed.launch; or --rendezvous HOST:PORT with WORLD_SIZE\n"
-    "and RANK on every host).  Every rank reports its host, NCCL's\n"
-    "predicted interface and address, the interface nccl-doctor recommends\n"
-    "and the NCCL version; then every pair of ranks connects both ways on\n"
-    "the address NCCL would use (a port from the ephemeral range, as NCCL\n"
-    "gets, plus a control port outside it), measures connect time, round\n"
-    "trip and a bandwidth burst, and sends don't-fragment datagrams of\n"
-    "increasing size.  The same connections go to the interface\n"
-    "nccl-doctor recommends, and every control connection is tried again\n"
-    "from a source port outside the host's ephemeral range.  Rank 0 prints\n"
-    "the host x host reachability matrix (ok, refused, timed-out, no-route,\n"
-    "reset, wrong-peer, no-address) and one finding per cause: an interface\n"
-    "that does not reach (and the one to use), firewalls on the ephemeral\n"
-    "ports (naming the hosts and range; stateless ones too), hosts or groups\n"
-    "of hosts cut off, NCCL_SOCKET_IFNAME differences, NCCL version and MTU\n"
-    "mismatches, host names resolving differently.\n"
-    "\n"
-    "  -np N                 fork N local ranks\n"
-    "  --rendezvous H:P      rank 0 listens there, the others connect\n"
-    "  --timeout MS          per connection attempt            [2000]\n"
-    "  --rendezvous-timeout S  wait for all ranks               [60]\n"
-    "  --burst SIZE          bandwidth burst per pair, 0 = none [4M]\n"
-    "  --no-mtu              skip the don't-fragment probes\n"
-    "  --nccl-version V      predict NCCL V's interface choice\n"
-    "  --json                envelope + ranks, hosts, matrix, rank_matrix\n"
-    "\n"
-    "Exit status: 0 no errors, 1 warnings only (with --strict), 2 errors\n"
-    "found, 3 the probe itself failed (a rank died, no rendezvous).\n";
 
 enum {
     OPT_NP = CLI_OPT__NEXT,
@@ -83,7 +49,7 @@ static int probe_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     struct ncd_probe *p = NULL;
     int rc = ncd_probe_new(ctx, &o, job->proc, job->nprocs, &p);
     if (rc) {
-        fprintf(stderr, "nccl-doctor probe (rank %d): %s%s%s\n", job->proc,
+        cli_msg("", "nccl-doctor probe (rank %d): %s%s%s", job->proc,
                 ncd_strerror(rc), *ncd_ctx_errdetail(ctx) ? ": " : "",
                 ncd_ctx_errdetail(ctx));
         return NCD_EXIT_TOOL;
@@ -93,8 +59,7 @@ static int probe_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
     rc = ncd_probe_run(ctx, p, pg_allgather, ag, &res);
     if (rc) {
         const struct ncd_probe_rank *s = ncd_probe_self(p);
-        fprintf(stderr,
-                "nccl-doctor probe: rank %d (%s) stopped: %s%s%s\n",
+        cli_msg("nccl-doctor probe: ", "rank %d (%s) stopped: %s%s%s",
                 job->proc, s->host, ncd_strerror(rc),
                 *ncd_ctx_errdetail(ctx) ? ": " : "", ncd_ctx_errdetail(ctx));
         ncd_probe_free(p);
@@ -184,11 +149,16 @@ int ncd_cmd_probe(int argc, char **argv)
     optind = 1;
     int opt, bad = 0;
     long v;
-    while (!bad && (opt = getopt_long(argc, av, "vh", lo, NULL)) != -1) {
+    while (!bad && (opt = cli_getopt("probe", argc, av, CLI_COMMON_SHORT,
+                                     lo)) != -1) {
         int r = cli_common_opt(&P.c, opt, optarg);
         if (r < 0) {
             bad = 1;
             break;
+        }
+        if (r == 2) {
+            free(av);
+            return NCD_EXIT_OK;
         }
         if (r)
             continue;
@@ -233,7 +203,7 @@ int ncd_cmd_probe(int argc, char **argv)
             P.o.mtu_probe = 0;
             break;
         default:
-            cli_usage("probe", stderr);
+            cli_usage_hint("probe");
             bad = 1;
         }
     }
@@ -277,6 +247,15 @@ int ncd_cmd_probe(int argc, char **argv)
                               .argv = &argv};
     int err;
     int st = cli_job_run(ctx, "probe", &plan, &jo, probe_job, &P, &err);
+    if (plan.kind == NCD_JOB_SINGLE)
+        fputs("nccl-doctor probe: started alone, so there was no other rank "
+              "to reach.  Launch it across ranks:\n"
+              "  one host:    nccl-doctor probe -np 4\n"
+              "  a launcher:  mpirun -np 8 nccl-doctor probe   (or srun, "
+              "torchrun, paddle.distributed.launch)\n"
+              "  by hand:     on every host, WORLD_SIZE=N RANK=i nccl-doctor "
+              "probe --rendezvous HOST0:PORT\n",
+              stderr);
     ncd_ctx_free(ctx);
     return st;
 }

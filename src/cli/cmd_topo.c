@@ -17,24 +17,6 @@ static const struct option options[] = {
     {0, 0, 0, 0},
 };
 
-const char ncd_cmd_topo_usage[] =
-     "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
-     "                        [--topology FILE.xml] [--no-nvml]\n"
-     "                        [--format text|json|svg] [--output FILE]\n"
-     "\n"
-     "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
-     "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
-     "computed from the PCI tree in /sys; NVLink counts and GPU names come\n"
-     "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
-     "\n"
-     "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
-     "  --no-nvml           do not load NVML\n"
-     "  --format svg        draw it as lstopo draws a machine: NUMA nodes,\n"
-     "                      host bridges, PCIe switches, GPUs, NICs and\n"
-     "                      NVSwitches, and the path-type matrix in colour\n"
-     "                      (PNG: rsvg-convert topo.svg -o topo.png)\n"
-     "  --output FILE       write to FILE atomically instead of stdout\n";
-
 /* topo's options beyond what the node probe takes */
 struct topo_cli {
     struct ncd_node_opts node;

@@ -17,6 +17,7 @@
 
 #include "cli_job.h"
 #include "progress.h"
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
@@ -25,55 +26,6 @@
 #include "ncd/readall.h"
 #include "ncd/sysops.h"
 #include "ncd/tune.h"
-
-const char ncd_cmd_tune_usage[] =
-    "usage: nccl-doctor tune [-np N | --rendezvous HOST:PORT] [--reps R]\n"
-    "                        [--candidates FILE | --families LIST]\n"
-    "                        [--metric largest|average] [--backend B]\n"
-    "                        [--run-timeout S] [--plot FILE.svg] [--json]\n"
-    "                        [-- PERF OPTIONS]\n"
-    "\n"
-    "Runs the same `perf` sweep (default: all_reduce -b 256K -e 4M -f 4\n"
-    "-n 5 -w 1) under the current environment and under each candidate,\n"
-    "R times each (interleaved), and prints per candidate the median bus\n"
-    "bandwidth, the spread ((max-min)/median) and the ratio to the current\n"
-    "settings.  A candidate whose range overlaps the current range is\n"
-    "\"within noise\"; the winner must beat every current run.  The winning\n"
-    "settings are printed as export lines, with the `nccl-doctor env\n"
-    "--write` command that keeps them in a shell rc file.\n"
-    "\n"
-    "The header says what the runs measure: with --backend socket, TCP\n"
-    "between the ranks (on one host, over loopback), not NCCL's GPU path.\n"
-    "Candidates that cannot change that measurement are listed as skipped\n"
-    "with the reason (on one host: NCCL_SOCKET_IFNAME, as every rank is\n"
-    "local; on the socket backend: NCCL_SHM_*, NCCL_IB_* and the other\n"
-    "settings only NCCL reads).  On a terminal, stderr shows progress.\n"
-    "Ctrl-C (SIGINT), SIGTERM or SIGHUP stop the runs: tune prints what it\n"
-    "measured as \"interrupted\", chooses nothing, charges no candidate\n"
-    "with the stopped run and exits 128 + the signal's number.\n"
-    "\n"
-    "Candidates by default (--families ifname,ib,shm,sockets = all):\n"
-    "NCCL_SOCKET_IFNAME==IF for each interface usable on every host,\n"
-    "NCCL_IB_DISABLE=0/1 when an HCA exists, NCCL_SHM_DISABLE=1 on one\n"
-    "host, NCCL_SOCKET_NTHREADS x NCCL_NSOCKS_PERTHREAD 2x2 and 4x4.\n"
-    "--candidates FILE: one candidate per line, `[label:] NAME=VALUE ...`\n"
-    "(-NAME unsets), '#' comments.\n"
-    "\n"
-    "Launch: -np N on one host; on several hosts start tune like perf\n"
-    "(mpirun, srun, torchrun, or --rendezvous HOST:PORT with WORLD_SIZE\n"
-    "and RANK): every rank runs its perf child against a fresh port on\n"
-    "rank 0's host.  Works with --backend socket and nccl.\n"
-    "\n"
-    "  --reps R             runs per candidate                  [3]\n"
-    "  --metric M           largest: busbw at the largest size (mean of\n"
-    "                       out-of-place and in-place); average: nccl-tests'\n"
-    "                       Avg bus bandwidth                   [largest]\n"
-    "  --run-timeout S      kill a perf run after S seconds     [300]\n"
-    "  --plot FILE.svg      draw busbw against size, one line per candidate\n"
-    "                       (median of its runs), into FILE.svg\n"
-    "\n"
-    "Exit status: 0 (1 with --strict when a candidate wins), 2 the current\n"
-    "settings fail, 3 the tool failed.\n";
 
 enum {
     OPT_NP = CLI_OPT__NEXT,
@@ -390,7 +342,7 @@ static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
                                   T->runs);
     catch_stop_signals(0);
     if (rc) {
-        fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
+        cli_msg("", "nccl-doctor tune (rank %d): %s", job->proc,
                 ncd_ctx_errdetail(ctx));
         return NCD_EXIT_TOOL;
     }
@@ -445,7 +397,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         T->plot_file = arg;
         return 0;
     default:
-        cli_usage("tune", stderr);
+        cli_usage_hint("tune");
         return -1;
     }
     _Static_assert(NCD_TUNE_MAX_RUNS == 64, "--reps message below");
@@ -476,10 +428,12 @@ static int parse(struct tune_cli *T, int argc, char **argv)
         return NCD_EXIT_TOOL;
     int opt, st = -1;
     optind = 1;
-    while (st < 0 && (opt = getopt_long(split, av, "vh", tune_opts, NULL)) !=
-                         -1) {
+    while (st < 0 && (opt = cli_getopt("tune", split, av, CLI_COMMON_SHORT,
+                                       tune_opts)) != -1) {
         int r = cli_common_opt(&T->c, opt, optarg);
-        if (opt == 'h') {
+        if (r == 2) {
+            st = NCD_EXIT_OK;
+        } else if (opt == 'h') {
             cli_usage("tune", stdout);
             st = NCD_EXIT_OK;
         } else if (r < 0 || (!r && tune_opt(T, opt, optarg))) {

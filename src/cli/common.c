@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
@@ -76,6 +77,8 @@ int cli_common_opt(struct cli_common *c, int opt, const char *arg)
     case CLI_OPT_NCCL_VERSION:
         c->nccl_version = arg;
         return 1;
+    case 'V':
+        return cli_print_version() == NCD_EXIT_OK ? 2 : -1;
     }
     return 0;
 }
@@ -98,8 +101,8 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
         memcpy(lo + nc, extra, ne * sizeof *lo);
     /* A command's option whose value is a letter is also that short
      * option ("-o FILE" for {"output", required_argument, 0, 'o'}). */
-    char shorts[64] = "vh";
-    size_t sl = 2;
+    char shorts[64] = CLI_COMMON_SHORT;
+    size_t sl = strlen(shorts);
     for (size_t i = 0; i < ne && sl + 3 < sizeof shorts; i++)
         if (extra[i].val > ' ' && extra[i].val < 0x7f) {
             shorts[sl++] = (char)extra[i].val;
@@ -111,15 +114,17 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
     optind = 1;
     int opt, status = CLI_CONTINUE;
     while (status == CLI_CONTINUE &&
-           (opt = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+           (opt = cli_getopt(cmd, argc, argv, shorts, lo)) != -1) {
         int r = cli_common_opt(c, opt, optarg);
         if (r < 0) {
             status = NCD_EXIT_TOOL;
+        } else if (r == 2) {
+            status = NCD_EXIT_OK;
         } else if (r == 0 && opt == 'h') {
             cli_usage(cmd, stdout);
             status = NCD_EXIT_OK;
         } else if (r == 0 && (opt == '?' || opt == ':' || !fn)) {
-            cli_usage(cmd, stderr);
+            cli_usage_hint(cmd);
             status = NCD_EXIT_TOOL;
         } else if (r == 0 && fn(opt, optarg, data) < 0) {
             status = NCD_EXIT_TOOL;
@@ -137,14 +142,52 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
     return CLI_CONTINUE;
 }
 
+void cli_usage_hint(const char *cmd)
+{
+    fprintf(stderr, "(`nccl-doctor help %s` lists its options)\n", cmd);
+}
+
+void cli_put_clean(FILE *f, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\x%02x", ch);
+        else
+            fputc(ch, f);
+    }
+}
+
+void cli_msg(const char *prefix, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    fputs(prefix, stderr);
+    if (n >= 0)
+        cli_put_clean(stderr, s, (size_t)n);
+    else
+        fputs(fmt, stderr); /* out of memory: the bare format */
+    fputc('\n', stderr);
+    free(s);
+}
+
 void cli_err(const char *fmt, ...)
 {
+    char *s = NULL;
     va_list ap;
-    fputs("nccl-doctor: ", stderr);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    int n = vasprintf(&s, fmt, ap);
     va_end(ap);
+    fputs("nccl-doctor: ", stderr);
+    if (n >= 0)
+        cli_put_clean(stderr, s, (size_t)n);
+    else
+        fputs(fmt, stderr);
     fputc('\n', stderr);
+    free(s);
 }
 
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)

@@ -3,37 +3,18 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cli_doc.h"
 #include "cmd.h"
 #include "ncd/report.h"
 
+/* The commands; their summaries, help texts and options are described in
+ * docs/cmdline/CMD.yaml (cli_doc.h).  `help` is handled below. */
 static const struct cli_cmd commands[] = {
-    {"check", ncd_cmd_check,
-     "diagnose this node's NCCL setup (default command)",
-     ncd_cmd_check_usage},
-    {"ifaces", ncd_cmd_ifaces,
-     "rank network interfaces and predict NCCL's choice",
-     ncd_cmd_ifaces_usage},
-    {"env", ncd_cmd_env,
-     "print or install the recommended NCCL_* settings",
-     ncd_cmd_env_usage},
-    {"perf", ncd_cmd_perf,
-     "nccl-tests compatible collective benchmark (NCCL or TCP sockets)",
-     ncd_cmd_perf_usage},
-    {"probe", ncd_cmd_probe,
-     "can every rank reach every rank on NCCL's interface? (matrix)",
-     ncd_cmd_probe_usage},
-    {"explain", ncd_cmd_explain,
-     "name the root cause of a failed or slow job from its logs",
-     ncd_cmd_explain_usage},
-    {"tune", ncd_cmd_tune,
-     "measure NCCL settings against each other (A/B with repetitions)",
-     ncd_cmd_tune_usage},
-    {"topo", ncd_cmd_topo,
-     "GPU/NIC topology matrix (like nvidia-smi topo -m)",
-     ncd_cmd_topo_usage},
-    {"gather", ncd_cmd_gather,
-     "record this node's state into a tarball for offline diagnosis",
-     ncd_cmd_gather_usage},
+    {"check", ncd_cmd_check},   {"ifaces", ncd_cmd_ifaces},
+    {"env", ncd_cmd_env},       {"perf", ncd_cmd_perf},
+    {"probe", ncd_cmd_probe},   {"explain", ncd_cmd_explain},
+    {"tune", ncd_cmd_tune},     {"topo", ncd_cmd_topo},
+    {"gather", ncd_cmd_gather},
 };
 
 const struct cli_cmd *cli_find_cmd(const char *name)
@@ -46,28 +27,60 @@ const struct cli_cmd *cli_find_cmd(const char *name)
 
 void cli_usage(const char *cmd, FILE *f)
 {
-    const struct cli_cmd *c = cli_find_cmd(cmd);
-    if (c)
-        fputs(c->usage, f);
+    const struct cli_doc *d = cli_doc_find(cmd);
+    if (d)
+        fputs(d->help, f);
 }
 
-static void main_usage(FILE *f)
+int cli_print_version(void)
 {
-    fputs("usage: nccl-doctor [COMMAND] [OPTIONS]\n"
-          "\n"
-          "Finds why NCCL (PyTorch, Paddle, nccl-tests) fails or is slow on\n"
-          "this node, with evidence and fixes.\n"
-          "\n"
-          "Commands:\n",
-          f);
-    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fputs("  help CMD   show the options of CMD\n"
-          "\n"
-          "  --help     this text        --version  print the version\n"
-          "\n"
-          "With no command, `check` runs.\n",
-          f);
+    printf("nccl-doctor %s\n", ncd_version());
+    return fflush(stdout) || ferror(stdout) ? NCD_EXIT_TOOL : NCD_EXIT_OK;
+}
+
+/* "unknown command 'chek'; did you mean 'check'?" */
+static int unknown_command(const char *name)
+{
+    const char *names[64];
+    size_t n = 0;
+    for (const struct cli_doc *d = cli_docs; d->name && n < 64; d++)
+        names[n++] = d->name;
+    const char *s = cli_closest(name, names, n);
+    if (s)
+        cli_err("unknown command '%s'; did you mean '%s'?", name, s);
+    else
+        cli_err("unknown command '%s' (try: nccl-doctor --help)", name);
+    return NCD_EXIT_TOOL;
+}
+
+/* nccl-doctor help [COMMAND] */
+static int cmd_help(int argc, char **argv)
+{
+    if (argc < 3) {
+        fputs(cli_doc_main_help, stdout);
+        return 0;
+    }
+    const char *a = argv[2];
+    if (!strcmp(a, "--version") || !strcmp(a, "-V"))
+        return cli_print_version();
+    if (!strcmp(a, "--help") || !strcmp(a, "-h"))
+        a = "help";
+    else if (a[0] == '-') {
+        static const struct option lo[] = {{"help", no_argument, 0, 'h'},
+                                           {"version", no_argument, 0, 'V'},
+                                           {0, 0, 0, 0}};
+        cli_explain_bad_option("help", argc, argv, 2, lo, stderr);
+        return NCD_EXIT_TOOL;
+    }
+    if (!cli_doc_find(a))
+        return unknown_command(a);
+    if (argc > 3) {
+        cli_err("help: one command at a time ('%s' is one too many)",
+                argv[3]);
+        return NCD_EXIT_TOOL;
+    }
+    cli_usage(a, stdout);
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -80,38 +93,22 @@ int main(int argc, char **argv)
         return cli_find_cmd("perf")->fn(argc, argv);
 
     if (argc < 2 || argv[1][0] == '-') {
-        if (argc >= 2 && strcmp(argv[1], "--help") == 0) {
-            main_usage(stdout);
+        if (argc >= 2 &&
+            (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+            fputs(cli_doc_main_help, stdout);
             return 0;
         }
-        if (argc >= 2 && strcmp(argv[1], "--version") == 0) {
-            printf("nccl-doctor %s\n", ncd_version());
-            return 0;
-        }
-        /* Default command: check, with the options given. */
+        /* Default command: check, with the options given (--version and
+         * -V anywhere are handled by the option parser). */
         argv[0] = (char *)"check";
         return ncd_cmd_check(argc, argv);
     }
-    if (strcmp(argv[1], "help") == 0) {
-        if (argc < 3) {
-            main_usage(stdout);
-            return 0;
-        }
-        if (!cli_find_cmd(argv[2])) {
-            cli_err("unknown command '%s' (try: nccl-doctor --help)", argv[2]);
-            return NCD_EXIT_TOOL;
-        }
-        cli_usage(argv[2], stdout);
-        return 0;
-    }
-    if (strcmp(argv[1], "version") == 0) {
-        printf("nccl-doctor %s\n", ncd_version());
-        return 0;
-    }
+    if (strcmp(argv[1], "help") == 0)
+        return cmd_help(argc, argv);
+    if (strcmp(argv[1], "version") == 0)
+        return cli_print_version();
     const struct cli_cmd *c = cli_find_cmd(argv[1]);
-    if (!c) {
-        cli_err("unknown command '%s' (try: nccl-doctor --help)", argv[1]);
-        return NCD_EXIT_TOOL;
-    }
+    if (!c)
+        return unknown_command(argv[1]);
     return c->fn(argc - 1, argv + 1);
 }

@@ -7,8 +7,12 @@ if(NOT NCD_WITH_MPI)
   find_package(MPI QUIET COMPONENTS C)
   if(MPI_C_FOUND)
     file(GLOB _ncd_cli_srcs CONFIGURE_DEPENDS ${CMAKE_SOURCE_DIR}/src/cli/*.c)
+    set_source_files_properties(${CMAKE_BINARY_DIR}/gen/cli_doc.c
+      PROPERTIES GENERATED TRUE)
     add_executable(nccl-doctor-mpi ${_ncd_cli_srcs}
+      ${CMAKE_BINARY_DIR}/gen/cli_doc.c
       ${CMAKE_SOURCE_DIR}/src/lib/pg/pg_mpi.c)
+    add_dependencies(nccl-doctor-mpi cli-docs)
     target_compile_definitions(nccl-doctor-mpi PRIVATE NCD_WITH_MPI=1)
     target_include_directories(nccl-doctor-mpi PRIVATE
       ${CMAKE_SOURCE_DIR}/src/cli ${CMAKE_SOURCE_DIR}/src/lib

@@ -219,7 +219,12 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
         if (!p->ncomplete && p->phase > h->phase)
             h->phase = (char)p->phase;
     }
-    ncd_sb_printf(out, "  hosts:   %zu\n", nh);
+    /* hosts as the header and the JSON count them: named ones only */
+    size_t unnamed = 0;
+    for (size_t o = 0; o < nh; o++)
+        unnamed += !hs[order[o]].first->host[0];
+    ncd_sb_printf(out, "  hosts:   %zu%s\n", nh - unnamed,
+                  unnamed ? " (and processes whose lines name no host)" : "");
     for (size_t o = 0; o < nh && o < 16; o++) {
         const struct hostsum *h = &hs[order[o]];
         const struct ncd__proc *p = h->first;

@@ -8,6 +8,7 @@
 #include "ncd/sysops.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <hwloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -537,10 +538,47 @@ static int xml_load_v3_as_v2(const char *file, hwloc_topology_t *topo)
     return rc;
 }
 
+/* Says what is wrong with a --topology file that hwloc would only call
+ * "invalid": unreadable, a directory, or not XML at all.  0 when it may
+ * be hwloc XML. */
+static int xml_precheck(struct ncd_ctx *ctx, const char *file)
+{
+    FILE *f = fopen(file, "rb");
+    if (!f)
+        return ncd_fail(ctx, errno == EACCES ? NCD_EPERM : NCD_ENOENT,
+                        "%s: %s", file, strerror(errno));
+    char head[256];
+    size_t n = fread(head, 1, sizeof head, f);
+    int err = ferror(f), e = errno;
+    fclose(f);
+    if (err)
+        return ncd_fail(ctx, NCD_EIO, "%s: %s%s", file, strerror(e),
+                        e == EISDIR ? " (a captured / goes to --sysroot)"
+                                    : "");
+    size_t i = 0;
+    if (n >= 3 && !memcmp(head, "\xef\xbb\xbf", 3)) /* UTF-8 BOM */
+        i = 3;
+    while (i < n && isspace((unsigned char)head[i]))
+        i++;
+    if (n == 0)
+        return ncd_fail(ctx, NCD_EPARSE,
+                        "%s is empty, not an hwloc XML export (lstopo "
+                        "FILE.xml writes one)", file);
+    if (i == n || head[i] != '<')
+        return ncd_fail(ctx, NCD_EPARSE,
+                        "%s is not XML: --topology reads an hwloc XML "
+                        "export (lstopo FILE.xml, or hwloc-gather-topology)",
+                        file);
+    return 0;
+}
+
 int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
                       struct ncd_topo *out)
 {
     memset(out, 0, sizeof *out);
+    int pre = xml_precheck(ctx, file);
+    if (pre < 0)
+        return pre;
     snprintf(out->source, sizeof out->source, "hwloc XML %s", file);
     hwloc_topology_t topo;
     int rc = 0;
@@ -549,8 +587,8 @@ int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
     hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_ALL);
     if (hwloc_topology_set_xml(topo, file) < 0) {
         hwloc_topology_destroy(topo);
-        return ncd_fail(ctx, NCD_ENOENT, "%s: cannot be used as hwloc XML",
-                        file);
+        return ncd_fail(ctx, NCD_EPARSE, "%s: XML, but not an hwloc "
+                        "topology export", file);
     }
     if (hwloc_topology_load(topo) < 0) {
         /* hwloc 3 writes <topology version="3.0">, which hwloc 2 refuses

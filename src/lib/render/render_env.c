@@ -56,6 +56,31 @@ int ncd_env_profile_parse(const char *s)
     return -1;
 }
 
+int ncd_env_debug_apply(enum ncd_env_profile p, int debug, json_t *env,
+                        struct ncd_strbuf *notes)
+{
+    if (!debug) {
+        if (p == NCD_PROFILE_KUBERNETES)
+            ncd_sb_puts(notes, "NCCL_DEBUG=INFO is left out (add --debug): "
+                               "every rank then logs its set-up and each "
+                               "connection into the pod log, which floods "
+                               "log collectors on large jobs; turn it on to "
+                               "diagnose a failing job with `nccl-doctor "
+                               "explain`.\n");
+        return notes->oom ? NCD_ENOMEM : 0;
+    }
+    if (!json_object_get(env, "NCCL_DEBUG"))
+        json_object_set_new(env, "NCCL_DEBUG", json_string("INFO"));
+    if (!json_object_get(env, "NCCL_DEBUG_SUBSYS"))
+        json_object_set_new(env, "NCCL_DEBUG_SUBSYS",
+                            json_string("INIT,BOOTSTRAP,ENV,NET"));
+    ncd_sb_puts(notes, "NCCL_DEBUG=INFO: every rank logs its set-up and each "
+                       "connection (hundreds of lines per rank); keep it for "
+                       "diagnosis (`nccl-doctor explain` reads these logs), "
+                       "not for every job.\n");
+    return notes->oom ? NCD_ENOMEM : 0;
+}
+
 int ncd_env_profile_apply(const struct ncd_node *n, enum ncd_env_profile p,
                           json_t *env, struct ncd_strbuf *notes)
 {
@@ -177,17 +202,21 @@ void ncd_env_render(struct ncd_strbuf *sb, json_t *env,
                 ncd_sb_printf(sb, "# remove %s\n", k);
         }
         break;
-    case NCD_ENV_DOCKER:
+    case NCD_ENV_DOCKER: { /* docker run flags, continued lines, no dangling \ */
         put_notes(sb, notes, "# ");
+        int first = 1;
         json_object_foreach(env, k, v)
         {
             if (json_is_string(v)) {
-                ncd_sb_printf(sb, "-e %s=", k);
+                ncd_sb_printf(sb, "%s-e %s=", first ? "" : " \\\n", k);
                 ncd_sb_shell_quote(sb, json_string_value(v));
-                ncd_sb_puts(sb, " \\\n");
+                first = 0;
             }
         }
+        if (!first)
+            ncd_sb_putc(sb, '\n');
         break;
+    }
     case NCD_ENV_K8S:
         put_notes(sb, notes, "# ");
         ncd_sb_puts(sb, "env:\n");

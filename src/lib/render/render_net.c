@@ -143,13 +143,13 @@ static void net_render_text(struct ncd_strbuf *out,
                             const char *version_source, int detailed,
                             const struct ncd_text_style *st)
 {
-    ncd_sb_printf(out, "  %-4s %-16s %-16s %-14s %-8s %-10s %s\n", "rank",
-                  "interface", "kind", "state", "speed", "traffic",
-                  "addresses");
+    ncd_sb_printf(out, "  %-4s %-16s %-16s %-14s %-6s %-5s %-9s %-9s %s\n",
+                  "rank", "interface", "kind", "state", "speed", "mtu", "rx",
+                  "tx", "addresses");
     for (size_t i = 0; i < rec->n; i++) {
         const struct ncd_if_rank *r = &rec->ranks[i];
         const struct ncd_netif *ni = r->ni;
-        char rk[8], speed[16], traffic[16], state[32];
+        char rk[8], speed[16], rx[16], tx[16], mtu[16], state[32];
         snprintf(rk, sizeof rk, r->rank ? "%d" : "-", r->rank);
         if (ni->speed_mbps >= 1000)
             snprintf(speed, sizeof speed, "%lldG", ni->speed_mbps / 1000);
@@ -157,7 +157,9 @@ static void net_render_text(struct ncd_strbuf *out,
             snprintf(speed, sizeof speed, "%lldM", ni->speed_mbps);
         else
             snprintf(speed, sizeof speed, "?");
-        human_bytes(traffic, sizeof traffic, ni->rx_bytes + ni->tx_bytes);
+        human_bytes(rx, sizeof rx, ni->rx_bytes);
+        human_bytes(tx, sizeof tx, ni->tx_bytes);
+        snprintf(mtu, sizeof mtu, ni->mtu > 0 ? "%d" : "?", ni->mtu);
         snprintf(state, sizeof state, "%s%s",
                  (ni->flags & IFF_UP) ? "UP" : "DOWN",
                  (ni->flags & IFF_UP) && !(ni->flags & IFF_RUNNING)
@@ -169,9 +171,9 @@ static void net_render_text(struct ncd_strbuf *out,
                                          : "\033[2m";
         if (!st || !st->color)
             col = "";
-        ncd_sb_printf(out, "%s  %-4s %-16s %-16s %-14s %-8s %-10s ", col, rk,
-                      ni->name, ncd_netif_kind_name(ni->kind), state, speed,
-                      traffic);
+        ncd_sb_printf(out, "%s  %-4s %-16s %-16s %-14s %-6s %-5s %-9s %-9s ",
+                      col, rk, ni->name, ncd_netif_kind_name(ni->kind), state,
+                      speed, mtu, rx, tx);
         if (!ni->n_addrs)
             ncd_sb_puts(out, "-");
         for (size_t j = 0; j < ni->n_addrs; j++)

@@ -12,6 +12,7 @@
 #include "ncd_version.h"
 #include "ncd/strbuf.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -47,8 +48,29 @@ struct gather {
     size_t *hash;
     size_t hcap;
     struct ncd_gather_stats *st;
+    struct ncd_strbuf unreadable, left_out; /* "PATH: reason" lines */
     int oom;
 };
+
+static void note_unreadable(struct gather *g, const char *path, int err)
+{
+    g->st->skipped++;
+    ncd_sb_printf(&g->unreadable, "%s: %s\n", path, strerror(err));
+}
+
+/* After ncd_fs_read failed with rc: "PATH: why" (the detail names the
+ * path itself, usually). */
+static void note_failed_read(struct gather *g, const char *path, int rc)
+{
+    const char *d = ncd_ctx_errdetail(g->ctx);
+    g->st->skipped++;
+    if (*d && strncmp(d, path, strlen(path)) == 0)
+        ncd_sb_printf(&g->unreadable, "%s\n", d);
+    else
+        ncd_sb_printf(&g->unreadable, "%s: %s\n", path,
+                      *d ? d : ncd_strerror(rc));
+    ncd_ctx_clear_error(g->ctx);
+}
 
 static size_t hstr(const char *s)
 {
@@ -240,8 +262,8 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
         struct stat st;
         if (fstatat(ncd_ctx_rootfd(g->ctx), rel(cand), &st,
                     AT_SYMLINK_NOFOLLOW) < 0) {
-            if (last)
-                g->st->skipped += errno != ENOENT;
+            if (last && errno != ENOENT)
+                note_unreadable(g, cand, errno);
             return 0;
         }
         if (!S_ISLNK(st.st_mode)) {
@@ -288,12 +310,12 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
         return g_add(g, res, G_FILE, NULL, 0);
     char *buf;
     size_t len;
+    errno = 0;
     rc = ncd_fs_read(g->ctx, res, 8u << 20, &buf, &len);
     if (rc == NCD_ENOMEM)
         return rc;
     if (rc < 0) {
-        g->st->skipped++;
-        ncd_ctx_clear_error(g->ctx);
+        note_failed_read(g, res, rc);
         return 0;
     }
     if (strstr(path, "/proc/net/tcp") == path)
@@ -348,6 +370,73 @@ static int expand(struct gather *g, const char *done, const char *rest,
 }
 
 /* ---- recorded answers (.ncd/) -------------------------------------------- */
+
+int ncd_looks_like_nccl_conf(const char *buf, size_t len, char *why,
+                             size_t whylen)
+{
+    size_t line = 0;
+    for (size_t i = 0; i < len;) {
+        const char *l = buf + i;
+        const char *nl = memchr(l, '\n', len - i);
+        size_t n = nl ? (size_t)(nl - l) : len - i;
+        i += n + 1;
+        line++;
+        if (memchr(l, '\0', n)) {
+            if (why)
+                snprintf(why, whylen, "line %zu: binary data", line);
+            return 0;
+        }
+        size_t k = 0;
+        while (k < n && (l[k] == ' ' || l[k] == '\t' || l[k] == '\r'))
+            k++;
+        if (k == n || l[k] == '#')
+            continue;
+        size_t e = k;
+        while (e < n && (isalnum((unsigned char)l[e]) || l[e] == '_'))
+            e++;
+        if (e - k < 6 || strncmp(l + k, "NCCL_", 5) != 0 || e == n ||
+            l[e] != '=') {
+            if (why)
+                snprintf(why, whylen, "line %zu is not NCCL_NAME=value",
+                         line);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+void ncd_gather_stats_release(struct ncd_gather_stats *st)
+{
+    free(st->unreadable);
+    free(st->left_out);
+    st->unreadable = st->left_out = NULL;
+}
+
+/* NCCL_CONF_FILE or ~/.nccl.conf: copied only when it looks like one. */
+static int add_conf(struct gather *g, const char *path, const char *what)
+{
+    char *buf;
+    size_t len;
+    int rc = ncd_fs_read(g->ctx, path, 1u << 20, &buf, &len);
+    if (rc == NCD_ENOMEM)
+        return rc;
+    if (rc < 0) {
+        if (rc != NCD_ENOENT)
+            note_failed_read(g, path, rc);
+        ncd_ctx_clear_error(g->ctx);
+        return 0;
+    }
+    char why[96];
+    int ok = ncd_looks_like_nccl_conf(buf, len, why, sizeof why);
+    free(buf);
+    if (!ok) {
+        ncd_sb_printf(&g->left_out, "%s: %s does not look like an nccl.conf "
+                                    "(%s); not copied\n",
+                      path, what, why);
+        return 0;
+    }
+    return add_path(g, path, G_FILE);
+}
 
 /* Probing with the record table: every answer the probes get is kept.
  * The libraries a process could load are asked too (a replay answers any
@@ -424,12 +513,14 @@ static int copy_files(struct gather *g)
         rc = expand(g, "", gather_paths[i].pattern, gather_paths[i].kind);
     const char *cf = ncd_getenv(g->ctx, "NCCL_CONF_FILE");
     const char *home = ncd_getenv(g->ctx, "HOME");
+    /* NCCL's config files named by the environment (NCCL
+     * src/misc/param.cc: NCCL_CONF_FILE, else ~/.nccl.conf) */
     if (rc >= 0 && cf && *cf == '/')
-        rc = add_path(g, cf, G_FILE);
+        rc = add_conf(g, cf, "NCCL_CONF_FILE");
     if (rc >= 0 && home && *home == '/') {
         char p[PATH_MAX];
         snprintf(p, sizeof p, "%s/.nccl.conf", home);
-        rc = add_path(g, p, G_FILE);
+        rc = add_conf(g, p, "~/.nccl.conf");
     }
     return rc;
 }
@@ -442,6 +533,8 @@ static void gather_release(struct gather *g)
     }
     free(g->v);
     free(g->hash);
+    ncd_sb_release(&g->unreadable);
+    ncd_sb_release(&g->left_out);
 }
 
 int ncd_gather_paths(struct ncd_ctx *ctx,
@@ -468,6 +561,23 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
     int rc = copy_files(&g);
     if (rc >= 0)
         rc = record(&g);
+    /* what could not be read or was left out, in the capture and for the
+     * caller */
+    if (g.unreadable.oom || g.left_out.oom)
+        rc = NCD_ENOMEM;
+    if (rc >= 0 && g.unreadable.len) {
+        stats->unreadable = strdup(ncd_sb_str(&g.unreadable));
+        rc = stats->unreadable
+                 ? add_record(&g, "unreadable", g.unreadable.buf,
+                              g.unreadable.len)
+                 : NCD_ENOMEM;
+    }
+    if (rc >= 0 && g.left_out.len) {
+        stats->left_out = strdup(ncd_sb_str(&g.left_out));
+        rc = stats->left_out
+                 ? add_record(&g, "skipped", g.left_out.buf, g.left_out.len)
+                 : NCD_ENOMEM;
+    }
     if (rc >= 0) {
         char tmp[PATH_MAX];
         if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out_path) >=
