@@ -60,6 +60,9 @@ static const struct cli_cmd commands[] = {
     {"tune", ncd_cmd_tune,
      "measure NCCL settings against each other (A/B with repetitions)",
      ncd_cmd_tune_usage},
+    {"run", ncd_cmd_run,
+     "run a job with NCCL logging on, keep its logs, explain a failure",
+     ncd_cmd_run_usage},
     {"topo", ncd_cmd_topo,
      "GPU/NIC topology matrix (like nvidia-smi topo -m)",
      "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
