@@ -31,32 +31,9 @@
 #include "perf/nccl_api.h"
 #include "perf/perf_int.h"
 
-struct cudart {
-    void *h;
-    cuda_err (*GetDeviceCount)(int *);
-    cuda_err (*SetDevice)(int);
-    cuda_err (*Malloc)(void **, size_t);
-    cuda_err (*Free)(void *);
-    cuda_err (*Memcpy)(void *, const void *, size_t, int);
-    cuda_err (*Memset)(void *, int, size_t);
-    cuda_err (*StreamCreateWithFlags)(cuda_stream *, unsigned);
-    cuda_err (*StreamDestroy)(cuda_stream);
-    cuda_err (*StreamQuery)(cuda_stream);
-    const char *(*GetErrorName)(cuda_err);
-    const char *(*GetErrorString)(cuda_err);
-    cuda_err (*DeviceGetAttribute)(int *, int, int);
-    cuda_err (*GetDeviceProperties)(void *, int);
-    cuda_err (*RuntimeGetVersion)(int *);
-    cuda_err (*MemGetInfo)(size_t *, size_t *);
-    cuda_err (*EventCreate)(void **);
-    cuda_err (*EventRecord)(void *, cuda_stream);
-    cuda_err (*EventSynchronize)(void *);
-    cuda_err (*EventElapsedTime)(float *, void *, void *);
-    cuda_err (*EventDestroy)(void *);
-};
 
 struct nccl_proc {
-    struct cudart cu;
+    struct ncd__cudart_api cu;
     struct ncd__nccl_api nc;
     int ndev;
 };
@@ -69,13 +46,6 @@ struct nccl_rank {
     cuda_stream stream;
 };
 
-#define CUDA_SUCCESS 0
-#define CUDA_NOT_READY 600
-#define CUDA_MEMCPY_DEFAULT 4
-#define CUDA_STREAM_NON_BLOCKING 1
-#define ATTR_PCI_BUS 33
-#define ATTR_PCI_DEVICE 34
-#define ATTR_PCI_DOMAIN 50
 #define NCCL_SCALAR_HOST_IMMEDIATE 1
 
 static void *sym(void *h, const char *name, int *missing,
@@ -106,8 +76,8 @@ static void search_path_text(char *out, size_t len)
              ld && *ld ? ld : "(unset)");
 }
 
-static int load_cudart(struct cudart *cu, const char *path, char *why,
-                       size_t whylen)
+int ncd__cudart_load(struct ncd__cudart_api *cu, const char *path, char *why,
+                     size_t whylen)
 {
     static const char *const names[] = {"libcudart.so",    "libcudart.so.13",
                                         "libcudart.so.12", "libcudart.so.11.0",
@@ -155,6 +125,8 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     LOAD(cu, EventSynchronize, "cudaEventSynchronize", 0);
     LOAD(cu, EventElapsedTime, "cudaEventElapsedTime", 0);
     LOAD(cu, EventDestroy, "cudaEventDestroy", 0);
+    LOAD(cu, DriverGetVersion, "cudaDriverGetVersion", 0);
+    LOAD(cu, DeviceCanAccessPeer, "cudaDeviceCanAccessPeer", 0);
     /* CUDA 12 renamed the symbol; the old one remains for old binaries */
     LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
     if (!cu->GetDeviceProperties)
@@ -171,8 +143,8 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     return 0;
 }
 
-static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
-                     size_t whylen)
+int ncd__nccl_load(struct ncd__nccl_api *nc, const char *path, char *why,
+                   size_t whylen)
 {
     memset(nc, 0, sizeof *nc);
     const char *name = path ? path : "libnccl.so.2";
@@ -217,13 +189,13 @@ static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
     return 0;
 }
 
-static const char *cuda_name(const struct cudart *cu, cuda_err e)
+const char *ncd__cuda_name(const struct ncd__cudart_api *cu, cuda_err e)
 {
     const char *n = cu->GetErrorName ? cu->GetErrorName(e) : NULL;
     return n ? n : "cudaError?";
 }
 
-static const char *cuda_str(const struct cudart *cu, cuda_err e)
+const char *ncd__cuda_str(const struct ncd__cudart_api *cu, cuda_err e)
 {
     const char *n = cu->GetErrorString ? cu->GetErrorString(e) : NULL;
     return n ? n : "unknown CUDA error";
@@ -234,22 +206,22 @@ int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
                          int *ndevices)
 {
     struct ncd__nccl_api nc;
-    struct cudart cu;
+    struct ncd__cudart_api cu;
     *version = 0;
     *ndevices = 0;
-    if (load_nccl(&nc, nccl_path, why, whylen))
+    if (ncd__nccl_load(&nc, nccl_path, why, whylen))
         return 0;
     nc.GetVersion(version);
-    if (load_cudart(&cu, cudart_path, why, whylen)) {
+    if (ncd__cudart_load(&cu, cudart_path, why, whylen)) {
         dlclose(nc.h);
         return 0;
     }
     int n = 0;
     cuda_err e = cu.GetDeviceCount(&n);
     int ok = 1;
-    if (e != CUDA_SUCCESS) {
+    if (e != NCD_CUDA_SUCCESS) {
         snprintf(why, whylen, "cudaGetDeviceCount failed: %s (%d): %s",
-                 cuda_name(&cu, e), e, cuda_str(&cu, e));
+                 ncd__cuda_name(&cu, e), e, ncd__cuda_str(&cu, e));
         ok = 0;
     } else if (n == 0) {
         snprintf(why, whylen, "no CUDA device is visible (cudaGetDeviceCount "
@@ -282,14 +254,14 @@ static int nccl_open(struct ncd__rt *rt)
         return NCD_PT_INTERNAL;
     }
     char why[1024];
-    if (load_nccl(&P->nc, rt->job->nccl_path, why, sizeof why)) {
+    if (ncd__nccl_load(&P->nc, rt->job->nccl_path, why, sizeof why)) {
         ncd__rt_fail(rt, NCD_PT_NCCL, "%s; use --backend socket to test the "
                                       "network without NCCL",
                      why);
         free(P);
         return NCD_PT_NCCL;
     }
-    if (load_cudart(&P->cu, rt->job->cudart_path, why, sizeof why)) {
+    if (ncd__cudart_load(&P->cu, rt->job->cudart_path, why, sizeof why)) {
         ncd__rt_fail(rt, NCD_PT_CUDA, "%s; use --backend socket to test the "
                                       "network without CUDA",
                      why);
@@ -311,12 +283,12 @@ static int nccl_open(struct ncd__rt *rt)
                             ? di.dli_fname
                             : "libcudart.so";
     cuda_err e = P->cu.GetDeviceCount(&P->ndev);
-    if (e != CUDA_SUCCESS) {
+    if (e != NCD_CUDA_SUCCESS) {
         ncd__rt_fail(rt, NCD_PT_CUDA,
                      "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
                      "NCCL %s from %s); use --backend socket on machines "
                      "without a usable GPU",
-                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
+                     ncd__cuda_name(&P->cu, e), e, ncd__cuda_str(&P->cu, e), cpath,
                      vtxt, npath);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
@@ -369,7 +341,7 @@ static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
     ncd__rt_fail(rk->rt, NCD_PT_CUDA, "%s %s (%d) '%s'",
-                 what, cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+                 what, ncd__cuda_name(&P->cu, e), e, ncd__cuda_str(&P->cu, e));
     return -1;
 }
 
@@ -389,7 +361,7 @@ static int nccl_rank_init(struct ncd__rank *rk)
     cuda_err e = P->cu.SetDevice(n->dev);
     if (e)
         return cuda_fail(rk, e, "cudaSetDevice");
-    e = P->cu.StreamCreateWithFlags(&n->stream, CUDA_STREAM_NON_BLOCKING);
+    e = P->cu.StreamCreateWithFlags(&n->stream, NCD_CUDA_STREAM_NON_BLOCKING);
     if (e)
         return cuda_fail(rk, e, "cudaStreamCreateWithFlags");
     nccl_uid id, *all = malloc(sizeof id * (size_t)rt->nranks);
@@ -456,15 +428,15 @@ static void nccl_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
     ncd_job_hostname(d->host, sizeof d->host);
     d->device = n->dev;
     int bus = 0, dev = 0, dom = 0;
-    P->cu.DeviceGetAttribute(&bus, ATTR_PCI_BUS, n->dev);
-    P->cu.DeviceGetAttribute(&dev, ATTR_PCI_DEVICE, n->dev);
-    P->cu.DeviceGetAttribute(&dom, ATTR_PCI_DOMAIN, n->dev);
+    P->cu.DeviceGetAttribute(&bus, NCD_CUDA_ATTR_PCI_BUS, n->dev);
+    P->cu.DeviceGetAttribute(&dev, NCD_CUDA_ATTR_PCI_DEVICE, n->dev);
+    P->cu.DeviceGetAttribute(&dom, NCD_CUDA_ATTR_PCI_DOMAIN, n->dev);
     snprintf(d->busid, sizeof d->busid, "%04x:%02x:%02x", (unsigned)dom,
              (unsigned)bus, (unsigned)dev);
     /* cudaDeviceProp starts with char name[256]; 8 KiB covers every
      * version's struct size */
     char *prop = calloc(1, 8192);
-    if (prop && P->cu.GetDeviceProperties(prop, n->dev) == CUDA_SUCCESS) {
+    if (prop && P->cu.GetDeviceProperties(prop, n->dev) == NCD_CUDA_SUCCESS) {
         prop[255] = '\0';
         snprintf(d->name, sizeof d->name, "%s", prop);
     } else {
@@ -516,7 +488,7 @@ static int dev_copy(void *arg, void *dst, const void *src, size_t n)
 {
     struct ncd__rank *rk = arg;
     struct nccl_proc *P = rk->rt->be_proc;
-    cuda_err e = P->cu.Memcpy(dst, src, n, CUDA_MEMCPY_DEFAULT);
+    cuda_err e = P->cu.Memcpy(dst, src, n, NCD_CUDA_MEMCPY_DEFAULT);
     return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
 }
 
@@ -623,9 +595,9 @@ static int nccl_sync(struct ncd__rank *rk)
     int timeout = rt->o->timeout_s;
     for (;;) {
         cuda_err e = P->cu.StreamQuery(n->stream);
-        if (e == CUDA_SUCCESS)
+        if (e == NCD_CUDA_SUCCESS)
             return 0;
-        if (e != CUDA_NOT_READY)
+        if (e != NCD_CUDA_NOT_READY)
             return cuda_fail(rk, e, "cudaStreamQuery");
         nccl_res ae = 0;
         nccl_res r = P->nc.CommGetAsyncError(n->comm, &ae);
@@ -655,7 +627,7 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
                        size_t n)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    cuda_err e = P->cu.Memcpy(dev, host, n, CUDA_MEMCPY_DEFAULT);
+    cuda_err e = P->cu.Memcpy(dev, host, n, NCD_CUDA_MEMCPY_DEFAULT);
     return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
 }
 
@@ -668,11 +640,11 @@ static int nccl_timer_start(struct ncd__rank *rk)
         !P->cu.EventSynchronize)
         return -1;
     for (int i = 0; i < 2; i++)
-        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != CUDA_SUCCESS) {
+        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != NCD_CUDA_SUCCESS) {
             n->ev[i] = NULL;
             return -1;
         }
-    return P->cu.EventRecord(n->ev[0], n->stream) == CUDA_SUCCESS ? 0 : -1;
+    return P->cu.EventRecord(n->ev[0], n->stream) == NCD_CUDA_SUCCESS ? 0 : -1;
 }
 
 static double nccl_timer_stop(struct ncd__rank *rk)
@@ -680,9 +652,9 @@ static double nccl_timer_stop(struct ncd__rank *rk)
     struct nccl_proc *P = rk->rt->be_proc;
     struct nccl_rank *n = rk->be;
     float ms = 0;
-    if (P->cu.EventRecord(n->ev[1], n->stream) != CUDA_SUCCESS ||
-        P->cu.EventSynchronize(n->ev[1]) != CUDA_SUCCESS ||
-        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != CUDA_SUCCESS)
+    if (P->cu.EventRecord(n->ev[1], n->stream) != NCD_CUDA_SUCCESS ||
+        P->cu.EventSynchronize(n->ev[1]) != NCD_CUDA_SUCCESS ||
+        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != NCD_CUDA_SUCCESS)
         return -1;
     return ms / 1000.0;
 }
