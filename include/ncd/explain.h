@@ -183,6 +183,7 @@ struct ncd_rule_info {
     const char *nccl_versions; /**< "any" or ">=2.19 <2.20" */
     const char *source;
     size_t n_patterns;
+    size_t n_files;            /**< `files:` globs (NCCL source files) */
     size_t n_match_examples;
     size_t n_nomatch_examples;
 };
@@ -203,10 +204,12 @@ const char *ncd_rules_example(const struct ncd_rules *rules, size_t i,
                               int match, size_t j);
 
 /**
- * Which pattern rule (if any) claims one raw log line: the line is parsed
- * like any input line, the literal prefilter and the patterns are applied,
- * and the highest-priority matching rule wins.  Derived rules never match
- * here.
+ * Which rule (if any) claims one raw log line: the line is parsed like any
+ * input line, the literal prefilter and the patterns are applied (rules with
+ * `files:` only to a WARN of those NCCL source files), subsystem rules
+ * (`files:` without patterns) claim the WARNs of their files, and the
+ * highest-priority rule wins (a pattern rule on a tie).  Derived rules
+ * never match here.
  * @return the rule index, or -1 when none matches.
  */
 long ncd_rules_classify(const struct ncd_rules *rules, const char *line,
@@ -275,9 +278,9 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
  * then framework wrappers, then consequences (including matches a derived
  * finding explains), then context and info.  Finding ids are rule ids;
  * evidence lines read "<input>:<line>: <normalised line>" (at most 6 kept
- * per finding, plus a count).  With nothing found, one info finding
- * ("explain.nothing-found") says so and what to collect.  Call once, after
- * the last ncd_explain_end().
+ * per finding, plus a count).  No known failure adds no finding (0 is
+ * returned; "nothing found" is not a category).  Call once, after the last
+ * ncd_explain_end().
  * @return the number of findings added, NCD_ENOMEM, or NCD_EINVAL when
  *         called a second time.
  */

@@ -60,8 +60,10 @@ test_expect_success 'nested directories, .gz members, natural rank order' "
     jq -e '.findings[0].id == \"cuda.out-of-memory\" and .input.inputs == 2' j &&
     jq -e '.findings[0].evidence[0] | startswith(\"job/node1/rank2.log.gz:1:\")' j
 "
-test_expect_success 'healthy log: exit 0; --facts summary' "
-    $X ok.log >out && $X --facts ok.log >facts &&
+test_expect_success 'healthy log: exit 0, no finding (nothing found is not a category); --facts summary' "
+    $X ok.log >out && grep -q '^No known failure' out &&
+    $X --json ok.log >j && jq -e '.findings == []' j &&
+    $X --facts ok.log >facts &&
     grep -q 2.21.5 facts && grep -q eth0 facts && grep -q 'P2P 1' facts
 "
 test_expect_success '--json: envelope, findings with roles, recommended_env, facts' "

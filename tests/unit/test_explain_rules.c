@@ -63,7 +63,7 @@ static void test_builtin_selftest(void **state)
         assert_true(strlen(a.source) > 5);
         assert_true(strlen(a.nccl_versions) > 0);
         if (!a.when) {
-            assert_true(a.n_patterns > 0);
+            assert_true(a.n_patterns > 0 || a.n_files > 0);
             assert_true(a.n_match_examples > 0);
             assert_true(a.n_nomatch_examples > 0);
         }
@@ -195,6 +195,14 @@ static const struct bad bads[] = {
      "    patterns: ['(?i)nccl warn']\n    examples: {match: [x], no_match: [y]}\n",
      NCD_EINVAL, "only (?:...) and (?<name>...) groups"},
     {"", NCD_EINVAL, "expected a mapping"},
+    {"rules:\n  - id: a\n    category: net.ib\n    severity: error\n    title: t\n"
+     "    cause: c\n    fix: f\n    source: s\n    nccl_versions: any\n"
+     "    files: ['/abs/net_ib.cc']\n    examples: {match: [x], no_match: [y]}\n",
+     NCD_EINVAL, "is not a path relative to NCCL's src/"},
+    {"rules:\n  - id: a\n    category: net.ib\n    severity: error\n    title: t\n"
+     "    cause: c\n    fix: f\n    source: s\n    nccl_versions: any\n"
+     "    files: ['transport/net_ib*.cc']\n",
+     NCD_EINVAL, "needs examples.match and examples.no_match"},
 };
 
 static void test_malformed(void **state)
@@ -222,7 +230,9 @@ static long brute(const struct ncd_rules *r, pcre2_match_data *md,
 {
     for (size_t k = 0; k < r->npats; k++) {
         size_t p = r->pat_order[k];
-        if (r->v[r->pats[p].rule].when)
+        /* derived rules' patterns never claim a line; rules with `files:`
+         * need a WARN's source file (the caller passes none) */
+        if (r->v[r->pats[p].rule].when || r->v[r->pats[p].rule].nfiles)
             continue;
         if (pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, md, NULL) >= 0)
             return (long)r->pats[p].rule;
@@ -260,7 +270,7 @@ static void test_prefilter_exact(void **state)
                             line[(seed >> 8) % (unsigned)n] = (char)(' ' + (seed >> 16) % 90);
                         }
                         size_t pat;
-                        long a = ncd__rules_match(r, &m, line, (size_t)n, 0, &pat);
+                        long a = ncd__rules_match(r, &m, line, (size_t)n, 0, NULL, 0, &pat);
                         long b = brute(r, md, line, (size_t)n);
                         if (a != b)
                             fail_msg("prefilter %ld vs all patterns %ld on: %s", a, b, line);
@@ -349,6 +359,88 @@ static void test_prefilter_stride(void **state)
     ncd_rules_free(r);
 }
 
+/* `files:` keys rules on the NCCL source file of a WARN: a subsystem rule
+ * (files, no patterns) claims the file's WARNs below the priority of the
+ * pattern rules that match, and a pattern rule with `files:` claims only
+ * WARNs of those files. */
+static const char file_rules[] =
+    "rules:\n"
+    "  - id: t.subsystem\n"
+    "    category: net.ib\n"
+    "    severity: warning\n"
+    "    priority: 20\n"
+    "    title: t\n"
+    "    files: ['transport/net_ib*.cc', 'misc/ibvwrap.cc']\n"
+    "    cause: c\n    fix: f\n    nccl_versions: any\n    source: test\n"
+    "    examples:\n"
+    "      match: ['node1:1:1 [0] transport/net_ib/connect.cc:12 NCCL WARN anything']\n"
+    "      no_match: ['node1:1:1 [0] NCCL INFO transport/net_ib/connect.cc:12 -> 3']\n"
+    "  - id: t.low\n"
+    "    category: gpu.cuda\n"
+    "    severity: warning\n"
+    "    priority: 15\n"
+    "    title: t\n"
+    "    patterns: ['Cuda failure']\n"
+    "    cause: c\n    fix: f\n    nccl_versions: any\n    source: test\n"
+    "    examples:\n"
+    "      match: ['node1:1:1 [0] enqueue.cc:1 NCCL WARN Cuda failure 1']\n"
+    "      no_match: ['node1:1:1 [0] transport/net_ib.cc:1 NCCL WARN Cuda failure 1']\n"
+    "  - id: t.nvls-cuda\n"
+    "    category: gpu.fabric\n"
+    "    severity: error\n"
+    "    priority: 60\n"
+    "    title: t\n"
+    "    patterns: ['Cuda failure']\n"
+    "    files: ['transport/nvls.cc']\n"
+    "    cause: c\n    fix: f\n    nccl_versions: '>=2.17'\n    source: test\n"
+    "    examples:\n"
+    "      match: ['node1:1:1 [0] transport/nvls.cc:154 NCCL WARN Cuda failure 1 invalid argument']\n"
+    "      no_match: ['node1:1:1 [0] transport/p2p.cc:1 NCCL WARN Cuda failure 1']\n";
+
+static void test_file_rules(void **state)
+{
+    (void)state;
+    struct ncd_rules *r;
+    assert_int_equal(ncd_rules_new(&r), 0);
+    ncd_ctx_clear_error(ctx);
+    int n = ncd_rules_load_buf(ctx, r, "f.yaml", file_rules, strlen(file_rules));
+    if (n < 0) {
+        ncd_rules_free(r);
+        fail_msg("%d: %s", n, ncd_ctx_errdetail(ctx));
+    }
+    assert_int_equal(n, 3);
+    struct ncd_strbuf rep = {0};
+    if (ncd_rules_selftest(r, &rep))
+        fail_msg("%s", ncd_sb_str(&rep));
+    ncd_sb_release(&rep);
+    static const struct {
+        const char *line;
+        long rule;
+    } cases[] = {
+        /* any WARN of the files; a build path before src/ is ignored */
+        {"node1:1:1 [0] misc/ibvwrap.cc:300 NCCL WARN new text", 0},
+        {"node1:1:1 [0] /build/nccl/src/transport/net_ib.cc:9 NCCL WARN x", 0},
+        {"node1:1:1 [0] transport/net_socket.cc:9 NCCL WARN x", -1},
+        {"node1:1:1 [0] NCCL WARN no file in this header", -1},
+        /* a matching pattern rule of lower priority loses to the file */
+        {"node1:1:1 [0] misc/ibvwrap.cc:300 NCCL WARN Cuda failure 2", 0},
+        {"node1:1:1 [0] init.cc:300 NCCL WARN Cuda failure 2", 1},
+        /* patterns + files: both must hold */
+        {"node1:1:1 [0] transport/nvls.cc:154 NCCL WARN Cuda failure 2", 2},
+        {"node1:1:1 [0] transport/p2p.cc:154 NCCL WARN Cuda failure 2", 1},
+        {"Cuda failure 2 transport/nvls.cc", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        long got = ncd_rules_classify(r, cases[i].line, strlen(cases[i].line));
+        if (got != cases[i].rule)
+            fail_msg("%s: rule %ld, want %ld", cases[i].line, got, cases[i].rule);
+    }
+    /* the error trail's category comes from the same table */
+    assert_int_equal(ncd__file_rule(r, "transport/net_ib/connect.cc", 27, 0), 0);
+    assert_int_equal(ncd__file_rule(r, "init.cc", 7, 0), -1);
+    ncd_rules_free(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -359,6 +451,7 @@ int main(void)
         cmocka_unit_test(test_prefilter_exact),
         cmocka_unit_test(test_prefilter_stride),
         cmocka_unit_test(test_conditions_documented),
+        cmocka_unit_test(test_file_rules),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -17,8 +17,9 @@
  *             claims);
  *   MAIN      facts across the whole input;
  *   FALLBACK  only when nothing before found a problem (severity >=
- *             warning): where a silent job stopped;
- *   EMPTY     only when nothing at all was found.
+ *             warning): where a silent job stopped.
+ * No known failure is no finding (explain's report says so); it is not a
+ * condition and has no category.
  *
  * Adding a condition: a line here, its function in the family's file, a
  * row in rules/README.md's table and a rule with `when:` in rules/NAME.yaml
@@ -34,7 +35,6 @@
     X(init_hang_nvls, "init-hang-nvls", FALLBACK)                             \
     X(init_hang_bootstrap, "init-hang-bootstrap", FALLBACK)                   \
     X(init_hang_connect, "init-hang-connect", FALLBACK)                       \
-    X(nothing_found, "nothing-found", EMPTY)                                  \
     /* cond_iface.c: which interface NCCL bootstraps and connects on */      \
     X(iface_linklocal, "iface-linklocal", MAIN)                               \
     X(iface_virtual, "iface-virtual", MAIN)                                   \
@@ -45,10 +45,21 @@
     X(ib_fallback, "ib-fallback", MAIN)                                       \
     X(gdr_off, "gdr-off", MAIN)                                               \
     X(socket_multinode, "socket-multinode", MAIN)                             \
+    X(ib_verb_errno, "ib-verb-errno", MAIN)                                   \
     /* cond_version.c: processes or builds that disagree */                  \
     X(version_mismatch, "version-mismatch", MAIN)                             \
     X(plugin_mismatch, "plugin-mismatch", MAIN)                               \
     X(tests_header_mismatch, "tests-header-mismatch", MAIN)                   \
+    X(known_bug, "known-bug", MAIN)                                           \
+    /* cond_peer.c: addresses that came from a peer */                     \
+    X(peer_garbage_address, "peer-garbage-address", MAIN)                     \
+    X(peer_loopback, "peer-loopback", MAIN)                                   \
+    X(peer_unusable_address, "peer-unusable-address", MAIN)                   \
+    X(peer_refused, "peer-refused", MAIN)                                     \
+    /* cond_hosts.c: the odd host out */                                   \
+    X(peer_gdr_missing, "peer-gdr-missing", MAIN)                             \
+    X(host_nvls_missing, "host-nvls-missing", MAIN)                           \
+    X(host_iface_differs, "host-iface-differs", MAIN)                         \
     /* cond_gpu.c: GPUs and hosts as NCCL saw them */                        \
     X(hosts_merged, "hosts-merged", MAIN)                                     \
     X(consumer_gpu_p2p, "consumer-gpu-p2p", MAIN)                             \
@@ -58,6 +69,7 @@
     X(env_slow_settings, "env-slow-settings", MAIN)                           \
     X(env_ib_range, "env-ib-range", MAIN)                                     \
     X(env_differs, "env-differs", MAIN)                                       \
+    X(override_failed, "override-failed", MAIN)                               \
     /* cond_framework.c: PyTorch / Paddle reports across ranks */            \
     X(watchdog_desync, "watchdog-desync", MAIN)                               \
     X(watchdog_missing, "watchdog-missing", MAIN)
@@ -73,7 +85,6 @@ enum ncd__cond_phase {
     NCD__PH_WARNS,
     NCD__PH_MAIN,
     NCD__PH_FALLBACK,
-    NCD__PH_EMPTY,
     NCD__PH__COUNT
 };
 

@@ -213,3 +213,76 @@ int ncd__cond_env_differs(struct ncd__reason *rs, size_t rule)
         }
     return 0;
 }
+
+/* A failure an override explains: the first WARN of the rule's `files:`,
+ * else the first match of its `absorbs` (framework summaries count only
+ * when no root cause was found: they say that something failed, not
+ * where). */
+static const struct ncd__rec *override_failure(struct ncd__reason *rs,
+                                               size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    const struct ncd__rule *r = &ex->rules->v[rule];
+    const struct ncd__rec *warn = ncd__rule_warns(ex, rule);
+    if (warn)
+        return warn;
+    int other_root = 0;
+    for (size_t i = 0; i < rs->n && !other_root; i++) {
+        const struct ncd__rule *o = &ex->rules->v[rs->v[i].rule];
+        int absorbed = 0;
+        for (size_t a = 0; a < r->nabsorbs && !absorbed; a++)
+            absorbed = strcmp(r->absorbs[a], o->id) == 0;
+        other_root = !absorbed && rs->v[i].role == NCD_ROLE_ROOT &&
+                     rs->v[i].sev >= NCD_SEV_WARNING;
+    }
+    const struct ncd__rec *best = NULL;
+    for (size_t a = 0; a < r->nabsorbs; a++) {
+        long k = ncd__rules_find(ex->rules, r->absorbs[a]);
+        if (k < 0 || !ex->recs[k].count ||
+            (other_root && ex->rules->v[k].role == NCD_ROLE_WRAPPER))
+            continue;
+        if (!best || ex->recs[k].first_seq < best->first_seq)
+            best = &ex->recs[k];
+    }
+    return best;
+}
+
+/* A variable the user, a config file or an image set ("X set by
+ * environment to V" echoes all of them) that matches the rule's patterns
+ * as "NAME=VALUE", and a failure where that override acts.  One finding
+ * per failure: the first override rule (load order) that explains it
+ * names it. */
+int ncd__cond_override_failed(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    for (size_t i = 0; i < ex->nenv; i++) {
+        const struct ncd__env *e = &ex->env[i];
+        char nv[200];
+        snprintf(nv, sizeof nv, "%s=%s", e->name, e->value);
+        int m = ncd__rule_fact_match(ex, rule, nv);
+        if (m < 0)
+            return m;
+        if (!m)
+            continue;
+        const struct ncd__rec *fail = override_failure(rs, rule);
+        if (!fail)
+            return 0;
+        for (size_t k = 0; k < rs->n; k++) /* explained already */
+            if (ex->rules->v[rs->v[k].rule].cond == NCD__COND_override_failed &&
+                rs->v[k].explains_seq == fail->first_seq)
+                return 0;
+        struct ncd__hit *h = env_hit(rs, rule, e->name, e, "");
+        if (!h)
+            return NCD_ENOMEM;
+        h->explains_seq = fail->first_seq;
+        const char *ft = fail->nev ? fail->ev[0].text : "";
+        const char *w = strstr(ft, "NCCL WARN ");
+        ncd__hit_var(h, "failure", w ? w + 10 : ft);
+        ncd__hit_ev_rec(ex, h, fail);
+        /* named first: the setting is older than what it broke */
+        if (fail->first_seq < h->seq)
+            h->seq = fail->first_seq;
+        return 1;
+    }
+    return 0;
+}

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Conditions for logs whose cause no rule names: WARN lines no rule claims,
- * NCCL's error trail, where a silent init stopped, and nothing at all.
+ * NCCL's error trail, where a silent init stopped.
  */
 #define _GNU_SOURCE
 #include "explain/reason.h"
@@ -48,7 +48,8 @@ int ncd__cond_error_trail(struct ncd__reason *rs, size_t rule)
     snprintf(code, sizeof code, "%s (%d)",
              ex->trail_code < 8 ? results[ex->trail_code] : "error",
              ex->trail_code);
-    h->cat = ncd__category_for_src(ex->trail_file, strlen(ex->trail_file));
+    h->cat = ncd__category_for_src(ex->rules, ex->trail_file,
+                                   strlen(ex->trail_file));
     ncd__hit_var(h, "file", ex->trail_file);
     ncd__hit_var(h, "result", code);
     ncd__hit_ev(h, "%s:%llu: %s", ncd__src_name(ex, ex->trail_src),
@@ -103,19 +104,4 @@ int ncd__cond_init_hang_bootstrap(struct ncd__reason *rs, size_t rule)
 int ncd__cond_init_hang_connect(struct ncd__reason *rs, size_t rule)
 {
     return init_hang(rs, rule, PH_CONNECT);
-}
-
-/* Nothing found: say so, with what to do next. */
-int ncd__cond_nothing_found(struct ncd__reason *rs, size_t rule)
-{
-    struct ncd__hit *h = ncd__hit_new(rs, rule);
-    if (!h)
-        return NCD_ENOMEM;
-    char n[32];
-    snprintf(n, sizeof n, "%llu", rs->ex->nccl_lines);
-    ncd__hit_var(h, "nccl_lines", n);
-    snprintf(n, sizeof n, "%llu", rs->ex->lines);
-    ncd__hit_var(h, "lines", n);
-    h->seq = 0;
-    return 1;
 }

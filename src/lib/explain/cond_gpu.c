@@ -56,7 +56,6 @@ int ncd__cond_hosts_merged(struct ncd__reason *rs, size_t rule)
 int ncd__cond_consumer_gpu_p2p(struct ncd__reason *rs, size_t rule)
 {
     const struct ncd_explain *ex = rs->ex;
-    const struct ncd__rule *r = &ex->rules->v[rule];
     const char *dis = ncd__env_get(ex, "NCCL_P2P_DISABLE", NULL);
     if ((dis && strcmp(dis, "1") == 0) || ex->tests_ok)
         return 0; /* P2P off, or the run verified its results */
@@ -67,17 +66,12 @@ int ncd__cond_consumer_gpu_p2p(struct ncd__reason *rs, size_t rule)
     }
     if (shm && !p2p)
         return 0; /* NCCL already went through shared memory */
-    pcre2_match_data *md = pcre2_match_data_create(4, NULL);
-    if (!md)
-        return NCD_ENOMEM;
     int found = 0;
     for (size_t i = 0; i < ex->ngpus && !found; i++) {
         const struct ncd__gpu *g = &ex->gpus[i];
-        int hitname = 0;
-        for (size_t k = 0; k < r->npats && !hitname; k++)
-            hitname = pcre2_match(ex->rules->pats[r->pat0 + k].re,
-                                  (PCRE2_SPTR)g->name, strlen(g->name), 0, 0,
-                                  md, NULL) >= 0;
+        int hitname = ncd__rule_fact_match(ex, rule, g->name);
+        if (hitname < 0)
+            return hitname;
         if (!hitname)
             continue;
         size_t same = 0;
@@ -87,7 +81,7 @@ int ncd__cond_consumer_gpu_p2p(struct ncd__reason *rs, size_t rule)
             continue;
         struct ncd__hit *h = ncd__hit_new(rs, rule);
         if (!h)
-            break;
+            return NCD_ENOMEM;
         ncd__hit_var(h, "gpu", g->name);
         ncd__hit_var(h, "host", g->host);
         for (size_t j = 0; j < ex->ngpus && h->nev < 4; j++)
@@ -100,6 +94,5 @@ int ncd__cond_consumer_gpu_p2p(struct ncd__reason *rs, size_t rule)
         h->seq = 0;
         found = 1;
     }
-    pcre2_match_data_free(md);
     return found;
 }

@@ -138,3 +138,89 @@ int ncd__cond_tests_header_mismatch(struct ncd__reason *rs, size_t rule)
     h->seq = 0;
     return 1;
 }
+
+/* The first line of `obs` (a signature's matches) whose process also
+ * matched every other signature of the bug: same process, or for lines
+ * without one, the same host and input. */
+static const struct ncd__evid *same_process(const struct ncd_explain *ex,
+                                            const struct ncd__rec *const *sig,
+                                            size_t nsig)
+{
+    for (size_t a = 0; a < sig[0]->nev; a++) {
+        const struct ncd__evid *e0 = &sig[0]->ev[a];
+        size_t ok = 1;
+        for (size_t k = 1; k < nsig; k++) {
+            int found = 0;
+            for (size_t b = 0; b < sig[k]->nev && !found; b++) {
+                const struct ncd__evid *e = &sig[k]->ev[b];
+                found = e0->proc >= 0 ? e->proc == e0->proc
+                                      : e->src == e0->src &&
+                                            strcmp(e->host, e0->host) == 0;
+            }
+            ok += found;
+        }
+        if (ok == nsig)
+            return e0;
+    }
+    (void)ex;
+    return NULL;
+}
+
+/*
+ * A known bug's signature (data/nccl-known-bugs.yaml, observer patterns of
+ * this rule) in the log of a process whose logged NCCL version the bug
+ * affects.  Without a logged version nothing is claimed: the point is to
+ * tie the signature to the release.
+ */
+int ncd__cond_known_bug(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    const struct ncd_rules *R = ex->rules;
+    const struct ncd__rule *r = &R->v[rule];
+    int found = 0;
+    for (size_t b = 0; b < R->bugs.n; b++) {
+        const struct ncd_known_bug *bug = &R->bugs.v[b];
+        const struct ncd__rec *sig[8];
+        size_t nsig = 0, want = 0;
+        for (size_t p = r->pat0; p < r->pat0 + r->npats; p++) {
+            if (R->pats[p].bug != (int)b)
+                continue;
+            want++;
+            const struct ncd__rec *rec = &ex->obsrecs[R->pats[p].obs_slot];
+            if (rec->count && nsig < 8)
+                sig[nsig++] = rec;
+        }
+        if (!want || nsig != want)
+            continue;
+        const struct ncd__evid *e = same_process(ex, sig, nsig);
+        if (!e)
+            continue;
+        /* the version of that process (its own, its host's, its input's,
+         * or the job's single one) */
+        struct ncd__rec one = {.nev = 1};
+        one.ev[0] = *e;
+        int version = ncd__rec_version(ex, &one);
+        if (!ncd_known_bug_affects(bug, version))
+            continue;
+        struct ncd__hit *h = ncd__hit_new(rs, rule);
+        if (!h)
+            return NCD_ENOMEM;
+        char vs[24];
+        snprintf(vs, sizeof vs, "%d.%d.%d", version / 10000,
+                 version / 100 % 100, version % 100);
+        if (!strcmp(bug->kind, "performance"))
+            h->sev = NCD_SEV_WARNING;
+        ncd__hit_var(h, "version", vs);
+        ncd__hit_var(h, "fixed", bug->fixed);
+        ncd__hit_var(h, "summary", bug->summary);
+        ncd__hit_var(h, "bug", bug->id);
+        ncd__hit_var(h, "affected", bug->affected);
+        ncd__hit_var(h, "bug_source", bug->source[0]);
+        ncd__hit_var(h, "workaround", bug->workaround ? bug->workaround : "");
+        for (size_t k = 0; k < nsig; k++)
+            ncd__hit_ev_rec(ex, h, sig[k]);
+        ncd__hit_from_rec(h, sig[0]);
+        found++;
+    }
+    return found;
+}

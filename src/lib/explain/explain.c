@@ -17,11 +17,13 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->ctx = ctx;
     ex->rules = rules;
     ex->lastproc = -1;
+    ex->curproc = -1;
     ex->part = malloc(NCD_LOG_MAX_LINE + 1);
     ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
+    ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH * sizeof *ex->phash);
-    if (!ex->part || !ex->scratch || !ex->recs || !ex->phash ||
+    if (!ex->part || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
         ncd__matcher_init(&ex->m, rules) < 0) {
         ncd_explain_free(ex);
         return NCD_ENOMEM;
@@ -54,8 +56,14 @@ void ncd_explain_free(struct ncd_explain *ex)
     if (ex->recs)
         for (size_t i = 0; i < ex->rules->n; i++)
             ncd__rec_release(&ex->recs[i]);
+    if (ex->obsrecs)
+        for (size_t i = 0; i < ex->rules->nobs; i++)
+            ncd__rec_release(&ex->obsrecs[i]);
+    free(ex->obsrecs);
     for (size_t i = 0; i < NCD_CAT__COUNT; i++)
         ncd__rec_release(&ex->unmatched[i]);
+    for (size_t i = 0; i < ex->nwfiles; i++)
+        ncd__rec_release(&ex->wfiles[i].rec);
     for (uint32_t i = 0; i < ex->nsrc; i++)
         free(ex->srcnames[i]);
     free(ex->srcnames);
@@ -66,6 +74,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->hosts);
     free(ex->phash);
     free(ex->gpus);
+    free(ex->rnet);
     free(ex->wd);
     free(ex->roles);
     free(ex->first_ts);
@@ -178,6 +187,7 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
     e->text = strndup(ll->text, tl);
     if (e->text)
         ncd__sanitize(e->text, strlen(e->text));
+    e->proc = (int32_t)ex->curproc;
     e->src = src;
     e->line = line;
     e->seq = ex->seq;
@@ -189,28 +199,33 @@ void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
         rec->first_seq = ex->seq;
 }
 
-enum ncd_category ncd__category_for_src(const char *src, size_t len)
+enum ncd_category ncd__category_for_src(const struct ncd_rules *r,
+                                       const char *src, size_t len)
 {
-    /* NCCL source files by subsystem (src/ of NVIDIA/nccl, 2.8 .. 2.30.7) */
-    static const struct {
-        const char *frag;
-        enum ncd_category cat;
-    } by_src[] = {
-        {"net_ib", NCD_CAT_NET_IB},          {"ibvwrap", NCD_CAT_NET_IB},
-        {"ibvsymbols", NCD_CAT_NET_IB},      {"shm", NCD_CAT_SYS_SHM},
-        {"nvls", NCD_CAT_GPU_FABRIC},        {"mnnvl", NCD_CAT_GPU_FABRIC},
-        {"p2p", NCD_CAT_GPU_P2P},            {"cudawrap", NCD_CAT_GPU_CUDA},
-        {"alloc", NCD_CAT_GPU_CUDA},         {"graph/", NCD_CAT_SYS_VIRT},
-        {"xml", NCD_CAT_SYS_VIRT},           {"topo", NCD_CAT_SYS_VIRT},
-        {"enqueue", NCD_CAT_USAGE_MISMATCH}, {"argcheck", NCD_CAT_USAGE_MISMATCH},
-        {"group", NCD_CAT_USAGE_MISMATCH},   {"bootstrap", NCD_CAT_NET_UNREACHABLE},
-        {"socket", NCD_CAT_NET_UNREACHABLE}, {"proxy", NCD_CAT_NET_UNREACHABLE},
-    };
-    if (src)
-        for (size_t i = 0; i < sizeof by_src / sizeof by_src[0]; i++)
-            if (memmem(src, len, by_src[i].frag, strlen(by_src[i].frag)))
-                return by_src[i].cat;
-    return NCD_CAT_NET_UNREACHABLE;
+    /* the subsystem rules' `files:` (rules/source-files.yaml) */
+    long k = ncd__file_rule(r, src, len, 0);
+    return k >= 0 ? r->v[k].cat : NCD_CAT_NET_UNREACHABLE;
+}
+
+/* The WARN lines of each NCCL source file, whichever rule claimed them. */
+static void warn_file_add(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    if (!ll->src || !ll->src_len || ll->src_len >= sizeof ex->wfiles[0].name)
+        return;
+    size_t i;
+    for (i = 0; i < ex->nwfiles; i++)
+        if (strlen(ex->wfiles[i].name) == ll->src_len &&
+            memcmp(ex->wfiles[i].name, ll->src, ll->src_len) == 0)
+            break;
+    if (i == ex->nwfiles) {
+        if (ex->nwfiles == NCD__MAX_WFILES)
+            return;
+        memcpy(ex->wfiles[i].name, ll->src, ll->src_len);
+        ex->wfiles[i].name[ll->src_len] = '\0';
+        ncd__sanitize(ex->wfiles[i].name, ll->src_len);
+        ex->nwfiles++;
+    }
+    ncd__rec_add(ex, &ex->wfiles[i].rec, ll, ex->nsrc - 1, ex->lineno);
 }
 
 static void process_line(struct ncd_explain *ex, const char *line, size_t len)
@@ -231,28 +246,36 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
         ex->info_lines += ll.level == NCD_LOG_INFO;
         pr = ncd__proc_get(ex, &ll);
     }
-    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#')
+    ex->curproc = pr ? (long)(pr - ex->procs) : -1;
+    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#' || ll.text[0] == 'N' ||
+        ll.text[0] == 'e')
         ncd__facts_line(ex, &ll, pr);
 
     size_t pat;
     long ri = ncd__rules_match(ex->rules, &ex->m, ll.text, ll.text_len,
-                               pr ? pr->vcode : 0, &pat);
+                               pr ? pr->vcode : 0, ll.src,
+                               ll.src ? ll.src_len : 0, &pat);
     /* the rank NCCL reported for this process, when the launcher gave none */
     if (ll.rank < 0 && pr && pr->rank >= 0)
         ll.rank = pr->rank;
     if (ri >= 0 && ri == ex->wd_rule)
         ncd__facts_watchdog(ex, &ll);
+    if (ll.level == NCD_LOG_WARN)
+        warn_file_add(ex, &ll);
+    for (size_t o = 0; o < ex->m.nobs; o++) /* known bugs' signatures */
+        ncd__rec_add(ex, &ex->obsrecs[ex->rules->pats[ex->m.obs[o]].obs_slot],
+                     &ll, ex->nsrc - 1, ex->lineno);
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
-        if (rec->count == 0)
+        if (rec->count == 0 && pat != SIZE_MAX)
             keep_captures(ex, rec, pat, ll.text);
         ncd__rec_add(ex, rec, &ll, ex->nsrc - 1, ex->lineno);
         return;
     }
     if (ll.level == NCD_LOG_WARN) {
-        /* A WARN no rule knows: bucket it by the NCCL source file. */
-        enum ncd_category cat =
-            ncd__category_for_src(ll.src, ll.src ? ll.src_len : 0);
+        /* A WARN no rule knows, of a file no subsystem rule names */
+        enum ncd_category cat = ncd__category_for_src(
+            ex->rules, ll.src, ll.src ? ll.src_len : 0);
         ncd__rec_add(ex, &ex->unmatched[cat], &ll, ex->nsrc - 1, ex->lineno);
     }
 }

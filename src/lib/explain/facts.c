@@ -298,6 +298,59 @@ static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
     copyn(pr->phase_text, sizeof pr->phase_text, m, ml);
 }
 
+/* Leading decimal of [s, e): its value, or -1. */
+static long lead_int(const char *s, const char *e)
+{
+    long v = 0;
+    int any = 0;
+    while (s < e && *s >= '0' && *s <= '9' && v < 100000000) {
+        v = v * 10 + (*s++ - '0');
+        any = 1;
+    }
+    return any ? v : -1;
+}
+
+/* "a[x] -> b[y] [send] via NET/..." (or "a -> b [receive] via ..."): the
+ * rank that printed it and whether it uses GPU Direct RDMA. */
+static void rank_net(struct ncd_explain *ex, struct ncd__proc *pr,
+                     const char *m, const char *via, int gdr)
+{
+    const char *arrow = memmem(m, (size_t)(via - m), " -> ", 4);
+    int send = memmem(m, (size_t)(via - m), "[send]", 6) != NULL;
+    if (!arrow || (!send && !memmem(m, (size_t)(via - m), "[receive]", 9)))
+        return;
+    const char *a = arrow;
+    while (a > m && a[-1] != ' ')
+        a--;
+    long rank = send ? lead_int(a, arrow) : lead_int(arrow + 4, via);
+    if (rank < 0 || rank > 0x7fffffff)
+        return;
+    if (!ex->rnet) {
+        ex->rnet = malloc(NCD__RNET_SLOTS * sizeof *ex->rnet);
+        if (!ex->rnet)
+            return;
+        for (size_t i = 0; i < NCD__RNET_SLOTS; i++)
+            ex->rnet[i].rank = -1;
+    }
+    uint32_t k = ((uint32_t)rank * 0x9E3779B1u) & (NCD__RNET_SLOTS - 1);
+    while (ex->rnet[k].rank >= 0 && ex->rnet[k].rank != rank)
+        k = (k + 1) & (NCD__RNET_SLOTS - 1);
+    struct ncd__rnet *r = &ex->rnet[k];
+    if (r->rank < 0) {
+        if (ex->nrnet >= NCD__RNET_SLOTS / 2)
+            return; /* keep probing short */
+        memset(r, 0, sizeof *r);
+        r->rank = (int32_t)rank;
+        r->proc = (uint32_t)(pr - ex->procs);
+        r->src = ex->nsrc - 1;
+        ex->nrnet++;
+    }
+    if (!r->net || (gdr && !r->gdr))
+        r->line = ex->lineno;
+    r->net++;
+    r->gdr += gdr;
+}
+
 static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
                       const char *m, size_t ml)
 {
@@ -314,9 +367,10 @@ static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
         pr->t_shm++;
         local_edge(ex, pr, m, (size_t)(via - m));
     } else if (STARTS(t, tl, "NET")) {
+        int gdr = memmem(t, tl, "GDRDMA", 6) != NULL;
         pr->t_net++;
-        if (memmem(t, tl, "GDRDMA", 6))
-            pr->t_netgdr++;
+        pr->t_netgdr += gdr;
+        rank_net(ex, pr, m, via, gdr);
     } else if (STARTS(t, tl, "COLLNET") || STARTS(t, tl, "CollNet")) {
         pr->t_collnet++;
     }
@@ -394,11 +448,41 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     g->line = ex->lineno;
 }
 
+/* "NCCL_X=value" or "export NCCL_X=value": a setting shown by `env`, a
+ * launcher or a job script; kept like NCCL's own echo. */
+static void env_dump_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    if (STARTS(m, ml, "export ")) {
+        m += 7;
+        ml -= 7;
+    }
+    if (!STARTS(m, ml, "NCCL_"))
+        return;
+    size_t n = 5;
+    while (n < ml && ((m[n] >= 'A' && m[n] <= 'Z') ||
+                      (m[n] >= '0' && m[n] <= '9') || m[n] == '_'))
+        n++;
+    if (n == 5 || n >= ml || m[n] != '=' || memchr(m + n, ' ', ml - n))
+        return;
+    const char *v = m + n + 1;
+    size_t vl = ml - n - 1;
+    if (vl >= 2 && (v[0] == '"' || v[0] == '\'') && v[vl - 1] == v[0]) {
+        v++;
+        vl -= 2;
+    }
+    add_env(ex, ll, m, n, v, vl);
+}
+
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr)
 {
     if (ll->level == NCD_LOG_NONE) {
-        tests_line(ex, ll);
+        if (ll->text[0] == '#')
+            tests_line(ex, ll);
+        else
+            env_dump_line(ex, ll);
         return;
     }
     if (!pr)
@@ -522,6 +606,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 pr->nvls = 0;
             else if (memmem(m, ml, "support is available", 20))
                 pr->nvls = 1;
+            pr->nvls_line = ex->lineno;
             return;
         }
         break;

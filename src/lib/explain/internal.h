@@ -14,6 +14,9 @@
  *   reason.c        matches + conditions -> ranked findings
  *   cond_*.c        the conditions of derived rules, by family (cond.h)
  *   input.c         files, gzip, directories, stdin, rules directories
+ *   knownbugs.c     data/nccl-known-bugs.yaml (public: ncd/knownbugs.h);
+ *                   its signatures join the rule set as observer patterns
+ *   iberrno.c       data/ib-verbs-errors.yaml (errno of IB verbs calls)
  * Headers: internal.h (this) <- session.h (scan state) <- reason.h
  * (reasoner); cond.h (the condition list) stands alone.
  */
@@ -25,6 +28,7 @@
 #include <stdint.h>
 
 #include "ncd/explain.h"
+#include "ncd/knownbugs.h"
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
@@ -39,6 +43,10 @@ struct ncd__pattern {
     char *src;
     pcre2_code *re;
     size_t rule; /* owning rule index */
+    /* an observer pattern (a known bug's signature): it never claims a
+     * line, its matches are reported beside the claiming rule's */
+    int bug;      /* index in rules->bugs, -1 for an ordinary pattern */
+    int obs_slot; /* index among the observer patterns */
 };
 
 struct ncd__lit {
@@ -69,6 +77,8 @@ struct ncd__rule {
     size_t n_ex_match, n_ex_nomatch;
     char **absorbs;
     size_t nabsorbs;
+    char **files; /* `files:` NCCL source globs (src/-relative), or NULL */
+    size_t nfiles;
     int cond; /* enum ncd__cond named by `when`, -1 for a pattern rule */
     int vmin, vmax; /* version codes M*10000+m*100+p; vmax exclusive; 0 open */
 };
@@ -91,12 +101,24 @@ struct ncd_rules {
                         consecutive windows in the bitmap */
     struct ncd__gram *grams; /* (gram, literal, offset), bucketed */
     size_t ngrams;
+    /* subsystem rules: `files:` and neither patterns nor `when`, by
+     * priority (highest first); they claim WARN lines of those files */
+    size_t *file_rules;
+    size_t nfile_rules;
+    /* known bugs whose signatures are observer patterns of the rule with
+     * `when: known-bug` (attached by ncd_rules_load_builtin) */
+    struct ncd_known_bugs bugs;
+    size_t nobs; /* observer patterns */
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)
 {
     return (g * 0x9E3779B1u) >> (32 - NCD__PF_BITS);
 }
+
+/* ---- knownbugs.c ---- */
+/* Frees the strings of one bug (not the bug itself). */
+void ncd__known_bug_free(struct ncd_known_bug *b);
 
 /* ---- prefilter.c ---- */
 
@@ -115,8 +137,12 @@ int ncd__literal_add(struct ncd_rules *r, char *s, size_t pat);
 int ncd__prefilter_build(struct ncd_rules *r);
 
 /* Match scratch for ncd__rules_match(). */
+#define NCD__MAX_OBS_PER_LINE 8
 struct ncd__matcher {
     pcre2_match_data *md;
+    pcre2_match_data *md_obs;      /* observers' (md keeps the claim's) */
+    size_t obs[NCD__MAX_OBS_PER_LINE]; /* observer patterns that matched */
+    size_t nobs;
     uint32_t *cand;      /* candidate pattern ranks */
     size_t ncand;
     unsigned char *seen; /* per pattern rank */
@@ -126,13 +152,38 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);
 void ncd__matcher_release(struct ncd__matcher *m);
 
 /*
- * Best pattern rule for a normalised line: returns the rule index or -1.
- * `version` (0 unknown) filters rules by their NCCL version range.
- * On a match m->md holds the match of pattern *pat.
+ * Best rule for a normalised line: returns the rule index or -1.
+ * `version` (0 unknown) filters rules by their NCCL version range.  `src`
+ * (src_len bytes, NULL for none) is the NCCL source file a WARN names
+ * ("transport/net_ib.cc"): rules with `files:` apply only to WARNs of those
+ * files, and subsystem rules (files, no patterns) claim such a WARN unless
+ * a pattern rule of at least their priority does.  On a pattern match
+ * m->md holds the match of pattern *pat; a subsystem rule sets *pat to
+ * SIZE_MAX.
  */
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
-                      size_t *pat);
+                      const char *src, size_t src_len, size_t *pat);
+
+/* Adds the known bugs in YAML text buf[0, len) to the rule set, their
+ * signatures as observer patterns of the rule with `when: known-bug` (no
+ * such rule: nothing to do).  0, or the loader's / a pattern's error
+ * (NCD_EPARSE, NCD_EINVAL: also for an id known already, NCD_ENOMEM) with
+ * the rule set unchanged.  ncd_rules_load_builtin() does it with
+ * data/nccl-known-bugs.yaml when the build has one. */
+int ncd__rules_attach_bugs(struct ncd_ctx *ctx, struct ncd_rules *r,
+                           const char *name, const char *buf, size_t len);
+
+/* 1 when NCCL source file src[0, len) matches one of the rule's `files:`
+ * globs (fnmatch, '*' crosses '/'; a build path before "src/" is
+ * ignored). */
+int ncd__rule_file_match(const struct ncd__rule *rule, const char *src,
+                         size_t len);
+
+/* The highest-priority subsystem rule whose `files:` match src applying to
+ * `version`, or -1. */
+long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
+                    int version);
 
 /* ---- rules.c ---- */
 
@@ -141,6 +192,12 @@ void ncd__strv_free(char **v, size_t n);
 
 /* "2.19.3" -> 21903; 0 when not a version. */
 int ncd__version_code(const char *s);
+/* A version range as rules write it: "any", or tokens ">=2.19" "<2.20.1"
+ * (also ">", "<=", "=="); bounds as codes, vmax exclusive, 0 open.
+ * 0, or -1 when malformed. */
+int ncd__versions_parse(const char *s, int *vmin, int *vmax);
+/* 1 when `version` (a code; 0 = unknown, always in) is in [vmin, vmax). */
+int ncd__version_in(int vmin, int vmax, int version);
 int ncd__rule_applies(const struct ncd__rule *rule, int version);
 long ncd__rules_find(const struct ncd_rules *r, const char *id);
 

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "explain/internal.h"
 
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -314,6 +315,36 @@ static int cmp_prio(const void *a, const void *b)
     return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* The subsystem rules (files, no patterns, no `when`) by priority. */
+static int file_rules_build(struct ncd_rules *r)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < r->n; i++)
+        n += r->v[i].nfiles && !r->v[i].npats && r->v[i].cond < 0;
+    struct prio_idx *pi = malloc((n ? n : 1) * sizeof *pi);
+    size_t *fr = malloc((n ? n : 1) * sizeof *fr);
+    if (!pi || !fr) {
+        free(pi);
+        free(fr);
+        return NCD_ENOMEM;
+    }
+    size_t k = 0;
+    for (size_t i = 0; i < r->n; i++)
+        if (r->v[i].nfiles && !r->v[i].npats && r->v[i].cond < 0) {
+            pi[k].prio = r->v[i].priority;
+            pi[k++].idx = i;
+        }
+    if (n > 1)
+        qsort(pi, n, sizeof *pi, cmp_prio);
+    for (size_t i = 0; i < n; i++)
+        fr[i] = pi[i].idx;
+    free(pi);
+    free(r->file_rules);
+    r->file_rules = fr;
+    r->nfile_rules = n;
+    return 0;
+}
+
 /* Rebuilds the bitmap, the buckets and the priority order.
  *
  * With stride S every literal contributes S consecutive 4-byte windows
@@ -421,7 +452,7 @@ int ncd__prefilter_build(struct ncd_rules *r)
     r->stride = stride;
     r->pat_order = po;
     r->pat_rank = pr;
-    return 0;
+    return file_rules_build(r);
 }
 
 /* ---------------------------------------------------------------- match */
@@ -430,9 +461,10 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 {
     memset(m, 0, sizeof *m);
     m->md = pcre2_match_data_create(r->max_match_captures + 1, NULL);
+    m->md_obs = pcre2_match_data_create(r->max_match_captures + 1, NULL);
     m->cand = malloc((r->npats + 1) * sizeof *m->cand);
     m->seen = calloc(r->npats + 1, 1);
-    if (!m->md || !m->cand || !m->seen) {
+    if (!m->md || !m->md_obs || !m->cand || !m->seen) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;
     }
@@ -442,6 +474,7 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 void ncd__matcher_release(struct ncd__matcher *m)
 {
     pcre2_match_data_free(m->md);
+    pcre2_match_data_free(m->md_obs);
     free(m->cand);
     free(m->seen);
     memset(m, 0, sizeof *m);
@@ -453,12 +486,50 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
-                      const char *text, size_t len, int version, size_t *pat)
+int ncd__rule_file_match(const struct ncd__rule *rule, const char *src,
+                         size_t len)
 {
-    if (len < 4 || !r->nlits)
+    char buf[128];
+    if (!src || !len || len >= sizeof buf)
+        return 0;
+    memcpy(buf, src, len);
+    buf[len] = '\0';
+    /* "/build/nccl/src/transport/net_ib.cc" -> "transport/net_ib.cc" */
+    const char *rel = buf;
+    for (const char *q = strstr(buf, "src/"); q; q = strstr(q + 1, "src/"))
+        if (q == buf || q[-1] == '/')
+            rel = q + 4;
+    for (size_t i = 0; i < rule->nfiles; i++)
+        if (fnmatch(rule->files[i], rel, 0) == 0)
+            return 1;
+    return 0;
+}
+
+long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
+                    int version)
+{
+    if (!src || !len)
         return -1;
+    for (size_t k = 0; k < r->nfile_rules; k++) {
+        const struct ncd__rule *ru = &r->v[r->file_rules[k]];
+        if (ncd__rule_applies(ru, version) &&
+            ncd__rule_file_match(ru, src, len))
+            return (long)r->file_rules[k];
+    }
+    return -1;
+}
+
+long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
+                      const char *text, size_t len, int version,
+                      const char *src, size_t src_len, size_t *pat)
+{
+    /* a WARN of a subsystem's file: the bar a pattern rule must reach */
+    long frule = src ? ncd__file_rule(r, src, src_len, version) : -1;
+    int fprio = frule >= 0 ? r->v[frule].priority : -1;
     m->ncand = 0;
+    m->nobs = 0;
+    if (len < 4 || !r->nlits)
+        goto none;
     const unsigned char *t = (const unsigned char *)text;
     const uint64_t *bm = r->bitmap;
     const size_t stride = r->stride ? r->stride : 1;
@@ -484,26 +555,48 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
         }
     }
     if (!m->ncand)
-        return -1;
+        goto none;
     if (m->ncand > 1)
         qsort(m->cand, m->ncand, sizeof *m->cand, cmp_u32);
     long found = -1;
+    int done = 0;
     for (size_t c = 0; c < m->ncand; c++) {
         m->seen[m->cand[c]] = 0;
-        if (found >= 0)
-            continue;
         size_t p = r->pat_order[m->cand[c]];
+        if (r->pats[p].bug >= 0) {
+            /* a known bug's signature: noted, never the claim */
+            if (m->nobs < NCD__MAX_OBS_PER_LINE &&
+                (!version || ncd_known_bug_affects(
+                                 &r->bugs.v[r->pats[p].bug], version)) &&
+                pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0,
+                            m->md_obs, NULL) >= 0)
+                m->obs[m->nobs++] = p;
+            continue;
+        }
+        if (done)
+            continue;
         const struct ncd__rule *ru = &r->v[r->pats[p].rule];
-        if (!ncd__rule_applies(ru, version))
+        if (ru->priority < fprio) {
+            done = 1; /* candidates come by priority: the file rule wins */
+            continue;
+        }
+        if (!ncd__rule_applies(ru, version) ||
+            (ru->nfiles && !ncd__rule_file_match(ru, src, src_len)))
             continue;
         int rc = pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, m->md,
                              NULL);
         if (rc >= 0) {
             found = (long)r->pats[p].rule;
             *pat = p;
+            done = 1;
         }
     }
-    return found;
+    if (found >= 0)
+        return found;
+none:
+    if (frule >= 0)
+        *pat = SIZE_MAX;
+    return frule;
 }
 
 long ncd_rules_classify(const struct ncd_rules *rules, const char *line,
@@ -517,7 +610,8 @@ long ncd_rules_classify(const struct ncd_rules *rules, const char *line,
     if (ncd__matcher_init(&m, rules) < 0)
         return -1;
     size_t pat;
-    long r = ncd__rules_match(rules, &m, ll.text, ll.text_len, 0, &pat);
+    long r = ncd__rules_match(rules, &m, ll.text, ll.text_len, 0, ll.src,
+                              ll.src ? ll.src_len : 0, &pat);
     ncd__matcher_release(&m);
     return r;
 }

@@ -69,6 +69,7 @@ struct ncd__hit *ncd__hit_new(struct ncd__reason *rs, size_t rule)
     h->role = r->role;
     h->ts = -1;
     h->seq = UINT64_MAX;
+    h->derived = r->cond >= 0;
     return h;
 }
 
@@ -114,6 +115,7 @@ void ncd__hit_from_rec(struct ncd__hit *h, const struct ncd__rec *rec)
         return;
     h->seq = rec->first_seq;
     h->ts = rec->first_ts;
+    h->from = rec;
 }
 
 static void hits_release(struct ncd__reason *rs)
@@ -129,6 +131,8 @@ static void hits_release(struct ncd__reason *rs)
     free(rs->v);
     if (rs->vars_state == 1)
         ncd_var_catalog_release(&rs->vars);
+    if (rs->iberr_state == 1)
+        ncd__iberr_release(&rs->iberr);
 }
 
 /* ----------------------------------------------------------- facts */
@@ -150,6 +154,31 @@ const struct ncd__rec *ncd__rec_of(const struct ncd_explain *ex,
 {
     long k = ncd__rules_find(ex->rules, id);
     return k >= 0 && ex->recs[k].count ? &ex->recs[k] : NULL;
+}
+
+int ncd__rec_version(const struct ncd_explain *ex, const struct ncd__rec *rec)
+{
+    if (rec && rec->nev) {
+        const struct ncd__evid *e = &rec->ev[0];
+        if (e->proc >= 0 && (size_t)e->proc < ex->nprocs &&
+            ex->procs[e->proc].vcode)
+            return ex->procs[e->proc].vcode;
+        for (size_t i = 0; i < ex->nprocs; i++) {
+            const struct ncd__proc *p = &ex->procs[i];
+            if (p->vcode && (e->host[0] ? strcmp(p->host, e->host) == 0
+                                        : p->src == e->src))
+                return p->vcode;
+        }
+    }
+    int v = 0;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        int c = ex->procs[i].vcode;
+        if (c && v && c != v)
+            return 0;
+        if (c)
+            v = c;
+    }
+    return v;
 }
 
 const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name)
@@ -182,6 +211,38 @@ int ncd__rec_absorbed(const struct ncd_explain *ex, size_t rule,
     return best != NULL;
 }
 
+int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
+                         const char *s)
+{
+    const struct ncd_rules *R = ex->rules;
+    const struct ncd__rule *r = &R->v[rule];
+    if (!r->npats)
+        return 0;
+    pcre2_match_data *md = pcre2_match_data_create(R->max_match_captures + 1,
+                                                   NULL);
+    if (!md)
+        return NCD_ENOMEM;
+    int hit = 0;
+    for (size_t k = 0; k < r->npats && !hit; k++)
+        hit = pcre2_match(R->pats[r->pat0 + k].re, (PCRE2_SPTR)s, strlen(s), 0,
+                          0, md, NULL) >= 0;
+    pcre2_match_data_free(md);
+    return hit;
+}
+
+const struct ncd__rec *ncd__rule_warns(const struct ncd_explain *ex,
+                                       size_t rule)
+{
+    const struct ncd__rule *r = &ex->rules->v[rule];
+    const struct ncd__rec *best = NULL;
+    for (size_t i = 0; i < ex->nwfiles; i++)
+        if (ncd__rule_file_match(r, ex->wfiles[i].name,
+                                 strlen(ex->wfiles[i].name)) &&
+            (!best || ex->wfiles[i].rec.first_seq < best->first_seq))
+            best = &ex->wfiles[i].rec;
+    return best;
+}
+
 void ncd__proc_where(const struct ncd__proc *p, char *out, size_t osz)
 {
     if (p->rank >= 0)
@@ -203,6 +264,17 @@ const struct ncd_var_catalog *ncd__reason_vars(struct ncd__reason *rs, int *rc)
     }
     *rc = rs->vars_state < 0 ? rs->vars_state : 0;
     return rs->vars_state == 1 ? &rs->vars : NULL;
+}
+
+const struct ncd__iberr_table *ncd__reason_iberr(struct ncd__reason *rs,
+                                                 int *rc)
+{
+    if (rs->iberr_state == 0) {
+        int r = ncd__iberr_builtin(rs->ex->ctx, &rs->iberr);
+        rs->iberr_state = r < 0 ? r : 1;
+    }
+    *rc = rs->iberr_state < 0 ? rs->iberr_state : 0;
+    return rs->iberr_state == 1 ? &rs->iberr : NULL;
 }
 
 /* ----------------------------------------------------------- interfaces */
@@ -317,6 +389,11 @@ static char *expand(const char *tpl, const struct ncd__hit *h,
     return ncd_sb_detach(&sb);
 }
 
+char *ncd__hit_expand(const struct ncd__hit *h, const char *tpl)
+{
+    return expand(tpl, h, NULL);
+}
+
 /* ----------------------------------------------------------- ranking */
 
 static int group_of(const struct ncd__hit *h)
@@ -336,11 +413,12 @@ static int earlier(const struct ncd__hit *a, const struct ncd__hit *b)
 {
     if (a->ts >= 0 && b->ts >= 0 && a->ts != b->ts)
         return a->ts < b->ts ? -1 : 1;
-    if (a->ts < 0 && b->ts < 0 && a->rec && b->rec && a->rec->nev &&
-        b->rec->nev && a->rec->ev[0].src != b->rec->ev[0].src &&
-        a->rec->ev[0].rank >= 0 && b->rec->ev[0].rank >= 0 &&
-        a->rec->ev[0].rank != b->rec->ev[0].rank)
-        return a->rec->ev[0].rank < b->rec->ev[0].rank ? -1 : 1;
+    const struct ncd__rec *ra = a->rec ? a->rec : a->from;
+    const struct ncd__rec *rb = b->rec ? b->rec : b->from;
+    if (a->ts < 0 && b->ts < 0 && ra && rb && ra->nev && rb->nev &&
+        ra->ev[0].src != rb->ev[0].src && ra->ev[0].rank >= 0 &&
+        rb->ev[0].rank >= 0 && ra->ev[0].rank != rb->ev[0].rank)
+        return ra->ev[0].rank < rb->ev[0].rank ? -1 : 1;
     if (a->seq != b->seq)
         return a->seq < b->seq ? -1 : 1;
     return 0;
@@ -357,6 +435,9 @@ static int cmp_hits(const void *x, const void *y)
     int e = earlier(a, b);
     if (e)
         return e;
+    /* the same line: what a condition concluded from it comes first */
+    if (a->derived != b->derived)
+        return b->derived - a->derived;
     return a->rule < b->rule ? -1 : a->rule > b->rule;
 }
 
@@ -392,10 +473,29 @@ static void emit_evidence(const struct ncd_explain *ex,
                              (unsigned long long)rec->count);
 }
 
-static void emit_env(const struct ncd_explain *ex, const struct ncd__hit *h,
+int ncd__var_in_release(struct ncd__reason *rs, const char *name,
+                        int version)
+{
+    int rc;
+    const struct ncd_var_catalog *cat = ncd__reason_vars(rs, &rc);
+    if (!version || !cat)
+        return 1;
+    const struct ncd_var_def *d = ncd_var_find(cat, name);
+    if (d && d->since && version < ncd__version_code(d->since))
+        return 0;
+    const struct ncd_var_gone *g = ncd_var_find_gone(cat, name);
+    if (g && g->removed && version >= ncd__version_code(g->removed))
+        return 0;
+    return 1;
+}
+
+static void emit_env(struct ncd__reason *rs, const struct ncd__hit *h,
                      struct ncd_finding *f)
 {
+    const struct ncd_explain *ex = rs->ex;
     const struct ncd__rule *r = &ex->rules->v[h->rule];
+    /* never suggest a variable the logged NCCL does not read */
+    int version = ncd__rec_version(ex, h->rec);
     /* NCCL ignores NCCL_IB_GID_INDEX on InfiniBand link layer ports
      * (nccl-facts.md §4): drop the suggestion when every port NCCL listed
      * is /IB. */
@@ -416,16 +516,18 @@ static void emit_env(const struct ncd_explain *ex, const struct ncd__hit *h,
         /* a value the logs could not determine ("<the interface ...>")
          * stays in the fix text: never suggest exporting a placeholder */
         int placeholder = v && v[0] == '<';
-        if (nm && nm[0] && !strchr(nm, '{') && !placeholder)
+        if (nm && nm[0] && !strchr(nm, '{') && !placeholder &&
+            ncd__var_in_release(rs, nm, version))
             ncd_finding_env(f, nm, v);
         free(nm);
         free(v);
     }
 }
 
-static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
+static int emit(struct ncd__reason *rs, const struct ncd__hit *h,
                 struct ncd_findings *out)
 {
+    const struct ncd_explain *ex = rs->ex;
     const struct ncd__rule *r = &ex->rules->v[h->rule];
     char *title = expand(r->title, h, h->rec);
     if (!title)
@@ -443,7 +545,7 @@ static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
         ncd_finding_fix(f, "%s", x);
     free(c);
     free(x);
-    emit_env(ex, h, f);
+    emit_env(rs, h, f);
     return 0;
 }
 
@@ -453,8 +555,6 @@ static int emit(struct ncd_explain *ex, const struct ncd__hit *h,
 static int run_phase(struct ncd__reason *rs, enum ncd__cond_phase ph)
 {
     const struct ncd_rules *R = rs->ex->rules;
-    if (ph == NCD__PH_EMPTY && rs->n)
-        return 0;
     if (ph == NCD__PH_FALLBACK)
         for (size_t i = 0; i < rs->n; i++)
             if (rs->v[i].sev >= NCD_SEV_WARNING)
@@ -505,12 +605,13 @@ static int rank_and_emit(struct ncd__reason *rs, struct ncd_findings *out)
     size_t base = out->n;
     for (size_t i = 0; i < rs->n; i++) {
         const struct ncd__hit *h = &rs->v[i];
-        int rc = emit(ex, h, out);
+        int rc = emit(rs, h, out);
         if (rc < 0)
             return rc;
         ex->roles[i] = h->role;
         ex->first_ts[i] = h->ts;
-        ex->first_rank[i] = h->rec && h->rec->nev ? h->rec->ev[0].rank : -1;
+        const struct ncd__rec *fr = h->rec ? h->rec : h->from;
+        ex->first_rank[i] = fr && fr->nev ? fr->ev[0].rank : -1;
     }
     ex->nroles = rs->n;
     return (int)(out->n - base);

@@ -21,6 +21,7 @@
 struct ncd__hit {
     size_t rule;
     const struct ncd__rec *rec; /* matched lines shown as evidence, or NULL */
+    const struct ncd__rec *from; /* the lines it dates from (ranking), or NULL */
     enum ncd_category cat;      /* the rule's unless a condition says */
     enum ncd_severity sev;
     enum ncd_rule_role role;
@@ -31,7 +32,40 @@ struct ncd__hit {
     char *ev[NCD__MAX_EVID];
     size_t nev;
     int no_absorb; /* this hit does not explain the rule's `absorbs` */
+    int derived;   /* from a condition (ranks first at the same moment) */
+    uint64_t explains_seq; /* first line of the failure it explains, or 0 */
 };
+
+/* One entry of data/ib-verbs-errors.yaml (iberrno.c). */
+struct ncd__iberr {
+    char **verbs; /* "ibv_modify_qp", or "*" */
+    size_t nverbs;
+    int errnum;
+    char *name, *text, *meaning, *fix, *source;
+    enum ncd_category cat;
+    char **env_names, **env_vals; /* value NULL: unset */
+    size_t nenv;
+    int vmin, vmax; /* `nccl_versions` as codes; 0 open */
+};
+
+struct ncd__iberr_table {
+    struct ncd__iberr *v;
+    size_t n;
+};
+
+/* Loads the table from YAML text; 0, NCD_EPARSE (detail "file:line:col:
+ * ...") or NCD_ENOMEM.  `out` is empty after an error. */
+int ncd__iberr_load(struct ncd_ctx *ctx, const char *name, const char *buf,
+                    size_t len, struct ncd__iberr_table *out);
+/* The table compiled into the library. */
+int ncd__iberr_builtin(struct ncd_ctx *ctx, struct ncd__iberr_table *out);
+void ncd__iberr_release(struct ncd__iberr_table *t);
+/* The entry for `verb` and errno `errnum` (> 0), else for its strerror
+ * text, whose versions hold `version` (0 unknown: any); the first in file
+ * order, "*" entries last by convention. */
+const struct ncd__iberr *ncd__iberr_find(const struct ncd__iberr_table *t,
+                                         const char *verb, int errnum,
+                                         const char *text, int version);
 
 struct ncd__reason {
     struct ncd_explain *ex;
@@ -42,6 +76,9 @@ struct ncd__reason {
     /* data/nccl-vars.yaml, loaded on first use by ncd__reason_vars() */
     struct ncd_var_catalog vars;
     int vars_state; /* 0 not loaded, 1 loaded, < 0 the load's error */
+    /* data/ib-verbs-errors.yaml, loaded on first use */
+    struct ncd__iberr_table iberr;
+    int iberr_state;
 };
 
 /* One condition: adds hits for `rule`; returns their count or NCD_E*. */
@@ -70,7 +107,8 @@ void ncd__hit_ev(struct ncd__hit *h, const char *fmt, ...)
 void ncd__hit_ev_rec(const struct ncd_explain *ex, struct ncd__hit *h,
                      const struct ncd__rec *rec);
 
-/* The hit is as old as the first line of `rec` (NULL: unchanged). */
+/* The hit is as old as the first line of `rec`, and ranks by its rank
+ * (NULL: unchanged). */
 void ncd__hit_from_rec(struct ncd__hit *h, const struct ncd__rec *rec);
 
 /* ---- facts and matches (reason.c) ---- */
@@ -84,6 +122,11 @@ const char *ncd__env_get(const struct ncd_explain *ex, const char *name,
 const struct ncd__rec *ncd__rec_of(const struct ncd_explain *ex,
                                    const char *id);
 
+/* The NCCL version (code) of the process of rec's first line: its own,
+ * else one logged on its host or in its input, else the job's when every
+ * process logged the same; 0 when unknown (rec may be NULL). */
+int ncd__rec_version(const struct ncd_explain *ex, const struct ncd__rec *rec);
+
 /* Named capture `name` of a rule's first match, or NULL. */
 const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name);
 
@@ -92,6 +135,17 @@ const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name);
 int ncd__rec_absorbed(const struct ncd_explain *ex, size_t rule,
                       const struct ncd__rec **first);
 
+/* 1 when one of derived rule `rule`'s patterns matches the fact string s
+ * (a variable "NAME=VALUE", a GPU name); 0 when none does or it has none;
+ * NCD_ENOMEM. */
+int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
+                         const char *s);
+
+/* The WARN lines of the first NCCL source file (in input order) that the
+ * rule's `files:` name, or NULL. */
+const struct ncd__rec *ncd__rule_warns(const struct ncd_explain *ex,
+                                       size_t rule);
+
 /* "node1 pid 10 (rank 3)", "node1 pid 10", "node1" or "this log". */
 void ncd__proc_where(const struct ncd__proc *p, char *out, size_t osz);
 
@@ -99,6 +153,21 @@ void ncd__proc_where(const struct ncd__proc *p, char *out, size_t osz);
  * NULL with the error in *rc when it cannot be loaded. */
 const struct ncd_var_catalog *ncd__reason_vars(struct ncd__reason *rs,
                                                int *rc);
+
+/* 0 when the variable catalog says NCCL release `version` (a code) does
+ * not read `name` (its "since" is later, or it was removed); 1 otherwise,
+ * also when the version or the variable is unknown. */
+int ncd__var_in_release(struct ncd__reason *rs, const char *name,
+                        int version);
+
+/* The IB verbs errno table, loaded once per finish; NULL with the error
+ * in *rc when it cannot be loaded. */
+const struct ncd__iberr_table *ncd__reason_iberr(struct ncd__reason *rs,
+                                                 int *rc);
+
+/* Template `tpl` with the hit's variables filled ({name|default} as in
+ * rules); malloc'ed, NULL when out of memory. */
+char *ncd__hit_expand(const struct ncd__hit *h, const char *tpl);
 
 /* ---- addresses and interface names (reason.c) ---- */
 

@@ -73,6 +73,7 @@ static void rule_release(struct ncd__rule *r)
     ncd__strv_free(r->ex_match, r->n_ex_match);
     ncd__strv_free(r->ex_nomatch, r->n_ex_nomatch);
     ncd__strv_free(r->absorbs, r->nabsorbs);
+    ncd__strv_free(r->files, r->nfiles);
 }
 
 void ncd_rules_free(struct ncd_rules *rules)
@@ -95,6 +96,8 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->grams);
     free(rules->pat_order);
     free(rules->pat_rank);
+    free(rules->file_rules);
+    ncd_known_bugs_release(&rules->bugs);
     free(rules);
 }
 
@@ -135,8 +138,7 @@ int ncd__version_code(const char *s)
     return a * 10000 + b * 100 + c;
 }
 
-/* "any" | tokens ">=2.19" "<2.20.1" (also ">", "<=", "=="). */
-static int parse_versions(const char *s, int *vmin, int *vmax)
+int ncd__versions_parse(const char *s, int *vmin, int *vmax)
 {
     *vmin = *vmax = 0;
     if (strcmp(s, "any") == 0)
@@ -173,15 +175,20 @@ static int parse_versions(const char *s, int *vmin, int *vmax)
     return 0;
 }
 
-int ncd__rule_applies(const struct ncd__rule *rule, int version)
+int ncd__version_in(int vmin, int vmax, int version)
 {
     if (!version)
         return 1;
-    if (rule->vmin && version < rule->vmin)
+    if (vmin && version < vmin)
         return 0;
-    if (rule->vmax && version >= rule->vmax)
+    if (vmax && version >= vmax)
         return 0;
     return 1;
+}
+
+int ncd__rule_applies(const struct ncd__rule *rule, int version)
+{
+    return ncd__version_in(rule->vmin, rule->vmax, version);
 }
 
 /* ---------------------------------------------------------------- YAML */
@@ -206,7 +213,8 @@ static const char *str(struct loader *L, yaml_node_t *m, const char *key)
 static const char *const rule_keys[] = {
     "id",     "category", "severity", "role",          "priority",
     "title",  "patterns", "cause",    "fix",           "env",
-    "source", "when",     "absorbs",  "nccl_versions", "examples", NULL};
+    "source", "when",     "absorbs",  "nccl_versions", "examples",
+    "files",  NULL};
 
 /* Every key known, the required ones present, the id new. */
 static int check_keys(struct loader *L, yaml_node_t *m, const char **idp)
@@ -269,7 +277,7 @@ static int load_head(struct loader *L, yaml_node_t *m, const char *id,
         ru->priority = (int)pv;
     }
     const char *vers = str(L, m, "nccl_versions");
-    if (parse_versions(vers, &ru->vmin, &ru->vmax) < 0)
+    if (ncd__versions_parse(vers, &ru->vmin, &ru->vmax) < 0)
         return LFAIL(L, get(L, m, "nccl_versions"),
                      "bad nccl_versions '%s' (\"any\" or \">=2.19 <2.20\")",
                      vers);
@@ -333,20 +341,22 @@ static int groups_ok(const char *pat)
     return 1;
 }
 
-/* Compiles pattern `src` (taken over, freed on error) of the last rule and
- * adds its prefilter literals (pattern rules only). */
-static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
+/*
+ * Compiles pattern `src` (taken over, freed on error) as a pattern of rule
+ * `rule`, an observer of known bug `bug` when bug >= 0, and adds its
+ * prefilter literals unless `literals` is 0.  0, NCD_ENOMEM, or
+ * NCD_EINVAL with the reason in why[].
+ */
+static int pattern_append(struct ncd_rules *r, char *src, size_t rule,
+                          int bug, int literals, char *why, size_t whysz)
 {
-    struct ncd_rules *r = L->r;
-    struct ncd__rule *ru = &r->v[r->n - 1];
-    int rc;
     if (!groups_ok(src)) {
-        rc = LFAIL(L, pn,
-                   "pattern '%s': only (?:...) and (?<name>...) groups are "
-                   "allowed (no inline flags or look-arounds)",
-                   src);
+        snprintf(why, whysz,
+                 "pattern '%s': only (?:...) and (?<name>...) groups are "
+                 "allowed (no inline flags or look-arounds)",
+                 src);
         free(src);
-        return rc;
+        return NCD_EINVAL;
     }
     int err;
     PCRE2_SIZE off;
@@ -356,10 +366,10 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
     if (!re) {
         PCRE2_UCHAR buf[256];
         pcre2_get_error_message(err, buf, sizeof buf);
-        rc = LFAIL(L, pn, "pattern '%s' does not compile: %s at offset %zu",
-                   src, (char *)buf, (size_t)off);
+        snprintf(why, whysz, "pattern '%s' does not compile: %s at offset %zu",
+                 src, (char *)buf, (size_t)off);
         free(src);
-        return rc;
+        return NCD_EINVAL;
     }
     pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
     uint32_t cap = 0;
@@ -377,20 +387,25 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
         r->pats = nv;
         r->capp = nc;
     }
-    r->pats[r->npats].src = src;
-    r->pats[r->npats].re = re;
-    r->pats[r->npats].rule = r->n - 1;
+    struct ncd__pattern *pt = &r->pats[r->npats];
+    pt->src = src;
+    pt->re = re;
+    pt->rule = rule;
+    pt->bug = bug;
+    pt->obs_slot = bug >= 0 ? (int)r->nobs++ : -1;
     r->npats++;
-    ru->npats++;
-    if (ru->when)
-        return 0; /* derived rules match fact strings, not lines */
+    r->v[rule].npats++;
+    if (!literals)
+        return 0;
     char **lits;
     int nl = ncd__literals_extract(src, &lits);
-    if (nl < 0)
-        return LFAIL(L, pn,
-                     "pattern '%s' has an alternative without a literal of 4+ "
-                     "characters (the prefilter needs one)",
-                     src);
+    if (nl < 0) {
+        snprintf(why, whysz,
+                 "pattern '%s' has an alternative without a literal of 4+ "
+                 "characters (the prefilter needs one)",
+                 src);
+        return NCD_EINVAL;
+    }
     for (int j = 0; j < nl; j++)
         if (ncd__literal_add(r, lits[j], r->npats - 1) < 0) {
             free_items(lits, (size_t)j, (size_t)nl);
@@ -401,6 +416,17 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
     return 0;
 }
 
+/* A pattern of the rule being loaded; derived rules' patterns match fact
+ * strings, not lines, and need no literals. */
+static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
+{
+    struct ncd_rules *r = L->r;
+    char why[512];
+    int rc = pattern_append(r, src, r->n - 1, -1, !r->v[r->n - 1].when, why,
+                            sizeof why);
+    return rc == NCD_EINVAL ? LFAIL(L, pn, "%s", why) : rc;
+}
+
 static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
                          struct ncd__rule *ru)
 {
@@ -408,9 +434,11 @@ static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
     size_t np = 0;
     yaml_node_t *pn = get(L, m, "patterns");
     int rc = ncd__yaml_strv(&L->y, pn, "patterns", NCD_EINVAL, &pv, &np);
-    if (rc == 0 && !np && !ru->when)
-        rc = LFAIL(L, m, "rule '%s' has neither 'patterns' nor 'when'", id);
-    if (rc == 0 && np && (!ru->n_ex_match || !ru->n_ex_nomatch))
+    if (rc == 0 && !np && !ru->when && !ru->nfiles)
+        rc = LFAIL(L, m, "rule '%s' has neither 'patterns', 'files' nor 'when'",
+                   id);
+    if (rc == 0 && (np || (ru->nfiles && !ru->when)) &&
+        (!ru->n_ex_match || !ru->n_ex_nomatch))
         rc = LFAIL(L, m, "rule '%s' needs examples.match and examples.no_match",
                    id);
     if (rc < 0) {
@@ -424,6 +452,24 @@ static int load_patterns(struct loader *L, yaml_node_t *m, const char *id,
     while (i < np)
         free(pv[i++]); /* after a failure: not reached */
     free(pv);
+    return rc;
+}
+
+/* files: NCCL source files relative to NCCL's src/, fnmatch globs
+ * ("transport/net_ib*.cc", "graph/x*.cc"). */
+static int load_files(struct loader *L, yaml_node_t *m, const char *id,
+                      struct ncd__rule *ru)
+{
+    yaml_node_t *fn = get(L, m, "files");
+    int rc = ncd__yaml_strv(&L->y, fn, "files", NCD_EINVAL, &ru->files,
+                            &ru->nfiles);
+    for (size_t i = 0; rc == 0 && i < ru->nfiles; i++)
+        if (!ru->files[i][0] || ru->files[i][0] == '/' ||
+            strlen(ru->files[i]) > 100)
+            rc = LFAIL(L, fn,
+                       "'files' of '%s': '%s' is not a path relative to "
+                       "NCCL's src/ (at most 100 characters)",
+                       id, ru->files[i]);
     return rc;
 }
 
@@ -457,7 +503,8 @@ static int load_rule(struct loader *L, yaml_node_t *m)
                              NCD_EINVAL, &ru->ex_match, &ru->n_ex_match)) < 0 ||
         (rc = ncd__yaml_strv(&L->y, get(L, ex, "no_match"),
                              "examples.no_match", NCD_EINVAL, &ru->ex_nomatch,
-                             &ru->n_ex_nomatch)) < 0)
+                             &ru->n_ex_nomatch)) < 0 ||
+        (rc = load_files(L, m, id, ru)) < 0)
         return rc;
     return load_patterns(L, m, id, ru);
 }
@@ -467,9 +514,13 @@ static void rollback(struct ncd_rules *r, size_t n0, size_t np0, size_t nl0)
     while (r->n > n0)
         rule_release(&r->v[--r->n]);
     while (r->npats > np0) {
-        r->npats--;
-        free(r->pats[r->npats].src);
-        pcre2_code_free(r->pats[r->npats].re);
+        struct ncd__pattern *pt = &r->pats[--r->npats];
+        if (pt->rule < r->n)
+            r->v[pt->rule].npats--; /* a rule that stays (observers) */
+        if (pt->bug >= 0)
+            r->nobs--;
+        free(pt->src);
+        pcre2_code_free(pt->re);
     }
     while (r->nlits > nl0)
         free(r->lits[--r->nlits].s);
@@ -507,6 +558,62 @@ out:
     return (int)(rules->n - n0);
 }
 
+int ncd__rules_attach_bugs(struct ncd_ctx *ctx, struct ncd_rules *r,
+                           const char *name, const char *buf, size_t len)
+{
+    size_t rule = 0;
+    while (rule < r->n && r->v[rule].cond != NCD__COND_known_bug)
+        rule++;
+    if (rule == r->n)
+        return 0; /* no rule reports them */
+    struct ncd_known_bugs add;
+    int rc = ncd_known_bugs_load(ctx, buf, len, name, &add);
+    if (rc < 0)
+        return rc;
+    for (size_t i = 0; i < add.n && rc == 0; i++)
+        for (size_t j = 0; j < r->bugs.n && rc == 0; j++)
+            if (strcmp(add.v[i].id, r->bugs.v[j].id) == 0)
+                rc = ncd_fail(ctx, NCD_EINVAL, "%s: bug '%s' is known already",
+                              name, add.v[i].id);
+    struct ncd_known_bug *nv =
+        rc == 0 ? realloc(r->bugs.v, (r->bugs.n + add.n + 1) * sizeof *nv)
+                : NULL;
+    if (rc == 0 && !nv)
+        rc = NCD_ENOMEM;
+    if (rc < 0) {
+        ncd_known_bugs_release(&add);
+        return rc;
+    }
+    /* the observers index r->bugs: append, remember how to undo */
+    r->bugs.v = nv;
+    size_t b0 = r->bugs.n, np0 = r->npats, nl0 = r->nlits;
+    memcpy(r->bugs.v + b0, add.v, add.n * sizeof *add.v);
+    r->bugs.n += add.n;
+    free(add.v);
+    if (!r->v[rule].npats)
+        r->v[rule].pat0 = r->npats;
+    char why[512];
+    for (size_t b = b0; b < r->bugs.n && rc == 0; b++)
+        for (size_t k = 0; k < r->bugs.v[b].n_signature && rc == 0; k++) {
+            char *src = strdup(r->bugs.v[b].signature[k]);
+            rc = src ? pattern_append(r, src, rule, (int)b, 1, why, sizeof why)
+                     : NCD_ENOMEM;
+            if (rc == NCD_EINVAL)
+                rc = ncd_fail(ctx, NCD_EINVAL, "%s: bug %s: %s", name,
+                              r->bugs.v[b].id, why);
+        }
+    if (rc == 0)
+        rc = ncd__prefilter_build(r);
+    if (rc < 0) {
+        rollback(r, r->n, np0, nl0);
+        for (size_t i = b0; i < r->bugs.n; i++) /* strings, not the array */
+            ncd__known_bug_free(&r->bugs.v[i]);
+        r->bugs.n = b0;
+        ncd__prefilter_build(r);
+    }
+    return rc;
+}
+
 int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
 {
     int total = 0;
@@ -522,7 +629,13 @@ int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
             return rc;
         total += rc;
     }
-    return total;
+    /* known bugs' signatures, where this build has the list */
+    const struct ncd_embedded_file *kb =
+        ncd_embedded_find("data/nccl-known-bugs.yaml");
+    int rc = kb ? ncd__rules_attach_bugs(ctx, rules, kb->name,
+                                         (const char *)kb->data, kb->size)
+                : 0;
+    return rc < 0 ? rc : total;
 }
 
 int ncd_rules_info(const struct ncd_rules *rules, size_t i,
@@ -542,6 +655,7 @@ int ncd_rules_info(const struct ncd_rules *rules, size_t i,
     o->nccl_versions = r->versions;
     o->source = r->source;
     o->n_patterns = r->npats;
+    o->n_files = r->nfiles;
     o->n_match_examples = r->n_ex_match;
     o->n_nomatch_examples = r->n_ex_nomatch;
     return 0;

@@ -17,6 +17,7 @@
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
 
 struct ncd__evid {
+    int32_t proc; /* index in procs of the line's process, -1 none */
     uint32_t src;
     uint64_t line;
     uint64_t seq;
@@ -82,6 +83,7 @@ struct ncd__proc {
     uint16_t gdr_on, gdr_off;
     uint32_t t_p2p, t_shm, t_net, t_netgdr, t_collnet;
     int8_t nvls; /* -1 unknown, 0 unavailable, 1 available */
+    uint64_t nvls_line;
     uint8_t phase;
     uint32_t last_src;
     uint64_t last_line, last_seq;
@@ -124,6 +126,27 @@ struct ncd__gpu {
     uint64_t line;
 };
 
+/* The WARN lines of one NCCL source file ("graph/search.cc"), whichever
+ * rule claimed them: conditions ask "did this subsystem fail". */
+struct ncd__wfile {
+    char name[64];
+    struct ncd__rec rec;
+};
+#define NCD__MAX_WFILES 32
+
+/* Per rank, from its NET connection lines ("a[..] -> b[..] [send] via
+ * NET/IB/0/GDRDMA" is printed by rank a, "[receive]" by rank b, NCCL
+ * src/transport/net.cc): how many used GPU Direct RDMA.  Rank-keyed, so
+ * lines whose header was stripped still count. */
+struct ncd__rnet {
+    int32_t rank; /* -1 free slot */
+    uint32_t proc; /* process that printed the first line */
+    uint32_t net, gdr;
+    uint32_t src;
+    uint64_t line; /* first line with GDR (gdr) or without (no GDR) */
+};
+#define NCD__RNET_SLOTS 4096
+
 /* One PyTorch watchdog time-out: which rank, which collective. */
 struct ncd__wd {
     int rank;
@@ -150,12 +173,18 @@ struct ncd_explain {
     char *scratch;
     /* matches */
     struct ncd__rec *recs;    /* per rule */
+    struct ncd__rec *obsrecs; /* per observer pattern (known-bug signature) */
     struct ncd__rec unmatched[NCD_CAT__COUNT];
+    struct ncd__wfile wfiles[NCD__MAX_WFILES];
+    size_t nwfiles;
+    struct ncd__rnet *rnet; /* NCD__RNET_SLOTS, allocated on first use */
+    size_t nrnet;
     /* facts */
     struct ncd__proc *procs;
     size_t nprocs, capprocs;
     int32_t *phash;
     long lastproc;
+    long curproc; /* process of the line being scanned, -1 none */
     int procs_dropped;
     struct ncd__host *hosts;
     size_t nhosts, caphosts;
@@ -198,7 +227,10 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
-enum ncd_category ncd__category_for_src(const char *src, size_t len);
+/* The category of the subsystem rule whose `files:` name src (the source
+ * file of a WARN or of an error trail), net.unreachable when none does. */
+enum ncd_category ncd__category_for_src(const struct ncd_rules *r,
+                                        const char *src, size_t len);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
                   uint64_t line);

@@ -93,15 +93,23 @@ void ncd_explain_report_text(const struct ncd_explain *ex,
         };
         ncd_render_finding_text_ex(out, f, st, &lay);
     }
+    unsigned long long lines, nl;
+    ncd_explain_stats(ex, NULL, &lines, &nl);
+    /* nothing found is no finding and no category: say it in words */
     if (!fl->n)
-        ncd_sb_puts(out, "  (no findings)\n");
-    unsigned long long nl;
-    ncd_explain_stats(ex, NULL, NULL, &nl);
+        ncd_sb_printf(out, "No known failure\n  None of the rules matches "
+                           "these %llu lines (%llu from NCCL).\n",
+                      lines, nl);
     ncd_sb_puts(out, "\nNext steps\n");
     if (!nl)
         ncd_sb_puts(out, "  - These logs have no NCCL debug lines: re-run with "
                          "NCCL_DEBUG=INFO and\n    collect every rank's output "
                          "(NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log).\n");
+    else if (!problems)
+        ncd_sb_puts(out, "  - Hangs (P2P through PCI ACS, a dead peer) and "
+                         "slowness often print no error:\n    collect every "
+                         "rank's log with NCCL_DEBUG=INFO "
+                         "NCCL_DEBUG_SUBSYS=INIT,NET,ENV.\n");
     if (problems)
         ncd_sb_puts(out, "  - Apply the fix above on every node, then re-run the "
                          "job.\n");
