@@ -147,7 +147,8 @@ struct ncd_verify_opts {
     const char *nccl_path;    /**< libnccl.so.2 to load (NULL = default) */
     const char *cudart_path;  /**< libcudart.so to load (NULL = default) */
     size_t minbytes, maxbytes, stepfactor; /**< the sweep (1M, 1G, 2) */
-    int iters;                /**< timed iterations per size (20) */
+    int iters;                /**< timed iterations per size, -n (20) */
+    int warmup_iters;         /**< untimed iterations per size, -w (1) */
     int timeout_s;            /**< bound of every wait on a GPU and of
                                    each exchange between processes (120) */
     double min_ratio;         /**< busbw below this share of the

@@ -18,6 +18,7 @@
 const char ncd_cmd_verify_usage[] =
     "usage: nccl-doctor verify [--json] [--verbose] [--full] [-b SIZE] "
     "[-e SIZE]\n"
+    "                          [-n ITERS] [-w ITERS]\n"
     "                          [--timeout S] [--min-ratio R] [-np N]\n"
     "                          [--rendezvous HOST:PORT] [--nccl-lib PATH]\n"
     "                          [--cudart-lib PATH] [--sysroot DIR]\n"
@@ -46,6 +47,7 @@ const char ncd_cmd_verify_usage[] =
     "  --verbose, -v       show the evidence of every step, not only failed\n"
     "  --full              the seed's sweep: -b 1G -e 4G\n"
     "  -b, -e SIZE         smallest and largest all_reduce size (K/M/G)\n"
+    "  -n, -w ITERS        timed and warm-up iterations per size [20, 1]\n"
     "  --timeout S         bound of every wait on a GPU [120]; processes\n"
     "                      wait 10 x S for each other\n"
     "  --min-ratio R       busbw below R x the expectation fails [0.5]\n"
@@ -67,6 +69,8 @@ enum {
     OPT_RDV,
     OPT_NCCL_LIB,
     OPT_CUDART_LIB,
+    OPT_ITERS,
+    OPT_WARMUP,
 };
 
 struct verify_cli {
@@ -102,6 +106,15 @@ static int verify_opt(int opt, const char *arg, void *data)
     case 'e':
         V->sized = 1;
         return size_arg(arg, "-e", &o->maxbytes);
+    case OPT_ITERS:
+    case OPT_WARMUP:
+        if (cli_parse_range(arg, opt == OPT_ITERS ? 1 : 0, 100000, &v)) {
+            cli_err("verify: %s takes a count (%d..100000)",
+                    opt == OPT_ITERS ? "-n" : "-w", opt == OPT_ITERS);
+            return -1;
+        }
+        *(opt == OPT_ITERS ? &o->iters : &o->warmup_iters) = (int)v;
+        return 0;
     case OPT_TIMEOUT:
         if (cli_parse_range(arg, 1, 86400, &v)) {
             cli_err("verify: --timeout takes seconds (1..86400)");
@@ -184,6 +197,8 @@ int ncd_cmd_verify(int argc, char **argv)
         {"full", no_argument, 0, OPT_FULL},
         {"minbytes", required_argument, 0, 'b'},
         {"maxbytes", required_argument, 0, 'e'},
+        {"iters", required_argument, 0, OPT_ITERS},
+        {"warmup-iters", required_argument, 0, OPT_WARMUP},
         {"timeout", required_argument, 0, OPT_TIMEOUT},
         {"min-ratio", required_argument, 0, OPT_MIN_RATIO},
         {"np", required_argument, 0, OPT_NP},
@@ -201,10 +216,15 @@ int ncd_cmd_verify(int argc, char **argv)
         free(V);
         return NCD_VERIFY_EXIT_TOOL;
     }
-    /* -b and -e as nccl-tests spells them */
+    /* -b, -e, -n and -w as nccl-tests spells them */
+    static const char *const spelled[][2] = {{"-b", "--minbytes"},
+                                             {"-e", "--maxbytes"},
+                                             {"-n", "--iters"},
+                                             {"-w", "--warmup-iters"}};
     for (int i = 1; i < argc; i++)
-        if (!strcmp(av[i], "-b") || !strcmp(av[i], "-e"))
-            av[i] = (char *)(av[i][1] == 'b' ? "--minbytes" : "--maxbytes");
+        for (size_t k = 0; k < sizeof spelled / sizeof spelled[0]; k++)
+            if (!strcmp(av[i], spelled[k][0]))
+                av[i] = (char *)spelled[k][1];
     int st = cli_parse("verify", argc, av, &V->c, lo, verify_opt, V, NULL);
     free(av);
     if (st != CLI_CONTINUE) {

@@ -345,7 +345,9 @@ static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
     return -1;
 }
 
-static int nccl_rank_init(struct ncd__rank *rk)
+static void nccl_rank_fini(struct ncd__rank *rk);
+
+static int rank_init_steps(struct ncd__rank *rk)
 {
     struct ncd__rt *rt = rk->rt;
     struct nccl_proc *P = rt->be_proc;
@@ -395,6 +397,15 @@ static int nccl_rank_init(struct ncd__rank *rk)
         return nccl_fail(rk, r, "ncclCommInitRank");
     }
     return 0;
+}
+
+/* A failed init frees what it made: rank_fini runs only after success. */
+static int nccl_rank_init(struct ncd__rank *rk)
+{
+    if (rank_init_steps(rk) == 0)
+        return 0;
+    nccl_rank_fini(rk);
+    return -1;
 }
 
 static void nccl_rank_fini(struct ncd__rank *rk)

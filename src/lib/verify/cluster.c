@@ -88,12 +88,20 @@ static int add_hosts(struct ncd_verify_job *vj, struct host_summary *all,
     return 0;
 }
 
-/* probe between the processes: 0 clean, -1 error findings (the step
- * says so), -2 the probe itself broke off (its exchanges are out of step:
+/* probe between the processes: 0 clean, 1 not run (a recorded sysroot:
+ * probe opens sockets on this machine), -1 error findings (the step says
+ * so), -2 the probe itself broke off (its exchanges are out of step:
  * nothing more is run together). */
 static int multi_probe(struct ncd_ctx *ctx, struct ncd_verify_job *vj,
                        const struct ncd_job *job, struct ncd_verify_step *s)
 {
+    if (!ncd_ctx_is_live(ctx)) { /* the same answer on every process */
+        ncd_verify_evidence(s, "probe not run: the node's files come from "
+                               "the recording %s, probe works on this "
+                               "machine's sockets",
+                            ncd_ctx_sysroot(ctx));
+        return 1;
+    }
     struct ncd_probe_opts po;
     ncd_probe_opts_default(&po);
     po.token = ncd_pg_token(job->pg);
@@ -147,7 +155,8 @@ static int multi_probe(struct ncd_ctx *ctx, struct ncd_verify_job *vj,
 
 /* The all_reduce with one GPU per process. */
 static void multi_sweep(struct ncd_ctx *ctx, struct ncd_verify_job *vj,
-                        const struct ncd_job *job, struct ncd_verify_step *s)
+                        const struct ncd_job *job, int probed,
+                        struct ncd_verify_step *s)
 {
     struct verify__gpu *g = calloc(1, sizeof *g);
     struct gpu_state me, *all = calloc((size_t)job->nprocs, sizeof *all);
@@ -222,9 +231,9 @@ static void multi_sweep(struct ncd_ctx *ctx, struct ncd_verify_job *vj,
     } else if (prior != NCD_VERIFY_FAIL) {
         s->status = NCD_VERIFY_PASS;
         ncd_verify_reason(s,
-                          "probe clean; all_reduce over %d processes (one "
-                          "GPU each, -e %zu): results correct, best busbw "
-                          "%.2f GB/s",
+                          "%s; all_reduce over %d processes (one GPU each, "
+                          "-e %zu): results correct, best busbw %.2f GB/s",
+                          probed ? "probe clean" : "probe not run (sysroot)",
                           job->nprocs, maxb, best);
     }
 out:
@@ -260,10 +269,12 @@ int ncd_verify_job_fn(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
         ncd_verify_reason(s, "the processes could not exchange their "
                              "results: %s",
                           ncd_ctx_errdetail(ctx));
-    } else if (multi_probe(ctx, vj, job, s) != -2) {
+    } else {
+        int pr = multi_probe(ctx, vj, job, s);
         /* also after error findings: every process takes part, and the
          * all_reduce's own failure says more */
-        multi_sweep(ctx, vj, job, s);
+        if (pr != -2)
+            multi_sweep(ctx, vj, job, pr != 1, s);
     }
     s->seconds = verify__now() - t0;
     vj->report.seconds += s->seconds;

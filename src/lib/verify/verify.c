@@ -21,6 +21,7 @@ void ncd_verify_opts_default(struct ncd_verify_opts *o)
     o->maxbytes = 1u << 30;
     o->stepfactor = 2;
     o->iters = 20;
+    o->warmup_iters = 1;
     o->timeout_s = 120;
     o->min_ratio = 0.5;
     o->check.nccl_version_source = "newest known";
@@ -151,6 +152,7 @@ double verify__sweep(struct ncd_ctx *ctx, const struct ncd_verify_opts *o,
     po.maxbytes = maxb;
     po.stepfactor = o->stepfactor;
     po.iters = o->iters;
+    po.warmup_iters = o->warmup_iters;
     po.op = NCD_OP_SUM;
     po.dtype = NCD_DT_FLOAT;
     po.check = 1;
@@ -359,7 +361,7 @@ static void step_all_gpus(struct node_run *nr, struct ncd_verify_step *s)
     if (ratio < o->min_ratio) {
         s->status = NCD_VERIFY_FAIL;
         ncd_verify_reason(s,
-                          "best busbw %.2f GB/s is %.0f%% of the %.1f GB/s "
+                          "best busbw %.2f GB/s is %.3g%% of the %.1f GB/s "
                           "the slowest path should carry (%s); under %.0f%% "
                           "fails",
                           best, 100 * ratio, path.gbps, path.desc,
@@ -368,7 +370,7 @@ static void step_all_gpus(struct node_run *nr, struct ncd_verify_step *s)
     }
     s->status = NCD_VERIFY_PASS;
     ncd_verify_reason(s,
-                      "results correct, best busbw %.2f GB/s = %.0f%% of the "
+                      "results correct, best busbw %.2f GB/s = %.3g%% of the "
                       "%.1f GB/s the slowest path should carry",
                       best, 100 * ratio, path.gbps);
 }
