@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli_job.h"
 #include "cmd.h"
@@ -255,12 +256,22 @@ int ncd_cmd_verify(int argc, char **argv)
     if (cli_nccl_version(ctx, V->c.nccl_version, &o->check, V->ver_src,
                          sizeof V->ver_src) < 0)
         goto out;
+    /* The launcher's variables are this process's own, also when the
+     * node's files come from a recording (whose environment ctx holds). */
     struct ncd_job_request req = {.np = V->np, .rendezvous = V->rendezvous};
     struct ncd_job_plan plan;
-    if (ncd_job_resolve(ctx, &req, &plan)) {
-        cli_err("verify: %s", ncd_ctx_errdetail(ctx));
+    struct ncd_ctx *live = ctx;
+    if (!ncd_ctx_is_live(ctx) && ncd_ctx_new(NULL, environ, &live)) {
+        cli_err("verify: out of memory");
         goto out;
     }
+    int jr = ncd_job_resolve(live, &req, &plan);
+    if (jr)
+        cli_err("verify: %s", ncd_ctx_errdetail(live));
+    if (live != ctx)
+        ncd_ctx_free(live);
+    if (jr)
+        goto out;
     V->st = cli_text_style(&V->c);
     if (!V->c.json) {
         o->on_step = print_step;

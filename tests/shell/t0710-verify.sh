@@ -165,6 +165,55 @@ test_expect_success 'multi-node on this machine: probe runs between the processe
     ev multi-node | grep -q "^probe: 2 processes on 1 hosts" &&
     st multi-node | grep -Eq "^(PASS probe clean; all_reduce over 2 processes|FAIL probe: [0-9]+ error finding)"
 '
+# launched by torchrun / Paddle's launcher: their variables, two processes;
+# with OTHER_HOST set, process 1 runs in its own UTS namespace under that
+# host name (a second node as far as the job runner can tell)
+two() { # two "env of process 0" "env of process 1" [verify args]
+    e0=$1 e1=$2; shift 2
+    env $e0 LD_LIBRARY_PATH="$FAKE" FAKE_CUDA_DEVICES=2 timeout 120 "$NCD_BIN" verify \
+        -b 64K -e 64K -n 1 --json "$@" >"$TEST_TMP/j" 2>"$TEST_TMP/e0" &
+    p=$!
+    if [ -n "${OTHER_HOST-}" ]; then
+        unshare --uts sh -c 'hostname "$0" && exec "$@"' "$OTHER_HOST" \
+            env $e1 LD_LIBRARY_PATH="$FAKE" FAKE_CUDA_DEVICES=2 timeout 120 "$NCD_BIN" verify \
+            -b 64K -e 64K -n 1 --json "$@" >"$TEST_TMP/j1" 2>"$TEST_TMP/e1"
+    else
+        env $e1 LD_LIBRARY_PATH="$FAKE" FAKE_CUDA_DEVICES=2 timeout 120 "$NCD_BIN" verify \
+            -b 64K -e 64K -n 1 --json "$@" >"$TEST_TMP/j1" 2>"$TEST_TMP/e1"
+    fi
+    r1=$?
+    wait $p
+    echo "$? $r1" >"$TEST_TMP/rc"
+}
+P=$((23000 + $$ % 9000))
+if unshare --uts true 2>/dev/null; then
+OTHER_HOST=nodeb-$$
+test_expect_success 'torchrun variables, two nodes (one a UTS namespace): host:<name>, then multi-node' '
+    two "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$P" \
+        "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$P" $CLEAN &&
+    [ "$(rc)" = "0 0" ] && [ ! -s "$TEST_TMP/j1" ] &&
+    jq -e "[.steps[].name] == [\"node\",\"gpu0\",\"gpu1\",\"topology\",\"all-gpus\",\"host:$OTHER_HOST\",\"multi-node\"]" "$TEST_TMP/j" &&
+    st "host:$OTHER_HOST" | grep -q "^PASS all 5 steps passed or were skipped on $OTHER_HOST (process 1)" &&
+    st multi-node | grep -q "^PASS probe not run (sysroot); all_reduce over 2 processes"
+'
+test_expect_success 'the other node'"'"'s failed steps come back as its host step' '
+    two "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1))" \
+        "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1)) FAKE_NCCL_INIT_FAIL=1" $CLEAN &&
+    [ "$(rc)" = "2 2" ] &&
+    st "host:$OTHER_HOST" | grep -q "^FAIL 3 of 5 steps failed on $OTHER_HOST (process 1): gpu0: ncclCommInitRank (1 rank) failed on GPU 0: "
+'
+unset OTHER_HOST
+else
+    echo "# unshare --uts not permitted here: the two-node cases are not run"
+fi
+Q=$((P + 2))
+test_expect_success 'paddle.distributed.launch variables, two local processes' '
+    two "PADDLE_TRAINER_ID=0 PADDLE_TRAINERS_NUM=2 PADDLE_LOCAL_RANK=0 PADDLE_TRAINER_ENDPOINTS=127.0.0.1:$Q,127.0.0.1:$((Q+1))" \
+        "PADDLE_TRAINER_ID=1 PADDLE_TRAINERS_NUM=2 PADDLE_LOCAL_RANK=1 PADDLE_TRAINER_ENDPOINTS=127.0.0.1:$Q,127.0.0.1:$((Q+1))" $CLEAN &&
+    [ "$(rc)" = "0 0" ] &&
+    jq -e "[.steps[].name] == [\"node\",\"gpu0\",\"gpu1\",\"topology\",\"all-gpus\",\"multi-node\"]" "$TEST_TMP/j" &&
+    st multi-node | grep -q "^PASS .*all_reduce over 2 processes (one GPU each"
+'
 unset FAKE_NCCL_XPROC
 
 # usage
