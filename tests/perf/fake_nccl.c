@@ -14,6 +14,8 @@
  *                          ncclGetLastError text)
  *   FAKE_NCCL_DELAY_US=N   every collective takes N µs more (a slow link)
  *   FAKE_NCCL_CORRUPT=1    rank 0's all_reduce result has one wrong element
+ *   FAKE_NCCL_WAIT_S=N     FAKE_NCCL_XPROC's waits for the other processes
+ *                          give up after N s (default 60)
  *   FAKE_NCCL_XPROC=1      ranks in different processes: communicators meet
  *                          in a shared-memory file named by the unique id
  *                          (/dev/shm, unlinked once every rank joined) and
@@ -157,10 +159,13 @@ static char *xslot(struct xclique *x, int r)
     return (char *)x + 4096 + (size_t)r * XSLOT;
 }
 
-/* A barrier of the processes; -1 after 60 s (a rank died). */
+/* A barrier of the processes; -1 after FAKE_NCCL_WAIT_S (60) s: a rank
+ * died or never came. */
 static int xbarrier(struct xclique *x)
 {
     int rc = 0;
+    const char *ws = getenv("FAKE_NCCL_WAIT_S");
+    long wait_s = ws && atol(ws) > 0 ? atol(ws) : 60;
     pthread_mutex_lock(&x->mu);
     unsigned g = x->bar_gen;
     if (++x->bar_count == x->nranks) {
@@ -170,7 +175,7 @@ static int xbarrier(struct xclique *x)
     } else {
         struct timespec dl;
         clock_gettime(CLOCK_REALTIME, &dl);
-        dl.tv_sec += 60;
+        dl.tv_sec += wait_s;
         while (g == x->bar_gen && rc == 0)
             rc = pthread_cond_timedwait(&x->cv, &x->mu, &dl);
     }

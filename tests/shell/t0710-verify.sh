@@ -197,9 +197,10 @@ test_expect_success 'torchrun variables, two nodes (one a UTS namespace): host:<
     st multi-node | grep -q "^PASS probe not run (sysroot); all_reduce over 2 processes"
 '
 test_expect_success 'the other node'"'"'s failed steps come back as its host step' '
-    two "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1))" \
+    two "RANK=0 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1)) FAKE_NCCL_WAIT_S=3" \
         "RANK=1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((P + 1)) FAKE_NCCL_INIT_FAIL=1" $CLEAN &&
     [ "$(rc)" = "2 2" ] &&
+    st multi-node | grep -q "^FAIL across the nodes: the all_reduce sweep stopped" &&
     st "host:$OTHER_HOST" | grep -q "^FAIL 3 of 5 steps failed on $OTHER_HOST (process 1): gpu0: ncclCommInitRank (1 rank) failed on GPU 0: "
 '
 unset OTHER_HOST
