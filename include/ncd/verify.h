@@ -23,7 +23,8 @@
  *    what the slowest path between two GPUs should carry
  *    (ncd_verify_expected(), data/link-bandwidth.yaml).
  *  - "multi-node" (only when a launcher started several processes, job.h):
- *    `probe` between the processes, then the same all_reduce with one GPU
+ *    `probe` between the processes (not with a recorded sysroot: probe
+ *    works on this machine's sockets), then the same all_reduce with one GPU
  *    per process; the other nodes' own steps come back as one step each,
  *    "host:<name>".
  * A SKIP never fails the run by itself; a machine without a usable GPU
