@@ -9,7 +9,7 @@ PKGS="build-essential cmake pkg-config
       zlib1g-dev libarchive-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
-      clang"
+      clang ripgrep valgrind"
 
 missing=""
 for p in $PKGS; do

@@ -1,12 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Writes a realistic NCCL_DEBUG=INFO log of about SIZE bytes to stdout: a
- * job of NODES x 8 ranks initialises (version, env echo, bootstrap, NET/IB,
- * rings, trees, per-peer P2P/NET connections, Init COMPLETE, timings), then
- * NCCL_DEBUG_SUBSYS=COLL lines fill the log, with Open MPI/torchrun
- * prefixes on part of it.  At 99 % one rank prints an IB completion error
- * (the root cause) and later other ranks print the consequences.
- * Usage: gen_log SIZE_BYTES [NODES]
+ * Writes a realistic NCCL_DEBUG=INFO log of about SIZE bytes to stdout, in
+ * one of two shapes (Open MPI/torchrun prefixes on part of the lines):
+ *  coll  a job of NODES x 8 ranks initialises (version, env echo,
+ *        bootstrap, NET/IB, rings, trees, per-peer P2P/NET connections, Init
+ *        COMPLETE, timings), then NCCL_DEBUG_SUBSYS=COLL lines (~200 B)
+ *        fill the log;
+ *  init  only initialisation output (~90 B a line): the ranks create
+ *        communicator after communicator (data/tensor/pipeline-parallel
+ *        groups), each with the topology dump, graph search results, ring
+ *        and tree lines and one line per channel and peer, as NCCL 2.21
+ *        prints them with NCCL_DEBUG_SUBSYS=INIT,GRAPH,NET,ENV.
+ * At 99 % one rank prints an IB completion error (the root cause) and later
+ * other ranks print the consequences.
+ * Usage: gen_log SIZE_BYTES [NODES [coll|init]]
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +46,16 @@ static const char *prefix(int rank, char *buf, size_t n)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: gen_log SIZE_BYTES [NODES]\n");
+        fprintf(stderr, "usage: gen_log SIZE_BYTES [NODES [coll|init]]\n");
         return 2;
     }
     unsigned long long size = strtoull(argv[1], NULL, 0);
     int nodes = argc > 2 ? atoi(argv[2]) : 64;
+    int init_shape = argc > 3 && strcmp(argv[3], "init") == 0;
+    if (nodes < 1 || (argc > 3 && !init_shape && strcmp(argv[3], "coll") != 0)) {
+        fprintf(stderr, "gen_log: NODES >= 1, shape coll or init\n");
+        return 2;
+    }
     int nranks = nodes * 8;
     static char out[1 << 20];
     setvbuf(stdout, out, _IOFBF, sizeof out);
@@ -56,6 +68,88 @@ int main(int argc, char **argv)
         _n += printf(__VA_ARGS__);                                                 \
         written += (unsigned long long)_n;                                         \
     } while (0)
+    if (init_shape) {
+        unsigned long long warn_at = size / 100 * 99;
+        int warned = 0, consequences = 0;
+        unsigned char *seen = calloc((size_t)nranks, 1);
+        if (!seen)
+            return 1;
+        for (unsigned comm = 0; written < size; comm++) {
+            /* groups of 2, 4 or 8 ranks (TP/PP) or the whole job (DP) */
+            int gsize = comm % 4 == 3 ? nranks : 2 << (comm % 3);
+            if (gsize > nranks)
+                gsize = nranks;
+            int base = (int)(comm * 8 % (unsigned)nranks) / gsize * gsize;
+            for (int g = 0; g < gsize && written < size; g++) {
+                int r = base + g, node = r / 8 + 1, dev = r % 8;
+                int next_r = base + (g + 1) % gsize, prev_r = base + (g + gsize - 1) % gsize;
+                unsigned long long id = 0x55d0c0000000ull + comm * 0x10000ull + (unsigned)r;
+                if (!seen[r]) {
+                    seen[r] = 1;
+                    P(r, "NCCL INFO NCCL version 2.21.5+cuda12.4\n");
+                    P(r, "NCCL INFO cudaDriverVersion 12040\n");
+                    P(r, "NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth0\n");
+                    P(r, "NCCL INFO Bootstrap : Using eth0:10.0.%d.%d<0>\n", node / 256, node % 256);
+                    P(r, "NCCL INFO NET/Plugin: No plugin found (libnccl-net.so)\n");
+                    P(r, "NCCL INFO NET/IB : Using [0]mlx5_0:1/IB [1]mlx5_1:1/IB [RO]; OOB eth0:10.0.%d.%d<0>\n",
+                      node / 256, node % 256);
+                    P(r, "NCCL INFO Using network IB\n");
+                }
+                P(r, "NCCL INFO comm 0x%llx rank %d nRanks %d nNodes %d localRanks %d localRank %d MNNVL 0\n",
+                  id, g, gsize, (gsize + 7) / 8, gsize < 8 ? gsize : 8, dev);
+                P(r, "NCCL INFO Setting affinity for GPU %d to ffff,ffffffff\n", dev);
+                P(r, "NCCL INFO NVLS multicast support is not available on dev %d\n", dev);
+                P(r, "NCCL INFO === System : maxBw 24.0 totalBw 264.0 ===\n");
+                P(r, "NCCL INFO CPU/%d (1/1/2)\n", dev / 4);
+                for (int k = 0; k < 4; k++) {
+                    P(r, "NCCL INFO + PCI[24.0] - PCI/%x000 (1000c01010000000)\n", 0x10 + k * 0x20);
+                    P(r, "NCCL INFO               + PCI[24.0] - GPU/%x000 (%d)\n", 0x18 + k * 0x20, k);
+                    P(r, "NCCL INFO                             + NVL[264.0] - NVS/0\n");
+                }
+                P(r, "NCCL INFO ==========================================\n");
+                P(r, "NCCL INFO Pattern 4, crossNic 0, nChannels 8, bw 40.000000/40.000000, type NVL/PIX, "
+                     "sameChannels 1\n");
+                for (int c = 0; c < 8; c++)
+                    P(r, "NCCL INFO  %d : NET/0 GPU/%d GPU/%d NET/0\n", c, r, next_r);
+                P(r, "NCCL INFO Trees [0] %d/-1/-1->%d->%d [1] %d/-1/-1->%d->%d\n", next_r, r, prev_r, next_r,
+                  r, prev_r);
+                P(r, "NCCL INFO P2P Chunksize set to 524288\n");
+                for (int c = 0; c < 8; c++) {
+                    P(r, "NCCL INFO Ring %02d : %d -> %d -> %d\n", c, prev_r, r, next_r);
+                    if (next_r / 8 == r / 8)
+                        P(r, "NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] via P2P/IPC/read\n", c, r, dev,
+                          next_r, next_r % 8);
+                    else
+                        P(r, "NCCL INFO Channel %02d/0 : %d[%d] -> %d[%d] [send] via NET/IB/%d/GDRDMA\n", c,
+                          r, dev, next_r, next_r % 8, c % 2);
+                }
+                P(r, "NCCL INFO Connected all rings\n");
+                P(r, "NCCL INFO Connected all trees\n");
+                P(r, "NCCL INFO threadThresholds 8/8/64 | 64/8/64 | 512 | 512\n");
+                P(r, "NCCL INFO 8 coll channels, 8 collnet channels, 0 nvls channels, 8 p2p channels, "
+                     "2 p2p channels per peer\n");
+                P(r, "NCCL INFO CC Off, Multi-GPU CE disabled, workFifoBytes 1048576\n");
+                P(r, "NCCL INFO ncclCommInitRank comm 0x%llx rank %d nranks %d cudaDev %d nvmlDev %d "
+                     "busId %x000 commId 0x%llx - Init COMPLETE\n", id, g, gsize, dev, dev,
+                  0x18 + dev * 0x10, id * 31);
+                if (!warned && written >= warn_at) {
+                    printf("\n");
+                    P(r, "transport/net_ib.cc:1900 NCCL WARN NET/IB: Got completion from peer "
+                         "10.0.9.9<38461> with status=IBV_WC_RETRY_EXC_ERR(12) opcode=IBV_WC_SEND(0) "
+                         "vendor_err=129 localGid ::ffff:10.0.0.3 remoteGid ::ffff:10.0.0.9 hca mlx5_1\n");
+                    warned = 1;
+                } else if (warned && consequences < 50 && next() % 10 == 0) {
+                    printf("\n");
+                    P(r, "misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer "
+                         "node%d<55426>\n", nranks / 3 / 8 + 1);
+                    consequences++;
+                }
+            }
+        }
+        free(seen);
+        fflush(stdout);
+        return 0;
+    }
     for (int r = 0; r < nranks; r++) {
         int node = r / 8 + 1, dev = r % 8;
         P(r, "NCCL INFO NCCL version 2.21.5+cuda12.4\n");

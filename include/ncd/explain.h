@@ -97,14 +97,32 @@ struct ncd_log_line {
 /**
  * Normalises and parses one line (without its '\n').
  *
- * Removes CRs, NUL bytes and ANSI escape sequences, then, in a loop, the
- * launcher prefixes: Open MPI --tag-output ("[1,0]<stdout>:"), torchrun
- * ("[rank3]:", "[default0]:"), Paddle ("[trainer3]:", "[trainer0|0]:"),
- * "rankN: ", "[N] ", srun --label ("3: "), leading time stamps (ISO 8601,
- * "[YYYY-MM-DD HH:MM:SS(.frac)]") and a "host: " label in front of another
- * prefix.  Prefixes carrying a rank set `rank`.  Then finds the NCCL
- * header anywhere in the line (format of B8, with or without "(func)",
- * time stamp, "file:line"; very old "host:pid:tid [d] INFO msg" too).
+ * 1. A JSON object holding a log line (Docker json-file and Fluent Bit
+ *    "log", journalctl -o json "MESSAGE", Google Cloud Logging
+ *    "textPayload", ECS "message", "msg") is replaced by that line, its
+ *    "time"/"timestamp"/"@timestamp" giving `ts`.
+ * 2. CRs, NUL bytes and ANSI escape sequences are removed.
+ * 3. Launcher and collector prefixes are removed, in a loop: Open MPI
+ *    --tag-output ("[1,0]<stdout>:"), Horovod ("[0]<stdout>:"), torchrun
+ *    ("[rank3]:", "[default0]:"), "[trainer3]:", "[trainer0|0]:",
+ *    mpiexec -l ("[3] "), Determined ("[rank=3] "), kubectl logs --prefix
+ *    ("[pod/P/C] "), Ray ("(RayWorkerWrapper pid=1, ip=A) ", "(pid=1) "),
+ *    CRI log files ("<time> stdout F "), ISO 8601 time stamps
+ *    ("2024-01-02T03:04:05.123Z", "[2024-01-02 03:04:05]"), syslog
+ *    ("Jan  2 03:04:05 host proc[1]: "), "rankN: ", srun --label ("3: "),
+ *    docker compose ("svc-1  | ") and a "host: " label in front of another
+ *    prefix.  Prefixes carrying a rank set `rank`, time stamps `ts`.
+ * 4. The NCCL header (NCCL src/include/debug.h, src/debug.cc): INFO, WARN
+ *    with "file:line", "(func)" (2.30.7+) and "[time]" (2.26+), TRACE,
+ *    ABORT, CALL, the bare "NCCL version" line; the 2.0 .. 2.2 form
+ *    without "NCCL" ("host:pid:tid [d] INFO msg", "... [d] file:line WARN
+ *    msg"); NCCL 1.x "WARN file:line msg".  It is read at the start of the
+ *    normalised text, else searched anywhere (text an unknown wrapper put
+ *    in front).  Without one, a message NCCL prints at INFO level whose
+ *    header was cut ("Channel 00/0 : 0[0] -> 1[1] via P2P/IPC", "9[1a000]
+ *    -> 2[6b000] [send] via NET/IB/0/GDRDMA", "NET/IB : Using ...", 1.x
+ *    "INFO rank 0 using device 0 ...") is an INFO line without host.
+ * Each shape and its source is a row of line.c's tables.
  *
  * Never fails on any byte sequence: binary input gives NCD_LOG_NONE.
  * @param line     the raw bytes; need not be NUL-terminated.
@@ -249,6 +267,20 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
 /** Frees a scan.  NULL is allowed. */
 void ncd_explain_free(struct ncd_explain *ex);
 
+/** Most threads one scan uses. */
+#define NCD_EXPLAIN_MAX_THREADS 64
+
+/**
+ * Threads used to read and scan a large regular file given to
+ * ncd_explain_feed_path() (default 1).  The threads scan blocks of lines
+ * (1 MiB each) concurrently and apply their results in input order, so the
+ * findings, facts and evidence are exactly those of one thread.  Input
+ * that is not a large regular file (stdin, gzip, small files) is read by
+ * one thread.
+ * @return 0, or NCD_EINVAL when n is not in 1..NCD_EXPLAIN_MAX_THREADS.
+ */
+int ncd_explain_set_threads(struct ncd_explain *ex, int n);
+
 /**
  * Starts a new input source (a file, one member of a directory, stdin).
  * Line numbers restart at 1; evidence is shown as "<name>:<line>".  Ends
@@ -319,9 +351,20 @@ typedef void (*ncd_explain_problem_fn)(void *arg, const char *msg);
 struct ncd_explain_inputs {
     int nread;   /**< files scanned (to their end or to a problem) */
     int nfailed; /**< inputs with a problem, each reported to `problem` */
+    int nagain;  /**< files and directories skipped because the same one
+                      (device and inode) was read already: given twice, or
+                      reached again through a link or a symlink cycle */
+    /** Bytes of decompressed gzip data read from one input before the
+     *  rest is dropped with a problem report (a gzip bomb expands ~1000x);
+     *  0 means NCD_EXPLAIN_MAX_INFLATED. */
+    unsigned long long max_inflated;
     ncd_explain_problem_fn problem; /**< may be NULL */
     void *arg;                      /**< passed to `problem` */
 };
+
+/** Default cap of decompressed bytes per gzip input: 16 GiB, some 200x the
+ *  largest per-rank NCCL_DEBUG=INFO log of a long job, and ~10 s of scan. */
+#define NCD_EXPLAIN_MAX_INFLATED (16ull << 30)
 
 /**
  * Feeds one command-line input to the scan, each file as its own source
@@ -332,7 +375,14 @@ struct ncd_explain_inputs {
  *    neither a regular file nor a directory (a FIFO would block);
  *  - a file is read as gzip when it starts with the gzip magic (1f 8b) or
  *    is not a regular file (zlib reads plain data through), else with
- *    read(2).  A truncated or corrupt .gz keeps the lines before the damage.
+ *    read(2) (mmap(2) measured ~3x the CPU time of read(2) on a VM, where
+ *    page faults are dear); regular files of 2 MiB and more with pread(2)
+ *    by the threads of ncd_explain_set_threads().  A truncated or corrupt
+ *    .gz keeps the lines before the damage; a .gz that inflates past
+ *    in->max_inflated is cut there (reported as a problem);
+ *  - a file or directory (device and inode) is read once per scan, however
+ *    often it is named or linked: symlink cycles end (counted in
+ *    in->nagain).
  * Reads in 1 MiB chunks (memory stays bounded, see ncd_explain_feed()).
  * @return 0 when everything under `path` was read, else the NCD_E* code of
  *         the last problem (already reported through in->problem), or

@@ -35,6 +35,8 @@ const char ncd_cmd_explain_usage[] =
     "  --list-rules        list the rules\n"
     "  --dump-patterns     print all patterns as POSIX ERE (for grep -E -f)\n"
     "  --stats             print throughput to stderr\n"
+    "  --threads N|auto    threads for large log files (default auto: the\n"
+    "                      CPUs, at most 8); the report is the same\n"
     "  --verbose, -v       show every kept evidence line\n"
     "  --color[=WHEN]      always, never or auto\n"
     "\n"
@@ -48,6 +50,7 @@ enum {
     OPT_DUMP_PATTERNS,
     OPT_CHECK_RULES,
     OPT_STATS,
+    OPT_THREADS,
 };
 
 static const struct option options[] = {
@@ -57,6 +60,7 @@ static const struct option options[] = {
     {"dump-patterns", no_argument, 0, OPT_DUMP_PATTERNS},
     {"check-rules", no_argument, 0, OPT_CHECK_RULES},
     {"stats", no_argument, 0, OPT_STATS},
+    {"threads", required_argument, 0, OPT_THREADS},
     {0, 0, 0, 0},
 };
 
@@ -64,6 +68,7 @@ static const struct option options[] = {
 
 struct explain_opts {
     int facts_only, list, dump, check_rules, stats;
+    int threads; /* 0: auto */
     const char *rule_dirs[MAX_RULE_DIRS];
     int nrule_dirs;
 };
@@ -94,6 +99,20 @@ static int explain_opt(int opt, const char *arg, void *data)
     case OPT_STATS:
         o->stats = 1;
         return 0;
+    case OPT_THREADS: {
+        long v;
+        if (strcmp(arg, "auto") == 0) {
+            o->threads = 0;
+            return 0;
+        }
+        if (cli_parse_range(arg, 1, NCD_EXPLAIN_MAX_THREADS, &v) < 0) {
+            cli_err("explain: --threads wants 1..%d or auto, not '%s'",
+                    NCD_EXPLAIN_MAX_THREADS, arg);
+            return -1;
+        }
+        o->threads = (int)v;
+        return 0;
+    }
     }
     cli_usage("explain", stderr);
     return -1;
@@ -222,6 +241,12 @@ int ncd_cmd_explain(int argc, char **argv)
         cli_err("explain: out of memory");
         goto out;
     }
+    int nthreads = o.threads;
+    if (!nthreads) {
+        long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        nthreads = ncpu < 1 ? 1 : ncpu > 8 ? 8 : (int)ncpu;
+    }
+    ncd_explain_set_threads(ex, nthreads);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     struct ncd_explain_inputs in = {.problem = on_problem};
@@ -230,6 +255,10 @@ int ncd_cmd_explain(int argc, char **argv)
     for (int i = first; i < argc; i++)
         if (ncd_explain_feed_path(ex, argv[i], &in) == NCD_ENOMEM)
             goto oom;
+    if (in.nagain)
+        cli_err("explain: %d input%s skipped: read already (the same file or "
+                "directory named twice, or reached again through a link)",
+                in.nagain, in.nagain == 1 ? "" : "s");
     if (!in.nread) {
         cli_err("explain: no input could be read");
         goto out;

@@ -5,14 +5,23 @@ ncd_set_warnings(explain_corpus)
 add_test(NAME explain.corpus COMMAND explain_corpus ${CMAKE_SOURCE_DIR}/../shared/corpus/cases)
 set_tests_properties(explain.corpus PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)
 
+# Several scan threads give the report of one (corpus + generated logs).
+add_executable(explain_threads ${CMAKE_CURRENT_LIST_DIR}/threads.c)
+target_link_libraries(explain_threads PRIVATE ncd)
+target_include_directories(explain_threads PRIVATE ${CMAKE_SOURCE_DIR}/src/lib)
+ncd_set_warnings(explain_threads)
+add_test(NAME explain.threads COMMAND explain_threads ${CMAKE_SOURCE_DIR}/../shared/corpus/cases)
+set_tests_properties(explain.threads PROPERTIES LABELS explain TIMEOUT 600)
+
 # The corpus gathered from public threads (tests/explain/corpus, see its
 # SOURCES.md), run through the command line.  It fails below
 # NCD_CORPUS_MIN_PCT percent of the log_sufficient cases, and when the corpus
-# is missing or empty.  The default is the score of today's explain (69
-# cases, 45 log_sufficient: 22/45 = 48.9% at e70cc18); raise it as explain
-# improves (the target is 90).  A build tree configured earlier keeps its
-# cached value: reconfigure with -DNCD_CORPUS_MIN_PCT=<pct>.
-set(NCD_CORPUS_MIN_PCT 48 CACHE STRING
+# is missing or empty.  The floor is issue 9's target, 90 (41/45 = 91.1% of
+# the log_sufficient cases at this commit; the four misses need a value the
+# log does not give: explain never suggests exporting a placeholder).  A
+# build tree configured earlier keeps its cached value: reconfigure with
+# -DNCD_CORPUS_MIN_PCT=<pct>.
+set(NCD_CORPUS_MIN_PCT 90 CACHE STRING
     "minimum percentage of log_sufficient cases of tests/explain/corpus that explain must get right")
 add_executable(explain_corpus_cli ${CMAKE_CURRENT_LIST_DIR}/corpus_cli.c)
 target_link_libraries(explain_corpus_cli PRIVATE PkgConfig::JANSSON)
@@ -21,6 +30,19 @@ add_test(NAME explain.corpus_gathered
          COMMAND explain_corpus_cli $<TARGET_FILE:nccl-doctor> ${CMAKE_CURRENT_LIST_DIR}/corpus
                  ${NCD_CORPUS_MIN_PCT})
 set_tests_properties(explain.corpus_gathered PROPERTIES LABELS explain TIMEOUT 300)
+
+# explain under valgrind memcheck (skips itself on an ASan build or without
+# valgrind; CI's clang build runs it).
+if(NCD_ASAN)
+  set(_ncd_vg_asan 1)
+else()
+  set(_ncd_vg_asan 0)
+endif()
+add_test(NAME explain.valgrind
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/valgrind.sh $<TARGET_FILE:nccl-doctor>
+                 ${CMAKE_SOURCE_DIR} ${_ncd_vg_asan})
+set_tests_properties(explain.valgrind PROPERTIES LABELS "explain;valgrind"
+                     TIMEOUT 600 SKIP_RETURN_CODE 77)
 
 # Fuzz targets for the line parser and the rules loader (cmake/fuzz.cmake).
 include(${CMAKE_SOURCE_DIR}/cmake/fuzz.cmake)

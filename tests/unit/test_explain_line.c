@@ -2,9 +2,12 @@
 /*
  * explain: the line normaliser / NCCL header parser on every format variant
  * of the reference (B8: INFO, WARN with and without "(func)" and time stamp,
- * TRACE, CALL, bare version, the very old form without "NCCL") and every
- * launcher prefix (Open MPI, torchrun, srun, pdsh, Paddle, time stamps,
- * ANSI colour, CRLF).
+ * TRACE, CALL, bare version), the formats of NCCL 2.0 .. 2.3 and 1.x, lines
+ * whose header was cut, every launcher prefix (Open MPI, Horovod, torchrun,
+ * srun, mpiexec, pdsh, Paddle, Ray, Determined, docker compose, syslog) and
+ * log collector (kubectl, CRI files, Docker/Fluent Bit/journald/Cloud
+ * Logging JSON, time stamps, ANSI colour, CRLF).  Each case names where its
+ * format comes from; facts read from the old phrasings are checked last.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ncd/ctx.h"
 #include "ncd/error.h"
 #include "ncd/explain.h"
 
@@ -138,6 +142,124 @@ static const struct lcase cases[] = {
     {"\033[1;31mnode1:1:2 [0] NCCL WARN \033[0mCuda failure 'out of memory'\r",
      NCD_LOG_WARN, "node1", 1, 2, 0, NULL, 0, -1, 0,
      "Cuda failure 'out of memory'", "node1:1:2 [0] NCCL WARN Cuda failure 'out of memory'"},
+    /* ---- NCCL 2.3: WARN macro of src/include/debug.h v2.3.7,
+     * "\n%s:%d:%d [%d] %s:%d NCCL WARN "; SYSCHECKNTIMES of core.h */
+    {"node1:7712:7790 [1] include/socket.h:345 NCCL WARN Call to connect "
+     "timeout : Connection refused",
+     NCD_LOG_WARN, "node1", 7712, 7790, 1, "include/socket.h", 345, -1, 0,
+     "Call to connect timeout : Connection refused", NULL},
+    /* 2.3 INFO, findInterfaces() of src/include/socket.h v2.3.7, as in
+     * NVIDIA/nccl#207 */
+    {"gpu2:46654:46654 [0] NCCL INFO NET : Using interface ib0:10.0.0.2<0>",
+     NCD_LOG_INFO, "gpu2", 46654, 46654, 0, NULL, 0, -1, 0,
+     "NET : Using interface ib0:10.0.0.2<0>", NULL},
+    /* 2.3 ABORT (debug.h v2.3.7: "%s:%d:%d [%d] %s:%d NCCL ABORT") */
+    {"node1:5:5 [0] init.cu:120 NCCL ABORT", NCD_LOG_ABORT, "node1", 5, 5, 0,
+     "init.cu", 120, -1, 0, "", NULL},
+    /* 2.3 TRACE (debug.h v2.3.7: "... [%d] %f %s:%d NCCL TRACE ") */
+    {"node1:5:9 [0] 12.345678 ncclAllReduce:123 NCCL TRACE opCount 1",
+     NCD_LOG_TRACE, "node1", 5, 9, 0, "ncclAllReduce", 123, -1, 0,
+     "opCount 1", NULL},
+    /* 2.0 .. 2.2 (binary releases): WARN without "NCCL", NVIDIA/nccl#111 */
+    {"node1:20105:20105 [0] include/socket.h:185 WARN Call to connect failed "
+     ": Connection refused",
+     NCD_LOG_WARN, "node1", 20105, 20105, 0, "include/socket.h", 185, -1, 0,
+     "Call to connect failed : Connection refused", NULL},
+    /* NCCL 1.x: printf("WARN %s:%d ", __FILE__, __LINE__), src/core.h of
+     * v1.3.4; INFO: printf("INFO ") */
+    {"WARN src/core.cu:522 Cuda failure 'out of memory'", NCD_LOG_WARN, NULL,
+     -1, -1, -1, "src/core.cu", 522, -1, 0, "Cuda failure 'out of memory'",
+     NULL},
+    {"INFO rank 0 using device 0 (0000:04:00.0)", NCD_LOG_INFO, NULL, -1, -1,
+     -1, NULL, 0, -1, 0, "rank 0 using device 0 (0000:04:00.0)", NULL},
+    {"INFO: an unrelated logger", NCD_LOG_NONE, NULL, -1, -1, -1, NULL, 0, -1,
+     0, NULL, NULL},
+    {"WARN: disk almost full", NCD_LOG_NONE, NULL, -1, -1, -1, NULL, 0, -1, 0,
+     NULL, NULL},
+    /* ---- headers cut by a collector or a copy-paste (the message shapes
+     * of transport.cc / net.cc / init.cc): issue 9's example */
+    {"9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA", NCD_LOG_INFO, NULL,
+     -1, -1, -1, NULL, 0, -1, 0,
+     "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA", NULL},
+    {"Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read", NCD_LOG_INFO, NULL, -1,
+     -1, -1, NULL, 0, -1, 0, "Channel 00/0 : 0[0] -> 1[1] via P2P/IPC/read",
+     NULL},
+    {"[1,2]<stdout>:NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+     NCD_LOG_INFO, NULL, -1, -1, -1, NULL, 0, 2, 0,
+     "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>",
+     "NET/IB : Using [0]mlx5_0:1/IB ; OOB ib0:10.0.0.1<0>"},
+    {"NCCL_SOCKET_IFNAME set by environment to eth0", NCD_LOG_INFO, NULL, -1,
+     -1, -1, NULL, 0, -1, 0, "NCCL_SOCKET_IFNAME set by environment to eth0",
+     NULL},
+    {"Channel 5 is busy", NCD_LOG_NONE, NULL, -1, -1, -1, NULL, 0, -1, 0, NULL,
+     NULL},
+    /* ---- launchers */
+    /* Horovod (Gloo) "[rank]<stdout>:", horovod test/single/test_service.py */
+    {"[0]<stdout>:node1:1:2 [0] NCCL INFO Using network IB", NCD_LOG_INFO,
+     "node1", 1, 2, 0, NULL, 0, 0, 0, "Using network IB",
+     "node1:1:2 [0] NCCL INFO Using network IB"},
+    /* Ray worker output, "(RayWorkerWrapper pid=1000) ..." in
+     * NVIDIA/nccl#1591; "(pid=N, ip=A)" on other nodes */
+    {"(RayWorkerWrapper pid=1019, ip=10.0.0.2) node2:1019:1019 [0] NCCL INFO "
+     "Bootstrap : Using eth0:10.0.0.2<0>",
+     NCD_LOG_INFO, "node2", 1019, 1019, 0, NULL, 0, -1, 0,
+     "Bootstrap : Using eth0:10.0.0.2<0>",
+     "node2:1019:1019 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.2<0>"},
+    {"(pid=4242) node1:4242:4300 [0] NCCL INFO Using network Socket",
+     NCD_LOG_INFO, "node1", 4242, 4300, 0, NULL, 0, -1, 0,
+     "Using network Socket", "node1:4242:4300 [0] NCCL INFO Using network Socket"},
+    /* Determined AI wrap_rank.py "[rank=N] " */
+    {"[rank=3] node1:9:9 [3] NCCL INFO Connected all rings", NCD_LOG_INFO,
+     "node1", 9, 9, 3, NULL, 0, 3, 0, "Connected all rings",
+     "node1:9:9 [3] NCCL INFO Connected all rings"},
+    /* docker compose "<service>  | " */
+    {"trainer-1  | node1:9:9 [0] NCCL INFO Using network IB", NCD_LOG_INFO,
+     "node1", 9, 9, 0, NULL, 0, -1, 0, "Using network IB",
+     "node1:9:9 [0] NCCL INFO Using network IB"},
+    /* ---- collectors */
+    /* kubectl logs --prefix "[pod/<pod>/<container>] " */
+    {"[pod/job-worker-0/pytorch] node1:9:9 [0] NCCL INFO Using network IB",
+     NCD_LOG_INFO, "node1", 9, 9, 0, NULL, 0, -1, 0, "Using network IB",
+     "node1:9:9 [0] NCCL INFO Using network IB"},
+    /* kubectl logs --timestamps (RFC 3339 with nanoseconds) */
+    {"2024-05-06T07:08:09.123456789Z node1:9:9 [0] NCCL INFO Using network IB",
+     NCD_LOG_INFO, "node1", 9, 9, 0, NULL, 0, -1, 1, "Using network IB",
+     "node1:9:9 [0] NCCL INFO Using network IB"},
+    /* CRI log files (containerd, CRI-O): "<time> <stream> <F|P> <line>" */
+    {"2024-05-06T07:08:09.123456789Z stderr F node1:9:9 [0] "
+     "misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by "
+     "remote peer node2<55426>",
+     NCD_LOG_WARN, "node1", 9, 9, 0, "misc/socket.cc", 538, -1, 1,
+     "socketProgress: Connection closed by remote peer node2<55426>",
+     "node1:9:9 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection "
+     "closed by remote peer node2<55426>"},
+    /* Docker json-file / Fluent Bit: {"log":"...\n","stream":..,"time":..} */
+    {"{\"log\":\"node1:9:9 [0] NCCL INFO Using network IB\\n\",\"stream\":"
+     "\"stdout\",\"time\":\"2024-05-06T07:08:09.123456789Z\"}",
+     NCD_LOG_INFO, "node1", 9, 9, 0, NULL, 0, -1, 1, "Using network IB",
+     "node1:9:9 [0] NCCL INFO Using network IB"},
+    /* the same with colour escaped as \u001b and a nested object first */
+    {"{\"kubernetes\":{\"pod_name\":\"w-0\",\"labels\":[1,2]},\"log\":"
+     "\"\\u001b[31mnode1:9:9 [0] NCCL WARN \\\"x\\\"\\u001b[0m\\n\"}",
+     NCD_LOG_WARN, "node1", 9, 9, 0, NULL, 0, -1, 0, "\"x\"",
+     "node1:9:9 [0] NCCL WARN \"x\""},
+    /* journalctl -o json; Google Cloud Logging textPayload */
+    {"{\"__REALTIME_TIMESTAMP\":\"1715000000000000\",\"MESSAGE\":\"node1:9:9 "
+     "[0] NCCL INFO Using network IB\"}",
+     NCD_LOG_INFO, "node1", 9, 9, 0, NULL, 0, -1, 0, "Using network IB",
+     "node1:9:9 [0] NCCL INFO Using network IB"},
+    {"{\"textPayload\":\"[rank3]:node1:9:9 [3] NCCL INFO Using network IB\","
+     "\"timestamp\":\"2024-05-06T07:08:09Z\"}",
+     NCD_LOG_INFO, "node1", 9, 9, 3, NULL, 0, 3, 1, "Using network IB",
+     "node1:9:9 [3] NCCL INFO Using network IB"},
+    /* JSON that holds no log line stays as it is */
+    {"{\"loss\": 0.25, \"step\": 100}", NCD_LOG_NONE, NULL, -1, -1, -1,
+     NULL, 0, -1, 0, NULL, NULL},
+    /* syslog / journalctl short output */
+    {"Jan  2 03:04:05 node1 python3[1234]: node1:1234:1250 [0] NCCL INFO "
+     "Using network IB",
+     NCD_LOG_INFO, "node1", 1234, 1250, 0, NULL, 0, -1, 0, "Using network IB",
+     "node1:1234:1250 [0] NCCL INFO Using network IB"},
     /* CUDA device [-1]-like garbage is not a header */
     {"just some text with NCCL in it", NCD_LOG_NONE, NULL, -1, -1, -1, NULL, 0,
      -1, 0, NULL, NULL},
@@ -227,12 +349,118 @@ static void test_garbage(void **state)
     free(scratch);
 }
 
+/* The facts of an NCCL 2.3 log (phrasing of src/include/socket.h,
+ * transport/net_ib.cu and init.cu of v2.3.5 / v2.3.7, as NVIDIA/nccl#147
+ * and #207 show them): the same fields as from a current log. */
+static void test_old_facts(void **state)
+{
+    (void)state;
+    static const char log[] =
+        "node1:46654:46654 [0] NCCL INFO NET : Using interface ib0:10.0.0.2<0>\n"
+        "node1:46654:46654 [0] NCCL INFO NET/IB : Using interface ib0 for "
+        "sideband communication\n"
+        "node1:46654:46654 [0] NCCL INFO NET/IB: [0] mlx5_0:1/IB \n"
+        "node1:46654:46654 [0] NCCL INFO NET/IB: [1] mlx5_1:1/RoCE \n"
+        "node1:46654:46654 [0] NCCL INFO Using internal Network IB\n"
+        "node1:46654:46654 [0] NCCL INFO NET : Using interface ib0:10.0.0.2<0>\n"
+        "node1:46654:46654 [0] NCCL INFO NET : Using interface eth0:10.1.0.2<0>\n"
+        "node1:46654:46654 [0] NCCL INFO NET/Socket : 2 interfaces found\n"
+        "NCCL version 2.3.7+cuda9.0\n"
+        "node1:46654:46654 [0] NCCL INFO rank 0 nranks 8\n"
+        "node1:46654:47152 [0] NCCL INFO comm 0x7f1324000b20 rank 0 nranks 8\n"
+        "node1:46654:47152 [0] NCCL INFO Ring 00 : 7 -> 0 via NET/IB/0/GDRDMA\n"
+        "node1:46654:47152 [0] NCCL INFO Ring 00 : 0[0] -> 1[1] via P2P/IPC\n"
+        "node1:46654:47152 [0] NCCL INFO Ring 01 : 0[0] -> 1[1] via direct "
+        "shared memory\n"
+        "node1:46654:47152 [0] NCCL INFO comm 0x7f1324000b20 rank 0 nranks 8 - "
+        "COMPLETE\n";
+    struct ncd_ctx *ctx;
+    struct ncd_rules *rules;
+    struct ncd_explain *ex;
+    assert_int_equal(ncd_ctx_new("/", NULL, &ctx), 0);
+    assert_int_equal(ncd_rules_new(&rules), 0);
+    assert_true(ncd_rules_load_builtin(ctx, rules) > 0);
+    assert_int_equal(ncd_explain_new(ctx, rules, &ex), 0);
+    assert_int_equal(ncd_explain_begin(ex, "old.log"), 0);
+    assert_int_equal(ncd_explain_feed(ex, log, sizeof log - 1), 0);
+    ncd_explain_end(ex);
+    json_t *f = ncd_explain_facts_json(ex);
+    assert_non_null(f);
+    json_t *procs = json_object_get(f, "processes");
+    json_t *p = NULL;
+    for (size_t i = 0; i < json_array_size(procs); i++)
+        if (json_integer_value(json_object_get(json_array_get(procs, i), "pid")) == 46654)
+            p = json_array_get(procs, i);
+    assert_non_null(p);
+    json_t *boot = json_object_get(p, "bootstrap");
+    assert_int_equal(json_array_size(boot), 1);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(boot, 0), "name")), "ib0");
+    json_t *sock = json_object_get(p, "socket_ifaces");
+    assert_int_equal(json_array_size(sock), 2);
+    assert_string_equal(json_string_value(json_object_get(json_array_get(sock, 1), "name")), "eth0");
+    assert_string_equal(json_string_value(json_object_get(p, "ib_oob")), "ib0");
+    json_t *ib = json_object_get(p, "ib_devices");
+    assert_int_equal(json_array_size(ib), 2);
+    assert_string_equal(json_string_value(json_array_get(ib, 1)), "mlx5_1:1/RoCE");
+    assert_string_equal(json_string_value(json_object_get(p, "network")), "IB");
+    assert_string_equal(json_string_value(json_object_get(p, "net_plugin")), "none");
+    assert_int_equal(json_integer_value(json_object_get(p, "rank")), 0);
+    assert_int_equal(json_integer_value(json_object_get(p, "nranks")), 8);
+    assert_int_equal(json_integer_value(json_object_get(p, "init_complete")), 1);
+    json_t *tr = json_object_get(p, "transports");
+    assert_int_equal(json_integer_value(json_object_get(tr, "net")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tr, "net_gdr")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tr, "p2p")), 1);
+    assert_int_equal(json_integer_value(json_object_get(tr, "shm")), 1);
+    /* the bare version line is a per-file pseudo process's */
+    json_t *vers = json_object_get(f, "nccl_versions");
+    assert_int_equal(json_array_size(vers), 1);
+    assert_string_equal(json_string_value(json_array_get(vers, 0)), "2.3.7");
+    json_decref(f);
+    ncd_explain_free(ex);
+    ncd_rules_free(rules);
+    ncd_ctx_free(ctx);
+}
+
+/* A connection line whose header was cut still counts as a transport. */
+static void test_stripped_facts(void **state)
+{
+    (void)state;
+    static const char log[] =
+        "9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+        "Channel 01/0 : 9[1a000] -> 2[6b000] [send] via NET/IB/0/GDRDMA\n"
+        "NCCL INFO Channel 00/0 : 3[3] -> 4[4] via P2P/IPC/read\n";
+    struct ncd_ctx *ctx;
+    struct ncd_rules *rules;
+    struct ncd_explain *ex;
+    assert_int_equal(ncd_ctx_new("/", NULL, &ctx), 0);
+    assert_int_equal(ncd_rules_new(&rules), 0);
+    assert_true(ncd_rules_load_builtin(ctx, rules) > 0);
+    assert_int_equal(ncd_explain_new(ctx, rules, &ex), 0);
+    assert_int_equal(ncd_explain_begin(ex, "cut.log"), 0);
+    assert_int_equal(ncd_explain_feed(ex, log, sizeof log - 1), 0);
+    ncd_explain_end(ex);
+    unsigned long long nl;
+    ncd_explain_stats(ex, NULL, NULL, &nl);
+    assert_int_equal(nl, 3);
+    json_t *f = ncd_explain_facts_json(ex);
+    json_t *tr = json_object_get(f, "transports");
+    assert_int_equal(json_integer_value(json_object_get(tr, "net_gdr")), 2);
+    assert_int_equal(json_integer_value(json_object_get(tr, "p2p")), 1);
+    json_decref(f);
+    ncd_explain_free(ex);
+    ncd_rules_free(rules);
+    ncd_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_formats),
         cmocka_unit_test(test_timestamp_value),
         cmocka_unit_test(test_garbage),
+        cmocka_unit_test(test_old_facts),
+        cmocka_unit_test(test_stripped_facts),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

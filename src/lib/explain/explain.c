@@ -1,10 +1,27 @@
 /* SPDX-License-Identifier: MIT */
-/* An explain scan: chunked input -> lines -> facts + rule matches. */
+/*
+ * An explain scan: chunked input -> lines -> facts + rule matches.
+ *
+ * Each line goes through two steps.  ncd__line_scan() is a pure function of
+ * the line and the rules: normalise, parse the header, run the literal
+ * prefilter and the candidate patterns (over all NCCL versions).
+ * ncd__line_apply() updates the scan's state in input order: the process's
+ * facts, the version filter of the match (re-matched with the process's
+ * NCCL version only when the best rule does not apply to it), evidence,
+ * captures.  Serially the two run back to back; with several threads
+ * (ncd__explain_feed_fd) the threads scan blocks of lines concurrently and
+ * apply them one block after the other, in input order, so the state is
+ * the one a serial scan builds, byte for byte.
+ */
 #define _GNU_SOURCE
 #include "explain/session.h"
 
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncd/error.h"
 
@@ -18,8 +35,10 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->rules = rules;
     ex->lastproc = -1;
     ex->curproc = -1;
-    ex->part = malloc(NCD_LOG_MAX_LINE + 1);
-    ex->scratch = malloc(NCD_LOG_MAX_LINE + 1);
+    ex->threads = 1;
+    ex->block = NCD__BLOCK;
+    ex->part = calloc(1, NCD_LOG_MAX_LINE + 1);
+    ex->scratch = calloc(1, NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
     ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH * sizeof *ex->phash);
@@ -53,6 +72,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     if (!ex)
         return;
     ncd__matcher_release(&ex->m);
+    free(ex->seen);
     if (ex->recs)
         for (size_t i = 0; i < ex->rules->n; i++)
             ncd__rec_release(&ex->recs[i]);
@@ -108,15 +128,19 @@ int ncd_explain_begin(struct ncd_explain *ex, const char *name)
     return 0;
 }
 
-/* Keeps captured named groups of the first match of a rule. */
+/* Keeps captured named groups of the first match of a rule (pattern `pat`
+ * matched `text`: the match runs again here, for its groups). */
 static void keep_captures(struct ncd_explain *ex, struct ncd__rec *rec,
-                          size_t pat, const char *text)
+                          size_t pat, const char *text, size_t len)
 {
     const struct ncd_rules *r = ex->rules;
     uint32_t count = 0, esize = 0;
     PCRE2_SPTR table;
-    pcre2_code *re = r->pats[pat].re;
-    if (pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count) != 0 || !count)
+    pcre2_code *re = ncd__pattern_code(r, pat);
+    if (!re || pcre2_pattern_info(re, PCRE2_INFO_NAMECOUNT, &count) != 0 ||
+        !count)
+        return;
+    if (pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, ex->m.md, NULL) < 0)
         return;
     pcre2_pattern_info(re, PCRE2_INFO_NAMEENTRYSIZE, &esize);
     pcre2_pattern_info(re, PCRE2_INFO_NAMETABLE, &table);
@@ -228,56 +252,91 @@ static void warn_file_add(struct ncd_explain *ex, const struct ncd_log_line *ll)
     ncd__rec_add(ex, &ex->wfiles[i].rec, ll, ex->nsrc - 1, ex->lineno);
 }
 
-static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+/* The stateless step: 1 when the line needs ncd__line_apply() (an NCCL
+ * line, an nccl-tests '#' line or a rule match), 0 when it only counts. */
+static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
+                     const char *line, size_t len, char *scratch,
+                     size_t scratch_sz, struct ncd__lscan *o)
 {
-    struct ncd_log_line ll;
-    ex->lineno++;
-    ex->lines++;
-    ex->seq++;
     if (len == 0 || (len == 1 && line[0] == '\r'))
-        return; /* NCCL prints an empty line before every WARN */
-    if (ncd_log_parse(line, len, ex->scratch, NCD_LOG_MAX_LINE + 1, &ll) < 0)
-        return;
-    if (ll.text_len == 0)
-        return;
+        return 0; /* NCCL prints an empty line before every WARN */
+    if (ncd_log_parse(line, len, scratch, scratch_sz, &o->ll) < 0 ||
+        o->ll.text_len == 0)
+        return 0;
+    o->rule = ncd__rules_match(r, m, o->ll.text, o->ll.text_len, 0, o->ll.src,
+                               o->ll.src ? o->ll.src_len : 0, &o->pat);
+    o->nobs = 0;
+    for (size_t k = 0; k < m->nobs && k < NCD__MAX_OBS_PER_LINE; k++)
+        o->obs[o->nobs++] = (uint32_t)m->obs[k];
+    /* facts come from NCCL lines, nccl-tests' '#' lines and env dumps
+     * ("NCCL_X=v", "export NCCL_X=v") */
+    return o->ll.level != NCD_LOG_NONE || o->ll.text[0] == '#' ||
+           o->ll.text[0] == 'N' || o->ll.text[0] == 'e' || o->rule >= 0 ||
+           o->nobs > 0;
+}
+
+/* The stateful step, in input order; ex->lineno / ex->seq are the line's. */
+static void line_apply(struct ncd_explain *ex, struct ncd__lscan *s)
+{
+    struct ncd_log_line *ll = &s->ll;
     struct ncd__proc *pr = NULL;
-    if (ll.level != NCD_LOG_NONE) {
+    if (ll->level != NCD_LOG_NONE) {
         ex->nccl_lines++;
-        ex->info_lines += ll.level == NCD_LOG_INFO;
-        pr = ncd__proc_get(ex, &ll);
+        ex->info_lines += ll->level == NCD_LOG_INFO;
+        pr = ncd__proc_get(ex, ll);
     }
     ex->curproc = pr ? (long)(pr - ex->procs) : -1;
-    if (ll.level != NCD_LOG_NONE || ll.text[0] == '#' || ll.text[0] == 'N' ||
-        ll.text[0] == 'e')
-        ncd__facts_line(ex, &ll, pr);
+    if (ll->level != NCD_LOG_NONE || ll->text[0] == '#' ||
+        ll->text[0] == 'N' || ll->text[0] == 'e')
+        ncd__facts_line(ex, ll, pr);
 
-    size_t pat;
-    long ri = ncd__rules_match(ex->rules, &ex->m, ll.text, ll.text_len,
-                               pr ? pr->vcode : 0, ll.src,
-                               ll.src ? ll.src_len : 0, &pat);
+    /* the best rule over all versions is the answer unless the process's
+     * NCCL version rules it out: then the best among those that apply */
+    long ri = s->rule;
+    size_t pat = s->pat;
+    int version = pr ? pr->vcode : 0;
+    if (ri >= 0 && version && !ncd__rule_applies(&ex->rules->v[ri], version))
+        ri = ncd__rules_match(ex->rules, &ex->m, ll->text, ll->text_len,
+                              version, ll->src, ll->src ? ll->src_len : 0,
+                              &pat);
     /* the rank NCCL reported for this process, when the launcher gave none */
-    if (ll.rank < 0 && pr && pr->rank >= 0)
-        ll.rank = pr->rank;
+    if (ll->rank < 0 && pr && pr->rank >= 0)
+        ll->rank = pr->rank;
     if (ri >= 0 && ri == ex->wd_rule)
-        ncd__facts_watchdog(ex, &ll);
-    if (ll.level == NCD_LOG_WARN)
-        warn_file_add(ex, &ll);
-    for (size_t o = 0; o < ex->m.nobs; o++) /* known bugs' signatures */
-        ncd__rec_add(ex, &ex->obsrecs[ex->rules->pats[ex->m.obs[o]].obs_slot],
-                     &ll, ex->nsrc - 1, ex->lineno);
+        ncd__facts_watchdog(ex, ll);
+    if (ll->level == NCD_LOG_WARN)
+        warn_file_add(ex, ll);
+    for (uint32_t o = 0; o < s->nobs; o++) { /* known bugs' signatures */
+        const struct ncd__pattern *op = &ex->rules->pats[s->obs[o]];
+        if (!version ||
+            ncd_known_bug_affects(&ex->rules->bugs.v[op->bug], version))
+            ncd__rec_add(ex, &ex->obsrecs[op->obs_slot], ll, ex->nsrc - 1,
+                         ex->lineno);
+    }
     if (ri >= 0) {
         struct ncd__rec *rec = &ex->recs[ri];
         if (rec->count == 0 && pat != SIZE_MAX)
-            keep_captures(ex, rec, pat, ll.text);
-        ncd__rec_add(ex, rec, &ll, ex->nsrc - 1, ex->lineno);
+            keep_captures(ex, rec, pat, ll->text, ll->text_len);
+        ncd__rec_add(ex, rec, ll, ex->nsrc - 1, ex->lineno);
         return;
     }
-    if (ll.level == NCD_LOG_WARN) {
+    if (ll->level == NCD_LOG_WARN) {
         /* A WARN no rule knows, of a file no subsystem rule names */
         enum ncd_category cat = ncd__category_for_src(
-            ex->rules, ll.src, ll.src ? ll.src_len : 0);
-        ncd__rec_add(ex, &ex->unmatched[cat], &ll, ex->nsrc - 1, ex->lineno);
+            ex->rules, ll->src, ll->src ? ll->src_len : 0);
+        ncd__rec_add(ex, &ex->unmatched[cat], ll, ex->nsrc - 1, ex->lineno);
     }
+}
+
+static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+{
+    struct ncd__lscan s;
+    ex->lineno++;
+    ex->lines++;
+    ex->seq++;
+    if (line_scan(ex->rules, &ex->m, line, len, ex->scratch,
+                  NCD_LOG_MAX_LINE + 1, &s))
+        line_apply(ex, &s);
 }
 
 int ncd_explain_feed(struct ncd_explain *ex, const void *buf, size_t len)
@@ -342,4 +401,317 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
         *lines = ex->lines;
     if (nccl_lines)
         *nccl_lines = ex->nccl_lines;
+}
+
+int ncd_explain_set_threads(struct ncd_explain *ex, int n)
+{
+    if (n < 1 || n > NCD_EXPLAIN_MAX_THREADS)
+        return ncd_fail(ex->ctx, NCD_EINVAL, "threads: %d is not in 1..%d", n,
+                        NCD_EXPLAIN_MAX_THREADS);
+    ex->threads = n;
+    return 0;
+}
+
+/* ------------------------------------------------ parallel block scan */
+
+/*
+ * Block k holds the lines that start in [k*B, (k+1)*B), B = ex->block
+ * (NCD__BLOCK): its reader reads from one byte before (to see whether a
+ * line starts at the block's first byte) to NCD_LOG_MAX_LINE + 1 bytes past
+ * its end (the rest of its last line; the part of a line past
+ * NCD_LOG_MAX_LINE is ignored anyway).
+ *
+ * Every thread reads and scans blocks, in order of k, into free slots (up
+ * to SLOTS_PER_THREAD blocks per thread ahead of the applied ones, so a
+ * thread on a slower or busier core does not hold the others back).  The
+ * calling thread alone applies them, in order of k, whenever the next one
+ * is ready, and scans otherwise: the scan's state (processes, matches)
+ * stays in one core's cache.
+ */
+#define SLOTS_PER_THREAD 3
+
+struct slot {
+    _Alignas(128) size_t k; /* its block */
+    int state;              /* S_FREE, S_SCANNING, S_READY */
+    char *buf;              /* the block's bytes, `got` of them */
+    size_t got;
+    char *arena;            /* normalised text of the lines kept */
+    struct ncd__lscan *ev;
+    size_t nev, capev;
+    uint32_t nlines;        /* lines starting in the block, scanned */
+    const char *first;      /* the first of them in buf */
+    const char *lim;        /* lines start before this */
+    int err;                /* errno of its read */
+    int oom;                /* the lines from nlines on were not scanned */
+};
+enum { S_FREE, S_SCANNING, S_READY };
+
+struct par {
+    struct ncd_explain *ex;
+    int fd;
+    size_t size, nblocks;
+    struct slot *slots;
+    size_t nslots;
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    size_t next_scan;  /* next block to read and scan */
+    size_t next_apply; /* next block to apply */
+    int done;          /* the caller stopped (all applied, or a read failed) */
+};
+
+/* A scanning thread's own matcher, on cache lines of its own (it changes
+ * on every line). */
+struct scanner {
+    _Alignas(128) struct par *P;
+    struct ncd__matcher m;
+};
+
+/* pread until `len` bytes or end of file; the count or -errno. */
+static long read_at(int fd, char *buf, size_t len, size_t off)
+{
+    size_t got = 0;
+    while (got < len) {
+        ssize_t n = pread(fd, buf + got, len - got, (off_t)(off + got));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (long)got;
+}
+
+/* Reads block s->k and scans its lines into s (no lock held).  Lines are
+ * those of ncd_explain_feed(): split at '\n', the file's last one may lack
+ * it. */
+static void scan_block(struct par *P, struct ncd__matcher *m, struct slot *s)
+{
+    const struct ncd_rules *rules = P->ex->rules;
+    size_t B = P->ex->block, k = s->k;
+    size_t start = k * B;
+    size_t from = k ? start - 1 : 0;
+    size_t to = start + B + NCD_LOG_MAX_LINE + 1;
+    if (to > P->size)
+        to = P->size;
+    long got = read_at(P->fd, s->buf, to - from, from);
+    s->err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
+    s->got = got > 0 ? (size_t)got : 0;
+    s->nev = s->nlines = 0;
+    s->oom = 0;
+    const char *b = s->buf, *e = s->buf + s->got, *p = b;
+    s->lim = s->buf + (start + B - from);
+    if (k) { /* the first line starts after the first '\n' from start-1 */
+        const char *nl = memchr(b, '\n', (size_t)(e - b));
+        p = nl ? nl + 1 : e;
+    }
+    s->first = p;
+    size_t nev = 0, capev = s->capev, used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
+    struct ncd__lscan *ev = s->ev;
+    uint32_t nlines = 0;
+    while (!s->err && p < s->lim && p < e) {
+        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        /* without '\n' here: the file's last line, or one longer than
+         * NCD_LOG_MAX_LINE (only its first NCD_LOG_MAX_LINE bytes count) */
+        size_t len = (size_t)((nl ? nl : e) - p);
+        if (nev == capev) {
+            size_t nc = capev ? capev * 2 : 4096;
+            struct ncd__lscan *nv = realloc(ev, nc * sizeof *nv);
+            if (!nv) {
+                s->oom = 1;
+                break;
+            }
+            s->ev = ev = nv;
+            s->capev = capev = nc;
+        }
+        struct ncd__lscan *ls = &ev[nev];
+        if (line_scan(rules, m, p, len, s->arena + used, cap - used, ls)) {
+            ls->line = nlines;
+            used += (size_t)(ls->ll.text + ls->ll.text_len - (s->arena + used)) + 1;
+            nev++;
+        }
+        nlines++;
+        if (!nl)
+            break;
+        p = nl + 1;
+    }
+    s->nev = nev;
+    s->nlines = nlines;
+}
+
+/* Applies a scanned block to the scan's state (the calling thread only).
+ * Returns its read error, 0 when none. */
+static int apply_block(struct ncd_explain *ex, struct slot *s)
+{
+    uint64_t line0 = ex->lineno, seq0 = ex->seq;
+    for (size_t i = 0; i < s->nev; i++) {
+        ex->lineno = line0 + s->ev[i].line + 1;
+        ex->seq = seq0 + s->ev[i].line + 1;
+        line_apply(ex, &s->ev[i]);
+    }
+    ex->lineno = line0 + s->nlines;
+    ex->seq = seq0 + s->nlines;
+    ex->lines += s->nlines;
+    if (s->oom) {
+        /* no room to keep the rest: scan it here, in order */
+        const char *p = s->first, *e = s->buf + s->got;
+        for (uint32_t i = 0; i < s->nlines; i++)
+            p = (const char *)memchr(p, '\n', (size_t)(e - p)) + 1;
+        while (p < s->lim && p < e) {
+            const char *nl = memchr(p, '\n', (size_t)(e - p));
+            process_line(ex, p, (size_t)((nl ? nl : e) - p));
+            if (!nl)
+                break;
+            p = nl + 1;
+        }
+    }
+    return s->err;
+}
+
+/* A free slot for the next block to scan, NULL when there is none or no
+ * block is left (lock held). */
+static struct slot *take_slot(struct par *P)
+{
+    if (P->done || P->next_scan >= P->nblocks)
+        return NULL;
+    for (size_t i = 0; i < P->nslots; i++)
+        if (P->slots[i].state == S_FREE) {
+            struct slot *s = &P->slots[i];
+            s->state = S_SCANNING;
+            s->k = P->next_scan++;
+            return s;
+        }
+    return NULL;
+}
+
+/* The slot holding block k once scanned, else NULL (lock held). */
+static struct slot *ready_slot(struct par *P, size_t k)
+{
+    for (size_t i = 0; i < P->nslots; i++)
+        if (P->slots[i].state == S_READY && P->slots[i].k == k)
+            return &P->slots[i];
+    return NULL;
+}
+
+static void *scan_thread(void *arg)
+{
+    struct scanner *t = arg;
+    struct par *P = t->P;
+    pthread_mutex_lock(&P->lock);
+    for (;;) {
+        if (P->done || P->next_scan >= P->nblocks)
+            break;
+        struct slot *s = take_slot(P);
+        if (!s) {
+            pthread_cond_wait(&P->cv, &P->lock);
+            continue;
+        }
+        pthread_mutex_unlock(&P->lock);
+        scan_block(P, &t->m, s);
+        pthread_mutex_lock(&P->lock);
+        s->state = S_READY;
+        pthread_cond_broadcast(&P->cv);
+    }
+    pthread_mutex_unlock(&P->lock);
+    return NULL;
+}
+
+/* The calling thread: applies the next block when it is ready, scans one
+ * otherwise.  Returns the first read error (0 when none). */
+static int apply_loop(struct par *P, struct scanner *t)
+{
+    int err = 0;
+    pthread_mutex_lock(&P->lock);
+    while (P->next_apply < P->nblocks) {
+        struct slot *s = ready_slot(P, P->next_apply);
+        if (s) {
+            pthread_mutex_unlock(&P->lock);
+            err = apply_block(P->ex, s);
+            pthread_mutex_lock(&P->lock);
+            s->state = S_FREE;
+            P->next_apply++;
+            pthread_cond_broadcast(&P->cv);
+            if (err)
+                break; /* the lines after a failed read are not used */
+            continue;
+        }
+        if ((s = take_slot(P))) {
+            pthread_mutex_unlock(&P->lock);
+            scan_block(P, &t->m, s);
+            pthread_mutex_lock(&P->lock);
+            s->state = S_READY;
+            continue;
+        }
+        pthread_cond_wait(&P->cv, &P->lock);
+    }
+    P->done = 1;
+    pthread_cond_broadcast(&P->cv);
+    pthread_mutex_unlock(&P->lock);
+    return err;
+}
+
+static void slots_free(struct par *P)
+{
+    for (size_t i = 0; i < P->nslots; i++) {
+        free(P->slots[i].buf);
+        free(P->slots[i].arena);
+        free(P->slots[i].ev);
+    }
+    free(P->slots);
+}
+
+int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
+{
+    struct par P = {.ex = ex, .fd = fd, .size = size};
+    P.nblocks = (size + ex->block - 1) / ex->block;
+    int nt = ex->threads;
+    if ((size_t)nt > P.nblocks)
+        nt = P.nblocks ? (int)P.nblocks : 1;
+    struct scanner t[NCD_EXPLAIN_MAX_THREADS];
+    pthread_t tid[NCD_EXPLAIN_MAX_THREADS];
+    P.nslots = (size_t)nt * SLOTS_PER_THREAD;
+    P.slots = aligned_alloc(_Alignof(struct slot), P.nslots * sizeof *P.slots);
+    if (!P.slots)
+        return NCD_ENOMEM;
+    memset(P.slots, 0, P.nslots * sizeof *P.slots);
+    size_t ok = 0;
+    for (; ok < P.nslots; ok++) {
+        struct slot *s = &P.slots[ok];
+        s->buf = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
+        s->arena = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
+        if (!s->buf || !s->arena)
+            break;
+    }
+    /* fewer slots than wanted still work; none does not */
+    if (ok < 2 || ncd__matcher_init(&t[0].m, ex->rules) < 0) {
+        slots_free(&P);
+        return NCD_ENOMEM;
+    }
+    P.nslots = ok;
+    t[0].P = &P;
+    pthread_mutex_init(&P.lock, NULL);
+    pthread_cond_init(&P.cv, NULL);
+    int started = 0;
+    for (int i = 1; i < nt; i++) {
+        t[i].P = &P;
+        if (ncd__matcher_init(&t[i].m, ex->rules) < 0)
+            break;
+        if (pthread_create(&tid[i], NULL, scan_thread, &t[i]) != 0) {
+            ncd__matcher_release(&t[i].m);
+            break; /* fewer threads: the same result */
+        }
+        started = i;
+    }
+    int err = apply_loop(&P, &t[0]);
+    for (int i = 1; i <= started; i++) {
+        pthread_join(tid[i], NULL);
+        ncd__matcher_release(&t[i].m);
+    }
+    ncd__matcher_release(&t[0].m);
+    pthread_mutex_destroy(&P.lock);
+    pthread_cond_destroy(&P.cv);
+    slots_free(&P);
+    ex->bytes += err ? P.next_apply * ex->block : size;
+    return err ? -err : 0;
 }

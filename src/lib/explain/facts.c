@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Facts from NCCL INFO lines (formats of reference B8 and nccl-facts.md,
- * NCCL 2.4 .. 2.30.7), kept per process (host, pid).
+ * NCCL 2.4 .. 2.30.7, plus the phrasings of 2.0 .. 2.3 and 1.x: see
+ * old_line()), kept per process (host, pid).
  */
 #define _GNU_SOURCE
 #include "explain/session.h"
@@ -90,7 +91,7 @@ static long num_after(const char *m, size_t ml, const char *key)
     size_t kl = strlen(key);
     const char *p = m, *end = m + ml;
     while (p < end) {
-        const char *h = memmem(p, (size_t)(end - p), key, kl);
+        const char *h = ncd__find(p, (size_t)(end - p), key, kl);
         if (!h)
             return -1;
         const char *q = h + kl;
@@ -116,7 +117,7 @@ static int word_after(const char *m, size_t ml, const char *key, char *out,
                       size_t osz)
 {
     size_t kl = strlen(key);
-    const char *h = memmem(m, ml, key, kl);
+    const char *h = ncd__find(m, ml, key, kl);
     if (!h)
         return -1;
     const char *q = h + kl, *end = m + ml;
@@ -236,7 +237,7 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
     struct ncd__host *hs = host_get(ex, pr->host);
     if (!hs)
         return;
-    const char *arrow = memmem(m, ml, " -> ", 4);
+    const char *arrow = ncd__find(m, ml, " -> ", 4);
     if (!arrow)
         return;
     int r[2], d[2];
@@ -291,7 +292,9 @@ static void local_edge(struct ncd_explain *ex, struct ncd__proc *pr,
 static void raise_phase(struct ncd_explain *ex, struct ncd__proc *pr, int ph,
                         const char *m, size_t ml)
 {
-    if (pr->phase >= ph)
+    /* lines without host:pid:tid (a cut header) may be any process's: the
+     * init phase of that pseudo process means nothing */
+    if (pr->phase >= ph || pr->pid < 0)
         return;
     pr->phase = (uint8_t)ph;
     pr->phase_line = ex->lineno;
@@ -315,9 +318,9 @@ static long lead_int(const char *s, const char *e)
 static void rank_net(struct ncd_explain *ex, struct ncd__proc *pr,
                      const char *m, const char *via, int gdr)
 {
-    const char *arrow = memmem(m, (size_t)(via - m), " -> ", 4);
-    int send = memmem(m, (size_t)(via - m), "[send]", 6) != NULL;
-    if (!arrow || (!send && !memmem(m, (size_t)(via - m), "[receive]", 9)))
+    const char *arrow = ncd__find(m, (size_t)(via - m), " -> ", 4);
+    int send = ncd__find(m, (size_t)(via - m), "[send]", 6) != NULL;
+    if (!arrow || (!send && !ncd__find(m, (size_t)(via - m), "[receive]", 9)))
         return;
     const char *a = arrow;
     while (a > m && a[-1] != ' ')
@@ -351,12 +354,12 @@ static void rank_net(struct ncd_explain *ex, struct ncd__proc *pr,
     r->gdr += gdr;
 }
 
+/* A connection line, " via " at `via`: "Channel 00/0 : 0[0] -> 1[1] via
+ * P2P/IPC", "Ring 00 : 3 -> 4 via NET/IB/0" (2.3 .. 2.6), or its bare
+ * "0[0] -> 1[1] [send] via NET/IB/0/GDRDMA" tail. */
 static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
-                      const char *m, size_t ml)
+                      const char *m, size_t ml, const char *via)
 {
-    const char *via = memmem(m, ml, " via ", 5);
-    if (!via)
-        return;
     const char *t = via + 5;
     size_t tl = (size_t)(m + ml - t);
     raise_phase(ex, pr, PH_CONNECT, m, ml);
@@ -367,13 +370,138 @@ static void transport(struct ncd_explain *ex, struct ncd__proc *pr,
         pr->t_shm++;
         local_edge(ex, pr, m, (size_t)(via - m));
     } else if (STARTS(t, tl, "NET")) {
-        int gdr = memmem(t, tl, "GDRDMA", 6) != NULL;
+        int gdr = ncd__find(t, tl, "GDRDMA", 6) != NULL;
         pr->t_net++;
         pr->t_netgdr += gdr;
         rank_net(ex, pr, m, via, gdr);
     } else if (STARTS(t, tl, "COLLNET") || STARTS(t, tl, "CollNet")) {
         pr->t_collnet++;
     }
+}
+
+/* An interface of a 2.3 "NET : Using interface" line into the process's
+ * socket list (once), the first one also as its bootstrap interface. */
+static void old_iface(struct ncd_explain *ex, struct ncd__proc *pr,
+                      const char *s, const char *end)
+{
+    struct ncd__iface i;
+    if (!parse_ifaces(s, end, &i, 1))
+        return;
+    if (!pr->nboot) {
+        pr->boot[0] = i;
+        pr->nboot = 1;
+        pr->boot_line = ex->lineno;
+        pr->boot_seq = ex->seq;
+    }
+    for (uint8_t k = 0; k < pr->nsock; k++)
+        if (strcmp(pr->sock[k].name, i.name) == 0)
+            return;
+    if (pr->nsock < 8) {
+        if (!pr->nsock) {
+            pr->sock_line = ex->lineno;
+            pr->sock_seq = ex->seq;
+        }
+        pr->sock[pr->nsock++] = i;
+    }
+}
+
+static void add_ib(struct ncd__proc *pr, const char *s, size_t n)
+{
+    if (pr->nib >= 4 || !n)
+        return;
+    copyn(pr->ib[pr->nib++], sizeof pr->ib[0], s, n);
+    if (NCD__FIND(s, n, "/RoCE"))
+        pr->ib_roce++;
+    else if (NCD__FIND(s, n, "/IB"))
+        pr->ib_ib++;
+}
+
+/*
+ * The same facts in the phrasing of NCCL 2.0 .. 2.3 (src/include/socket.h,
+ * transport/net_ib.cu, init.cu of v2.3.5/v2.3.7) and 1.x (src/core.cu of
+ * v1.3.4).  Returns 1 when the line was one of them.
+ */
+static int old_line(struct ncd_explain *ex, struct ncd__proc *pr,
+                    const char *m, size_t ml)
+{
+    const char *end = m + ml;
+    /* "NET : Using interface eno2:10.0.0.2<0>": each interface NCCL took;
+     * the first one of a process is the bootstrap's (bootstrapInit runs
+     * first, with one interface) */
+    if (STARTS(m, ml, "NET : Using interface ")) {
+        raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
+        old_iface(ex, pr, m + 22, end);
+        return 1;
+    }
+    /* "NET/IB : Using interface ib0 for sideband communication" (OOB) */
+    if (STARTS(m, ml, "NET/IB : Using interface ")) {
+        raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
+        const char *s = m + 25, *e = s;
+        while (e < end && *e != ' ')
+            e++;
+        copyn(pr->oob, sizeof pr->oob, s, (size_t)(e - s));
+        return 1;
+    }
+    /* "NET/IB: [0] mlx5_0:1/IB " : one line per HCA port */
+    if (STARTS(m, ml, "NET/IB: [")) {
+        const char *rb = memchr(m, ']', ml);
+        if (rb) {
+            const char *s = rb + 1, *e;
+            while (s < end && *s == ' ')
+                s++;
+            e = s;
+            while (e < end && *e != ' ')
+                e++;
+            add_ib(pr, s, (size_t)(e - s));
+            if (!pr->ib_line) {
+                pr->ib_line = ex->lineno;
+                pr->ib_seq = ex->seq;
+            }
+        }
+        return 1;
+    }
+    /* "Using internal Network IB" / "Using external Network <plugin>" */
+    if (STARTS(m, ml, "Using internal Network ") ||
+        STARTS(m, ml, "Using external Network ")) {
+        copyn(pr->net, sizeof pr->net, m + 23, ml - 23);
+        pr->net_line = ex->lineno;
+        if (m[6] == 'e') {
+            pr->plugin = 2;
+            pr->plugin_line = ex->lineno;
+            if (!pr->plugin_name[0])
+                memcpy(pr->plugin_name, pr->net, sizeof pr->net);
+        } else if (pr->plugin == 0) {
+            pr->plugin = 1;
+            pr->plugin_line = ex->lineno;
+        }
+        return 1;
+    }
+    /* 2.3: "rank 0 nranks 8"; 1.x: "rank 0 using device 0 (0000:04:00.0)" */
+    if (STARTS(m, ml, "rank ") && ml > 5 && m[5] >= '0' && m[5] <= '9') {
+        long v;
+        if ((v = num_after(m, ml, "rank")) >= 0 && pr->rank < 0)
+            pr->rank = (int)v;
+        if ((v = num_after(m, ml, "nranks")) >= 0 && pr->nranks < 0)
+            pr->nranks = (int)v;
+        if ((v = num_after(m, ml, "device")) >= 0 && pr->cuda_dev < 0 &&
+            NCD__FIND(m, ml, " using device "))
+            pr->cuda_dev = (int)v;
+        return 1;
+    }
+    /* 1.x: "rank access 0 -> 1 via P2P device mem" (or IPC device mem,
+     * common device, zero-copy host mem) */
+    if (STARTS(m, ml, "rank access ")) {
+        const char *via = NCD__FIND(m, ml, " via ");
+        if (via) {
+            raise_phase(ex, pr, PH_CONNECT, m, ml);
+            if (NCD__FIND(via, (size_t)(end - via), "host mem"))
+                pr->t_shm++;
+            else
+                pr->t_p2p++;
+        }
+        return 1;
+    }
+    return 0;
 }
 
 static void set_version(struct ncd__proc *pr, const char *v, size_t vl)
@@ -400,10 +528,10 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
 {
     const char *m = ll->text, *end = m + ll->text_len;
     size_t ml = ll->text_len;
-    const char *lib = memmem(m, ml, "nccl-library=", 13);
+    const char *lib = ncd__find(m, ml, "nccl-library=", 13);
     if (lib && STARTS(m, ml, "# nccl-tests version")) {
         long code = atol(lib + 13);
-        const char *hdr = memmem(m, ml, "nccl-headers=", 13);
+        const char *hdr = ncd__find(m, ml, "nccl-headers=", 13);
         ex->tests_lib_code = code;
         ex->tests_hdr_code = hdr ? atol(hdr + 13) : 0;
         ex->tests_line = ex->lineno;
@@ -416,12 +544,12 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
                      code / 1000, code / 100 % 10, code % 100);
         return;
     }
-    const char *oob = memmem(m, ml, "Out of bounds values : ", 23);
-    if (oob && memmem(m, ml, "FAILED", 6)) {
+    const char *oob = ncd__find(m, ml, "Out of bounds values : ", 23);
+    if (oob && ncd__find(m, ml, "FAILED", 6)) {
         ex->oob_failed += (uint64_t)atol(oob + 23);
         return;
     }
-    if (oob && memmem(m, ml, " OK", 3)) {
+    if (oob && ncd__find(m, ml, " OK", 3)) {
         ex->tests_ok++;
         return;
     }
@@ -433,7 +561,7 @@ static void tests_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     char host[48];
     if (rank < 0 || word_after(m, ml, " on ", host, sizeof host) < 0)
         return;
-    const char *rb = memmem(m, ml, "] ", 2);
+    const char *rb = ncd__find(m, ml, "] ", 2);
     if (!rb || ex->ngpus >= NCD__MAX_GPUS)
         return;
     if (!ex->gpus && !(ex->gpus = calloc(NCD__MAX_GPUS, sizeof *ex->gpus)))
@@ -506,7 +634,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "NCCL_") || STARTS(m, ml, "NCCL ")) {
-            const char *se = memmem(m, ml, " set by environment to ", 23);
+            const char *se = ncd__find(m, ml, " set by environment to ", 23);
             if (se) {
                 const char *v = se + 23;
                 size_t vl = (size_t)(m + ml - v);
@@ -518,9 +646,11 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             }
             return;
         }
+        if (STARTS(m, ml, "NET") && old_line(ex, pr, m, ml))
+            return;
         if (STARTS(m, ml, "NET/IB")) {
             raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
-            const char *u = memmem(m, ml, ": Using ", 8);
+            const char *u = ncd__find(m, ml, ": Using ", 8);
             if (u) {
                 const char *p = u + 8, *end = m + ml;
                 const char *semi = memchr(p, ';', (size_t)(end - p));
@@ -540,15 +670,10 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                         p = e;
                         continue;
                     }
-                    copyn(pr->ib[pr->nib++], sizeof pr->ib[0], s,
-                          (size_t)(e - s));
-                    if (memmem(s, (size_t)(e - s), "/RoCE", 5))
-                        pr->ib_roce++;
-                    else if (memmem(s, (size_t)(e - s), "/IB", 3))
-                        pr->ib_ib++;
+                    add_ib(pr, s, (size_t)(e - s));
                     p = e;
                 }
-                const char *oob = semi ? memmem(semi, (size_t)(end - semi),
+                const char *oob = semi ? ncd__find(semi, (size_t)(end - semi),
                                                 "OOB ", 4)
                                        : NULL;
                 if (oob) {
@@ -556,44 +681,44 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                     if (parse_ifaces(oob + 4, end, &i, 1))
                         copyn(pr->oob, sizeof pr->oob, i.name, strlen(i.name));
                 }
-            } else if (memmem(m, ml, "No device found", 15)) {
+            } else if (ncd__find(m, ml, "No device found", 15)) {
                 pr->ib_nodev = 1;
                 pr->ib_line = ex->lineno;
                 pr->ib_seq = ex->seq;
             }
-            if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
+            if (ncd__find(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
-            else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
+            else if (ncd__find(m, ml, "GPU Direct RDMA Disabled", 24))
                 pr->gdr_off++;
             return;
         }
         if (STARTS(m, ml, "NET/Socket")) {
             raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
-            const char *u = memmem(m, ml, ": Using ", 8);
+            const char *u = ncd__find(m, ml, ": Using ", 8);
             if (u && !pr->nsock) {
                 pr->nsock = parse_ifaces(u + 8, m + ml, pr->sock, 8);
                 pr->sock_line = ex->lineno;
                 pr->sock_seq = ex->seq;
             }
-            if (memmem(m, ml, "GPU Direct RDMA Enabled", 23))
+            if (ncd__find(m, ml, "GPU Direct RDMA Enabled", 23))
                 pr->gdr_on++;
-            else if (memmem(m, ml, "GPU Direct RDMA Disabled", 24))
+            else if (ncd__find(m, ml, "GPU Direct RDMA Disabled", 24))
                 pr->gdr_off++;
             return;
         }
         if (STARTS(m, ml, "NET/Plugin") || STARTS(m, ml, "NET/")) {
-            if (memmem(m, ml, "No plugin found", 15) ||
-                memmem(m, ml, "Could not find", 14) ||
-                memmem(m, ml, "using internal", 14) ||
-                memmem(m, ml, "Using internal", 14)) {
+            if (ncd__find(m, ml, "No plugin found", 15) ||
+                ncd__find(m, ml, "Could not find", 14) ||
+                ncd__find(m, ml, "using internal", 14) ||
+                ncd__find(m, ml, "Using internal", 14)) {
                 if (pr->plugin == 0) {
                     pr->plugin = 1;
                     pr->plugin_line = ex->lineno;
                 }
-            } else if (memmem(m, ml, "Loaded", 6)) {
+            } else if (ncd__find(m, ml, "Loaded", 6)) {
                 pr->plugin = 2;
                 pr->plugin_line = ex->lineno;
-                const char *l = memmem(m, ml, "plugin ", 7);
+                const char *l = ncd__find(m, ml, "plugin ", 7);
                 if (l)
                     copyn(pr->plugin_name, sizeof pr->plugin_name, l + 7,
                           (size_t)(m + ml - l - 7));
@@ -602,9 +727,9 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         }
         if (STARTS(m, ml, "NVLS")) {
             raise_phase(ex, pr, PH_NVLS, m, ml);
-            if (memmem(m, ml, "support is not available", 24))
+            if (ncd__find(m, ml, "support is not available", 24))
                 pr->nvls = 0;
-            else if (memmem(m, ml, "support is available", 20))
+            else if (ncd__find(m, ml, "support is available", 20))
                 pr->nvls = 1;
             pr->nvls_line = ex->lineno;
             return;
@@ -613,7 +738,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     case 'B':
         if (STARTS(m, ml, "Bootstrap")) {
             raise_phase(ex, pr, PH_BOOTSTRAP, m, ml);
-            const char *u = memmem(m, ml, ": Using ", 8);
+            const char *u = ncd__find(m, ml, ": Using ", 8);
             if (u && !pr->nboot) {
                 pr->nboot = parse_ifaces(u + 8, m + ml, pr->boot, 4);
                 pr->boot_line = ex->lineno;
@@ -633,7 +758,23 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             }
             return;
         }
+        if (old_line(ex, pr, m, ml))
+            return;
         break;
+    case 'r':
+        if (old_line(ex, pr, m, ml))
+            return;
+        break;
+    case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9': {
+        /* a connection line whose "Channel NN :" was cut */
+        const char *via = NCD__FIND(m, ml, " via ");
+        if (via && NCD__FIND(m, (size_t)(via - m), " -> ")) {
+            transport(ex, pr, m, ml, via);
+            return;
+        }
+        break;
+    }
     case 'P':
         if (STARTS(m, ml, "Plugin Path : ")) {
             pr->plugin = 2;
@@ -644,7 +785,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         break;
     case 'F':
     case 'C':
-        if (memmem(m, ml, "libibverbs", 10) &&
+        if (ncd__find(m, ml, "libibverbs", 10) &&
             (STARTS(m, ml, "Failed to open") || STARTS(m, ml, "Count not open") ||
              STARTS(m, ml, "Could not open"))) {
             pr->ibverbs_missing = 1;
@@ -653,10 +794,11 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             return;
         }
         if (STARTS(m, ml, "Channel ")) {
-            if (memmem(m, ml, " via ", 5))
-                transport(ex, pr, m, ml);
+            const char *via = NCD__FIND(m, ml, " via ");
+            if (via)
+                transport(ex, pr, m, ml, via);
             else if (!pr->ring[0] && memchr(m, '/', ml)) {
-                const char *c = memmem(m, ml, " : ", 3);
+                const char *c = ncd__find(m, ml, " : ", 3);
                 if (c)
                     copyn(pr->ring, sizeof pr->ring, c + 3,
                           (size_t)(m + ml - c - 3));
@@ -671,8 +813,9 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         break;
     case 'R':
         if (STARTS(m, ml, "Ring ")) {
-            if (memmem(m, ml, " via ", 5))
-                transport(ex, pr, m, ml);
+            const char *via = NCD__FIND(m, ml, " via ");
+            if (via)
+                transport(ex, pr, m, ml, via);
             return;
         }
         break;
@@ -692,7 +835,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         break;
     case 'I':
         if (STARTS(m, ml, "Init timings")) {
-            const char *t = memmem(m, ml, " total ", 7);
+            const char *t = ncd__find(m, ml, " total ", 7);
             if (t)
                 pr->init_total = atof(t + 7);
             return;
@@ -703,7 +846,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
             pr->driver = atoi(m + 18);
             return;
         }
-        if (STARTS(m, ml, "comm 0x") && memmem(m, ml, "nNodes", 6)) {
+        if (STARTS(m, ml, "comm 0x") && ncd__find(m, ml, "nNodes", 6)) {
             long v;
             if ((v = num_after(m, ml, "rank")) >= 0)
                 pr->rank = (int)v;
@@ -713,6 +856,15 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 pr->nnodes = (int)v;
             if ((v = num_after(m, ml, "localRanks")) >= 0)
                 pr->local_ranks = (int)v;
+            return;
+        }
+        /* 2.3: "comm 0x7f13 rank 1 nranks 8" (its "- COMPLETE" line below) */
+        if (STARTS(m, ml, "comm 0x") && memcmp(m + ml - 4, "LETE", 4) != 0) {
+            long v;
+            if ((v = num_after(m, ml, "rank")) >= 0 && pr->rank < 0)
+                pr->rank = (int)v;
+            if ((v = num_after(m, ml, "nranks")) >= 0 && pr->nranks < 0)
+                pr->nranks = (int)v;
             return;
         }
         break;
@@ -749,7 +901,9 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     }
     /* "... Init COMPLETE", "... Abort COMPLETE", "... Destroy COMPLETE" */
     if (ml > 9 && memcmp(m + ml - 8, "COMPLETE", 8) == 0) {
-        if (memmem(m, ml, "Init COMPLETE", 13)) {
+        /* "Init COMPLETE"; 2.3 printed "comm %p rank %d nranks %d - COMPLETE" */
+        if (NCD__FIND(m, ml, "Init COMPLETE") ||
+            (ml > 11 && memcmp(m + ml - 11, " - COMPLETE", 11) == 0)) {
             long v;
             pr->ncomplete++;
             pr->phase = PH_COMPLETE;
@@ -761,7 +915,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                 pr->cuda_dev = (int)v;
             if (!pr->busid[0])
                 word_after(m, ml, "busId", pr->busid, sizeof pr->busid);
-        } else if (memmem(m, ml, "Abort COMPLETE", 14)) {
+        } else if (ncd__find(m, ml, "Abort COMPLETE", 14)) {
             pr->nabort++;
             pr->phase = PH_DESTROYED;
         } else {
@@ -770,7 +924,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         return;
     }
     if (ll->level == NCD_LOG_INFO && pr->phase == PH_COMPLETE &&
-        memmem(m, ml, "opCount", 7))
+        ncd__find(m, ml, "opCount", 7))
         pr->phase = PH_RUNNING;
 }
 
@@ -780,9 +934,9 @@ void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll)
 {
     const char *m = ll->text;
     size_t ml = ll->text_len;
-    const char *w = memmem(m, ml, "Watchdog caught", 15);
-    const char *sq = memmem(m, ml, "SeqNum=", 7);
-    const char *op = memmem(m, ml, "OpType=", 7);
+    const char *w = ncd__find(m, ml, "Watchdog caught", 15);
+    const char *sq = ncd__find(m, ml, "SeqNum=", 7);
+    const char *op = ncd__find(m, ml, "OpType=", 7);
     if (!w || !sq || ex->nwd >= NCD__MAX_WD)
         return;
     /* the rank: "[Rank N]" / "[PG 1 Rank N]" just before, else the

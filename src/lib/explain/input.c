@@ -33,6 +33,49 @@ struct walk {
     int rc; /* the last problem's code, 0 when none */
 };
 
+/*
+ * Adds (dev, ino) to the scan's set of files and directories read; 1 when
+ * it is new, 0 when it was there, NCD_ENOMEM.  Keyed on the inode, so a
+ * file named twice, hard links, symlinks and bind mounts of one directory
+ * are all read once, and a directory symlink cycle ends.
+ */
+static int seen_add(struct ncd_explain *ex, const struct stat *st)
+{
+    unsigned long long dev = (unsigned long long)st->st_dev,
+                       ino = (unsigned long long)st->st_ino;
+    if (ino == 0)
+        return 1; /* no identity to compare: read it */
+    if (2 * (ex->nseen + 1) > ex->capseen) {
+        size_t nc = ex->capseen ? 2 * ex->capseen : 64;
+        struct ncd__fileid *nv = calloc(nc, sizeof *nv);
+        if (!nv)
+            return NCD_ENOMEM;
+        for (size_t i = 0; i < ex->capseen; i++) {
+            if (!ex->seen[i].ino)
+                continue;
+            size_t k = (size_t)((ex->seen[i].ino * 0x9E3779B97F4A7C15ull) ^
+                                ex->seen[i].dev) & (nc - 1);
+            while (nv[k].ino)
+                k = (k + 1) & (nc - 1);
+            nv[k] = ex->seen[i];
+        }
+        free(ex->seen);
+        ex->seen = nv;
+        ex->capseen = nc;
+    }
+    size_t k = (size_t)((ino * 0x9E3779B97F4A7C15ull) ^ dev) &
+               (ex->capseen - 1);
+    while (ex->seen[k].ino) {
+        if (ex->seen[k].ino == ino && ex->seen[k].dev == dev)
+            return 0;
+        k = (k + 1) & (ex->capseen - 1);
+    }
+    ex->seen[k].dev = dev;
+    ex->seen[k].ino = ino;
+    ex->nseen++;
+    return 1;
+}
+
 static void problem(struct walk *w, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void problem(struct walk *w, int code, const char *fmt, ...)
@@ -107,9 +150,23 @@ static const char *gz_message(gzFile gz, int *errnum)
     return msg;
 }
 
-/* Reads a regular file with read(): no copy through zlib's buffers. */
-static void feed_plain(struct walk *w, int fd, const char *name)
+/* Reads a regular file with read(): no copy through zlib's buffers; a
+ * large one with the scan's threads when it has several. */
+static void feed_plain(struct walk *w, int fd, const char *name, off_t size)
 {
+    if (w->ex->threads > 1 && size >= (off_t)2 << 20) {
+        int rc = ncd__explain_feed_fd(w->ex, fd, (size_t)size);
+        if (rc == 0)
+            return;
+        if (rc != NCD_ENOMEM) {
+            problem(w, ncd_err_from_errno(-rc),
+                    "%s: %s (the lines before it were used)", name,
+                    rc == -EIO ? "the file shrank while it was read"
+                               : strerror(-rc));
+            return;
+        }
+        /* no memory for the threads' blocks: one thread reads it */
+    }
     for (;;) {
         ssize_t n = read(fd, w->buf, READ_CHUNK);
         if (n > 0) {
@@ -130,9 +187,23 @@ static void feed_plain(struct walk *w, int fd, const char *name)
 static void feed_gz(struct walk *w, gzFile gz, const char *name)
 {
     gzbuffer(gz, 256 * 1024);
+    unsigned long long cap = w->in->max_inflated ? w->in->max_inflated
+                                                 : NCD_EXPLAIN_MAX_INFLATED,
+                       total = 0;
     for (;;) {
         int n = gzread(gz, w->buf, READ_CHUNK);
         if (n > 0) {
+            if (!gzdirect(gz) && total + (unsigned long long)n > cap) {
+                /* the lines up to the cap count; the rest is dropped */
+                ncd_explain_feed(w->ex, w->buf, (size_t)(cap - total));
+                problem(w, NCD_ERANGE,
+                        "%s: stopped after %llu MiB of decompressed data "
+                        "(the cap for one gzip input; the lines before it "
+                        "were used)",
+                        name, cap >> 20);
+                return;
+            }
+            total += (unsigned long long)n;
             ncd_explain_feed(w->ex, w->buf, (size_t)n);
             continue;
         }
@@ -177,7 +248,7 @@ static void feed_fd(struct walk *w, int fd, const char *name)
     if (gz)
         feed_gz(w, gz, name);
     else
-        feed_plain(w, fd, name);
+        feed_plain(w, fd, name, st.st_size);
     ncd_explain_end(w->ex);
     if (gz)
         gzclose(gz);
@@ -209,7 +280,19 @@ static void feed_path(struct walk *w, const char *path, int depth)
         return;
     }
     struct stat st;
-    if (!(fstat(fd, &st) == 0 && S_ISDIR(st.st_mode))) {
+    int isdir = fstat(fd, &st) == 0 && S_ISDIR(st.st_mode);
+    if ((isdir || S_ISREG(st.st_mode))) {
+        int fresh = seen_add(w->ex, &st);
+        if (fresh <= 0) {
+            close(fd);
+            if (fresh == 0)
+                w->in->nagain++;
+            else
+                problem(w, fresh, "%s: out of memory", path);
+            return;
+        }
+    }
+    if (!isdir) {
         feed_fd(w, fd, path);
         return;
     }
@@ -237,7 +320,7 @@ int ncd_explain_feed_path(struct ncd_explain *ex, const char *path,
                           struct ncd_explain_inputs *in)
 {
     struct walk w = {.ex = ex, .in = in};
-    if (!(w.buf = malloc(READ_CHUNK)))
+    if (!(w.buf = calloc(1, READ_CHUNK)))
         return NCD_ENOMEM;
     feed_path(&w, path, 0);
     free(w.buf);
@@ -309,11 +392,13 @@ int ncd_rules_load_dir(struct ncd_ctx *ctx, struct ncd_rules *rules,
             break;
         }
         if ((rc = read_file(ctx, p, &buf, &len)) == 0 &&
-            (rc = ncd_rules_load_buf(ctx, rules, p, buf, len)) >= 0)
+            (rc = ncd__rules_load_doc(ctx, rules, p, buf, len, 0, 0)) >= 0)
             total += rc;
         free(buf);
         free(p);
     }
     free_names(names, n);
+    if (rules->prefilter_stale && ncd__prefilter_build(rules) < 0 && rc >= 0)
+        rc = NCD_ENOMEM;
     return rc < 0 ? rc : total;
 }

@@ -3,12 +3,15 @@
  * Internals of the rule set, shared by the explain modules.
  *
  * The modules of src/lib/explain/ (public API: include/ncd/explain.h):
- *   line.c          one log line -> header + message (launcher prefixes,
- *                   time stamps, NCCL's header formats)
+ *   line.c          one log line -> header + message (JSON wrappers,
+ *                   launcher/collector prefixes and cut headers as tables
+ *                   of shapes, time stamps, NCCL's header formats 1.x..)
  *   rules.c         rules/NAME.yaml -> rules (through core/yaml.h)
  *   prefilter.c     literal prefilter + PCRE2 matcher over the rule set
  *   rules_check.c   the rules' self-test and their POSIX ERE form
- *   explain.c       a scan: chunks -> lines -> facts + per-rule matches
+ *   explain.c       a scan: chunks -> lines -> facts + per-rule matches;
+ *                   a line's pure step (parse + match) and its ordered
+ *                   apply; the threaded block reader
  *   facts.c         facts of NCCL INFO / nccl-tests lines, per process
  *   facts_report.c  the facts as JSON and as `--facts` text
  *   reason.c        matches + conditions -> ranked findings
@@ -26,9 +29,41 @@
 #define PCRE2_CODE_UNIT_WIDTH 8
 #include <pcre2.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ncd/explain.h"
 #include "ncd/knownbugs.h"
+
+/* ---- string search ---- */
+
+/*
+ * First occurrence of nd[0, nl) in h[0, hl), or NULL.  memchr on the
+ * needle's first non-blank byte, then memcmp: cheaper than glibc's memmem
+ * on one log message and a short literal (memmem's set-up dominated the
+ * fact extractor's profile).  NCD__FIND takes a string literal.
+ */
+static inline const char *ncd__find(const char *h, size_t hl, const char *nd,
+                                    size_t nl)
+{
+    if (nl == 0)
+        return h;
+    if (hl < nl)
+        return NULL;
+    size_t a = 0;
+    while (a + 1 < nl && nd[a] == ' ')
+        a++;
+    const char *p = h + a, *last = h + (hl - nl) + a;
+    while (p <= last) {
+        p = (const char *)memchr(p, nd[a], (size_t)(last - p) + 1);
+        if (!p)
+            return NULL;
+        if (memcmp(p - a, nd, nl) == 0)
+            return p - a;
+        p++;
+    }
+    return NULL;
+}
+#define NCD__FIND(h, hl, lit) ncd__find((h), (hl), (lit), sizeof(lit) - 1)
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
@@ -41,8 +76,10 @@ void ncd__sanitize(char *s, size_t n);
 
 struct ncd__pattern {
     char *src;
-    pcre2_code *re;
-    size_t rule; /* owning rule index */
+    pcre2_code *re; /* user rules: compiled at load (errors show then);
+                       built-in: NULL until the first use.  Read it only
+                       through ncd__pattern_code() */
+    size_t rule;    /* owning rule index */
     /* an observer pattern (a known bug's signature): it never claims a
      * line, its matches are reported beside the claiming rule's */
     int bug;      /* index in rules->bugs, -1 for an ordinary pattern */
@@ -109,6 +146,8 @@ struct ncd_rules {
      * `when: known-bug` (attached by ncd_rules_load_builtin) */
     struct ncd_known_bugs bugs;
     size_t nobs; /* observer patterns */
+    int prefilter_stale; /* rules added since the last ncd__prefilter_build */
+    struct ncd__jit *jit; /* lazy JIT state (mutable in a read-only set) */
 };
 
 static inline uint32_t ncd__gram_hash(uint32_t g)
@@ -135,6 +174,22 @@ int ncd__literal_add(struct ncd_rules *r, char *s, size_t pat);
 /* Rebuilds the prefilter bitmap, buckets and the pattern priority order
  * after rules were added or rolled back.  0 or NCD_ENOMEM. */
 int ncd__prefilter_build(struct ncd_rules *r);
+
+/*
+ * Pattern p's code, compiled and JIT-compiled on first use; NULL when it
+ * does not compile (the self-test reports it; it never matches).  A loaded
+ * rule set is shared read-only by scans in several threads: the first
+ * caller compiles under a lock, the others wait for it.  Compiling all
+ * patterns at load cost ~20 ms of start-up that a log touching a handful
+ * of rules never repays.
+ */
+pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p);
+
+/* PCRE2 compile of a rule pattern (bytes, as grep -E in the C locale). */
+pcre2_code *ncd__pattern_compile(const char *src, int *err, PCRE2_SIZE *off);
+
+/* An upper bound of the capturing groups of a pattern. */
+uint32_t ncd__pattern_groups(const char *src);
 
 /* Match scratch for ncd__rules_match(). */
 #define NCD__MAX_OBS_PER_LINE 8
@@ -186,6 +241,18 @@ long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
                     int version);
 
 /* ---- rules.c ---- */
+
+/*
+ * ncd_rules_load_buf() with the prefilter rebuilt only when `build` (a
+ * caller loading several documents builds once at the end, when
+ * r->prefilter_stale).  A failed document rolls back and rebuilds.
+ * `lazy`: patterns compile on first use (built-in rules, which the test
+ * suite compiles); else now, and a bad one fails the load.
+ */
+int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                        const char *name, const char *buf, size_t len,
+                        int build, int lazy);
+void ncd__jit_free(struct ncd__jit *j);
 
 /* Frees a string vector of n items (NULL allowed). */
 void ncd__strv_free(char **v, size_t n);

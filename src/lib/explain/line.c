@@ -2,14 +2,32 @@
 /*
  * Line normaliser and NCCL header parser.
  *
- * Formats (NCCL src/debug.cc, 2.8 .. 2.30.7; reference B8):
- *   INFO  <host>:<pid>:<tid> [<dev>] NCCL INFO <msg>
- *   WARN  [<ts>] <host>:<pid>:<tid> [<dev>] <file>:<line> (<func>) NCCL WARN <msg>
- *   TRACE <host>:<pid>:<tid> [<dev>] <ms> <func>:<line> NCCL TRACE <msg>
- *   CALL  <host>:<pid>:<tid> NCCL CALL <msg>
- *   bare  NCCL version 2.19.3+cuda12.3
- * plus very old "<host>:<pid>:<tid> [<dev>] INFO <msg>" (no "NCCL").  The
- * header is searched anywhere because launchers prepend their own tags.
+ * A raw line goes through four steps:
+ *  1. unwrap: a JSON-wrapped line (Docker json-file, Fluent Bit/Fluentd,
+ *     journald, Google Cloud Logging, ECS) gives its message string;
+ *  2. clean: ANSI escapes, CRs and NULs go;
+ *  3. prefixes: the launcher / collector prefix shapes of `shapes[]` (a
+ *     table, each with its source) are removed, keeping the rank and time
+ *     stamp they carry;
+ *  4. header: NCCL's header is read forwards at the start of what is left
+ *     (the common case), else searched anywhere in the line (text that an
+ *     unknown wrapper put in front), else the message is recognised by its
+ *     own shape (`bare[]`: a header that a collector or a copy-paste cut).
+ *
+ * NCCL's header formats (src/include/debug.h, src/debug.cc):
+ *   2.3 .. 2.30 INFO   <host>:<pid>:<tid> [<dev>] NCCL INFO <msg>
+ *   2.3 .. 2.25 WARN   <host>:<pid>:<tid> [<dev>] <file>:<line> NCCL WARN <msg>
+ *   2.26 ..     WARN   [<%F %T>] <host>:<pid>:<tid> [<dev>] <file>:<line> NCCL WARN <msg>
+ *   2.30.7 ..   WARN   ... <file>:<line> (<func>) NCCL WARN <msg>
+ *   2.3 ..      TRACE  <host>:<pid>:<tid> [<dev>] <ms> <func>:<line> NCCL TRACE <msg>
+ *   2.3 ..      ABORT  <host>:<pid>:<tid> [<dev>] <file>:<line> NCCL ABORT
+ *   2.4 ..      CALL   <host>:<pid>:<tid> NCCL CALL <msg>
+ *   2.0 .. 2.2  INFO   <host>:<pid>:<tid> [<dev>] INFO <msg>        (binary
+ *               WARN   <host>:<pid>:<tid> [<dev>] <file>:<line> WARN <msg>
+ *               releases, as quoted in NVIDIA/nccl#111)
+ *   1.x         WARN   WARN <file>:<line> <msg>    (src/core.h of v1.3.4:
+ *               INFO   INFO <msg>                   printf, no host)
+ *   all         bare   NCCL version 2.19.3+cuda12.3 (printf, rank 0)
  */
 #define _GNU_SOURCE
 #include "explain/internal.h"
@@ -146,20 +164,13 @@ size_t ncd__parse_timestamp(const char *s, size_t n, double *ts)
     return i;
 }
 
-/* Copies the raw line into `out`, dropping ANSI escapes, CRs and NULs. */
-static size_t clean_copy(const char *in, size_t len, char *out)
+
+/* ------------------------------------------------------------- cleaning */
+
+/* Drops ANSI escapes and CRs; NULs and line feeds become blanks.  `out`
+ * may be `in` (the output never runs ahead of the input). */
+static size_t clean_slow(const char *in, size_t len, char *out)
 {
-    /* fast path: most lines have nothing to clean */
-    if (!memchr(in, 0x1b, len) && !memchr(in, '\r', len)) {
-        /* memmove: gcc inlines memcpy here as `rep movsq`, which is slow
-         * for the ~100-200 byte lines of NCCL logs */
-        memmove(out, in, len);
-        out[len] = '\0';
-        /* NUL bytes would cut the C string short */
-        for (char *z = memchr(out, 0, len); z; z = memchr(z, 0, (size_t)(out + len - z)))
-            *z++ = ' ';
-        return len;
-    }
     size_t o = 0;
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)in[i];
@@ -185,16 +196,467 @@ static size_t clean_copy(const char *in, size_t len, char *out)
         }
         if (c == '\r')
             continue;
-        out[o++] = c == 0 ? ' ' : (char)c;
+        out[o++] = c == 0 || c == '\n' ? ' ' : (char)c;
     }
     out[o] = '\0';
     return o;
 }
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* Copies in[0, len) to out; returns 1 when it holds a byte below 0x20
+ * (an escape, CR, NUL or tab: the slow path then does the work). */
+static int copy_has_ctl(const char *in, size_t len, char *out)
+{
+    size_t i = 0;
+    int any = 0;
+#if defined(__SSE2__)
+    const __m128i lim = _mm_set1_epi8(0x1f);
+    if (len >= 16) {
+        for (; i + 16 <= len; i += 16) {
+            __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(in + i));
+            _mm_storeu_si128((__m128i *)(void *)(out + i), v);
+            /* v <= 0x1f unsigned  <=>  min(v, 0x1f) == v */
+            any |= _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, lim), v));
+        }
+        if (i < len) { /* the last 16 bytes, overlapping */
+            __m128i v = _mm_loadu_si128(
+                (const __m128i *)(const void *)(in + len - 16));
+            _mm_storeu_si128((__m128i *)(void *)(out + len - 16), v);
+            any |= _mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(v, lim), v));
+            i = len;
+        }
+    }
+#else
+    uint64_t acc = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+        memcpy(&w, in + i, 8);
+        memcpy(out + i, &w, 8);
+        /* a byte below 0x20 exists (exact for existence) */
+        acc |= (w - 0x2020202020202020ull) & ~w & 0x8080808080808080ull;
+    }
+    any = acc != 0;
+#endif
+    for (; i < len; i++) {
+        out[i] = in[i];
+        any |= (unsigned char)in[i] < 0x20;
+    }
+    return any;
+}
+
+/* The raw line into `out`, cleaned (see clean_slow). */
+static size_t clean_copy(const char *in, size_t len, char *out)
+{
+    if (!copy_has_ctl(in, len, out)) {
+        out[len] = '\0';
+        return len;
+    }
+    return clean_slow(in, len, out);
+}
+
+/* ------------------------------------------------------ JSON wrappers */
+
 /*
- * One launcher prefix at the start of s (after optional blanks).  Returns the
- * bytes to drop, 0 when there is none; sets *rank / *ts when it carries one.
+ * Collectors that store each line as a JSON object, and the key holding
+ * the line (first found in this order wins): Docker's json-file driver
+ * {"log":"..\n","stream":"stdout","time":"..."} (also Fluent Bit and
+ * Fluentd on Kubernetes), Elastic ECS / Vector / Logstash "message",
+ * journalctl -o json "MESSAGE", Google Cloud Logging "textPayload",
+ * structured loggers "msg".  The time comes from "time", "timestamp" or
+ * "@timestamp" when it is an ISO 8601 string.
  */
+static const char *const json_msg_keys[] = {"log", "message", "MESSAGE",
+                                            "textPayload", "msg"};
+static const char *const json_time_keys[] = {"time", "timestamp",
+                                             "@timestamp"};
+
+/* Index just past the JSON string starting at s[i] == '"', 0 if none. */
+static size_t json_str_end(const char *s, size_t n, size_t i)
+{
+    for (i++; i < n; i++) {
+        if (s[i] == '\\')
+            i++;
+        else if (s[i] == '"')
+            return i + 1;
+    }
+    return 0;
+}
+
+static size_t json_ws(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+/* Index just past the JSON value at s[i], 0 when malformed. */
+static size_t json_value_end(const char *s, size_t n, size_t i)
+{
+    if (i >= n)
+        return 0;
+    if (s[i] == '"')
+        return json_str_end(s, n, i);
+    if (s[i] == '{' || s[i] == '[') {
+        int depth = 0;
+        for (; i < n; i++) {
+            if (s[i] == '"') {
+                size_t e = json_str_end(s, n, i);
+                if (!e)
+                    return 0;
+                i = e - 1;
+            } else if (s[i] == '{' || s[i] == '[') {
+                depth++;
+            } else if ((s[i] == '}' || s[i] == ']') && --depth == 0) {
+                return i + 1;
+            }
+        }
+        return 0;
+    }
+    size_t j = i; /* number, true, false, null */
+    while (j < n && s[j] != ',' && s[j] != '}' && s[j] != ' ')
+        j++;
+    return j > i ? j : 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+static long hex4(const char *s, size_t n)
+{
+    if (n < 4)
+        return -1;
+    long v = 0;
+    for (int k = 0; k < 4; k++) {
+        int h = hexval(s[k]);
+        if (h < 0)
+            return -1;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+/* Decodes the body of a JSON string (between the quotes) into out; never
+ * longer than the input.  Returns the bytes written. */
+static size_t json_decode(const char *s, size_t n, char *out)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] != '\\' || i + 1 >= n) {
+            out[o++] = s[i];
+            continue;
+        }
+        char e = s[++i];
+        switch (e) {
+        case 'n': out[o++] = '\n'; break;
+        case 't': out[o++] = '\t'; break;
+        case 'r': out[o++] = '\r'; break;
+        case 'b': out[o++] = '\b'; break;
+        case 'f': out[o++] = '\f'; break;
+        case 'u': {
+            long cp = hex4(s + i + 1, n - i - 1);
+            if (cp < 0) {
+                out[o++] = '?';
+                break;
+            }
+            i += 4;
+            if (cp >= 0xd800 && cp <= 0xdbff && i + 2 < n && s[i + 1] == '\\' &&
+                s[i + 2] == 'u') {
+                long lo = hex4(s + i + 3, n - i - 3);
+                if (lo >= 0xdc00 && lo <= 0xdfff) {
+                    cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
+                    i += 6;
+                }
+            }
+            if (cp < 0x80) {
+                out[o++] = (char)cp;
+            } else if (cp < 0x800) {
+                out[o++] = (char)(0xc0 | cp >> 6);
+                out[o++] = (char)(0x80 | (cp & 0x3f));
+            } else if (cp < 0x10000) {
+                out[o++] = (char)(0xe0 | cp >> 12);
+                out[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
+                out[o++] = (char)(0x80 | (cp & 0x3f));
+            } else {
+                out[o++] = (char)(0xf0 | cp >> 18);
+                out[o++] = (char)(0x80 | (cp >> 12 & 0x3f));
+                out[o++] = (char)(0x80 | (cp >> 6 & 0x3f));
+                out[o++] = (char)(0x80 | (cp & 0x3f));
+            }
+            break;
+        }
+        default: out[o++] = e; break; /* \" \\ \/ */
+        }
+    }
+    return o;
+}
+
+static int key_in(const char *k, size_t kl, const char *const *keys,
+                  size_t nkeys)
+{
+    for (size_t i = 0; i < nkeys; i++)
+        if (strlen(keys[i]) == kl && memcmp(keys[i], k, kl) == 0)
+            return (int)i;
+    return -1;
+}
+
+/*
+ * A JSON object holding a log line: its message decoded into `out` (which
+ * may not overlap `s`), the time into *ts.  Returns the message length, or
+ * (size_t)-1 when `s` is not such an object.
+ */
+static size_t json_unwrap(const char *s, size_t n, char *out, double *ts)
+{
+    size_t i = json_ws(s, n, 0);
+    while (n > i && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r'))
+        n--;
+    if (i >= n || s[i] != '{' || s[n - 1] != '}')
+        return (size_t)-1;
+    size_t best_a = 0, best_b = 0, time_a = 0, time_b = 0;
+    int best = -1;
+    i++;
+    for (;;) {
+        i = json_ws(s, n, i);
+        if (i >= n || s[i] != '"')
+            break;
+        size_t ke = json_str_end(s, n, i);
+        if (!ke)
+            return (size_t)-1;
+        size_t k0 = i + 1, kl = ke - 1 - k0;
+        i = json_ws(s, n, ke);
+        if (i >= n || s[i] != ':')
+            return (size_t)-1;
+        i = json_ws(s, n, i + 1);
+        size_t ve = json_value_end(s, n, i);
+        if (!ve)
+            return (size_t)-1;
+        if (s[i] == '"') {
+            int m = key_in(s + k0, kl, json_msg_keys,
+                           sizeof json_msg_keys / sizeof json_msg_keys[0]);
+            if (m >= 0 && (best < 0 || m < best)) {
+                best = m;
+                best_a = i + 1;
+                best_b = ve - 1;
+            }
+            if (key_in(s + k0, kl, json_time_keys,
+                       sizeof json_time_keys / sizeof json_time_keys[0]) >= 0) {
+                time_a = i + 1;
+                time_b = ve - 1;
+            }
+        }
+        i = json_ws(s, n, ve);
+        if (i < n && s[i] == ',')
+            i++;
+    }
+    if (best < 0)
+        return (size_t)-1;
+    if (time_b > time_a) {
+        double t;
+        if (ncd__parse_timestamp(s + time_a, time_b - time_a, &t))
+            *ts = t;
+    }
+    return json_decode(s + best_a, best_b - best_a, out);
+}
+
+/* ------------------------------------------------------------ prefixes */
+
+static int is_alpha(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
+
+static int is_hostc(char c)
+{
+    return is_alpha(c) || is_digit(c) || c == '.' || c == '-' || c == '_';
+}
+
+/* "Jan  2 03:04:05" (syslog, journalctl's default output): its length. */
+static size_t syslog_time(const char *s, size_t n)
+{
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    if (n < 15 || s[3] != ' ' || s[6] != ' ' || s[9] != ':' || s[12] != ':')
+        return 0;
+    int ok = 0;
+    for (int m = 0; m < 12; m++)
+        ok |= memcmp(s, months + 3 * m, 3) == 0;
+    if (!ok || !(s[4] == ' ' || is_digit(s[4])) || !is_digit(s[5]))
+        return 0;
+    for (int k = 7; k < 15; k++)
+        if (k != 9 && k != 12 && !is_digit(s[k]))
+            return 0;
+    return 15;
+}
+
+/*
+ * Shape language of the prefix and message tables:
+ *   %R  digits: the rank          %N  digits
+ *   %A  a name: letters, '_', '-' %V  an identifier: letters, digits, '_'
+ *   %h  host: letters, digits, '.', '-', '_'   %H  the same with a digit
+ *   %I  an address or host name (letters, digits, '.', ':', '-')
+ *   %W  bytes up to the pattern's next character (no blank unless that
+ *       character is one)
+ *   %T  ISO 8601 time stamp       %S  syslog time "Jan  2 03:04:05"
+ *   %_  blanks, maybe none        other bytes match themselves
+ * Returns the bytes matched (0: no match); *rank / *ts get what it carried.
+ */
+static size_t shape_match(const char *pat, const char *s, size_t n, int *rank,
+                          double *ts)
+{
+    size_t i = 0;
+    long rk = -1;
+    double t = -1;
+    for (const char *p = pat; *p; p++) {
+        if (*p != '%') {
+            if (i >= n || s[i] != *p)
+                return 0;
+            i++;
+            continue;
+        }
+        char k = *++p;
+        size_t j = i;
+        switch (k) {
+        case 'R':
+        case 'N':
+            while (j < n && is_digit(s[j]) && j - i < 13)
+                j++;
+            if (j == i || j - i > (k == 'R' ? 7u : 12u))
+                return 0;
+            if (k == 'R' && parse_uint(s + i, j - i, &rk) < 0)
+                return 0;
+            break;
+        case 'A':
+            while (j < n && j - i < 40 &&
+                   (is_alpha(s[j]) || (j > i && (s[j] == '_' || s[j] == '-'))))
+                j++;
+            break;
+        case 'V':
+            while (j < n && j - i < 64 &&
+                   (is_alpha(s[j]) || is_digit(s[j]) || s[j] == '_'))
+                j++;
+            break;
+        case 'h':
+        case 'H': {
+            int digit = 0;
+            while (j < n && j - i < 64 && is_hostc(s[j]))
+                digit |= is_digit(s[j++]);
+            if (k == 'H' && !digit)
+                return 0;
+            break;
+        }
+        case 'I':
+            while (j < n && j - i < 64 && (is_hostc(s[j]) || s[j] == ':'))
+                j++;
+            break;
+        case 'W': {
+            char stop = p[1];
+            while (j < n && s[j] != stop && j - i < 128) {
+                if (s[j] == ' ' && stop != ' ')
+                    return 0;
+                j++;
+            }
+            if (j >= n || s[j] != stop)
+                return 0;
+            break;
+        }
+        case 'T':
+            j = i + ncd__parse_timestamp(s + i, n - i, &t);
+            break;
+        case 'S':
+            j = i + syslog_time(s + i, n - i);
+            break;
+        case '_':
+            while (j < n && (s[j] == ' ' || s[j] == '\t'))
+                j++;
+            i = j;
+            continue; /* may match nothing */
+        default:
+            return 0;
+        }
+        if (j == i)
+            return 0;
+        i = j;
+    }
+    if (rk >= 0 && rk <= 0x7fffffff)
+        *rank = (int)rk;
+    if (t >= 0)
+        *ts = t;
+    return i;
+}
+
+/*
+ * Prefixes that launchers and log collectors put in front of a process's
+ * output, tried in this order at the start of the line (and again after
+ * each one removed, at most 8 deep).
+ */
+static const struct {
+    const char *shape;
+    const char *source;
+} shapes[] = {
+    {"[%N,%R]<%A>:%_", "Open MPI mpirun --tag-output: [jobid,rank]<stdout>:"},
+    {"[%R]<%A>:%_", "Horovod horovodrun (Gloo): [rank]<stdout>: "
+                    "(horovod test/single/test_service.py)"},
+    {"[%A%R]:%_", "torchrun (torch.distributed.elastic --tee): [default0]:, "
+                  "PyTorch 2.x [rank3]:, [trainer3]:"},
+    {"[%A%N|%R]:%_", "[trainer0|0]: (NVIDIA/nccl#1837)"},
+    {"[%T]%_", "bracketed time stamp (NCCL 2.26+ WARN, Python logging)"},
+    {"[%R] ", "MPICH/Intel MPI mpiexec -l and -prepend-rank: [rank] "},
+    {"[rank=%R] ", "Determined AI wrap_rank.py: [rank=N] "},
+    {"[pod/%W/%W] ", "kubectl logs --prefix: [pod/<pod>/<container>] "},
+    {"(%A pid=%N, ip=%I)%_", "Ray actor/task output: (RayWorkerWrapper "
+                             "pid=1019, ip=10.0.0.2) "},
+    {"(pid=%N, ip=%I)%_", "Ray worker output: (pid=123, ip=10.0.0.2) "},
+    {"(%A pid=%N)%_", "Ray actor output on the head node"},
+    {"(pid=%N)%_", "Ray worker output on the head node"},
+    {"%T std%A %A ", "CRI container log files (containerd, CRI-O): "
+                     "<RFC3339Nano> stdout F "},
+    {"%T:%_", "ISO 8601 time stamp and ':'"},
+    {"%T]%_", "ISO 8601 time stamp and ']'"},
+    {"%T%_", "ISO 8601 time stamp (kubectl logs --timestamps, collectors)"},
+    {"%S %h %W: ", "syslog / journalctl: Jan  2 03:04:05 node1 python3[42]: "},
+    {"rank%R:%_", "rank labels (pdsh-like wrappers): rank3:"},
+    {"rank %R:%_", "rank labels: rank 3:"},
+    {"Rank%R:%_", "rank labels: Rank3:"},
+    {"Rank %R:%_", "rank labels: Rank 3:"},
+    {"%R: ", "Slurm srun --label: 3: "},
+    {"%h%_| ", "docker compose: <service>  | "},
+};
+
+/* Whether shape `sh` can match text starting with c (a cheap first test). */
+static int first_ok(const char *sh, char c)
+{
+    if (sh[0] != '%')
+        return sh[0] == c;
+    switch (sh[1]) {
+    case 'R':
+    case 'N':
+    case 'T':
+        return is_digit(c);
+    case 'S':
+        return c >= 'A' && c <= 'Z';
+    case 'A':
+        return is_alpha(c);
+    case 'V':
+        return is_alpha(c) || is_digit(c) || c == '_';
+    case 'h':
+    case 'H':
+    case 'I':
+        return is_hostc(c);
+    default:
+        return 1;
+    }
+}
+
+/* One prefix of shapes[] at the start of s (after blanks): its length. */
 static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
 {
     size_t i = 0;
@@ -202,155 +664,243 @@ static size_t strip_one(const char *s, size_t n, int *rank, double *ts)
         i++;
     if (i >= n)
         return 0;
-    const char *p = s + i;
-    size_t m = n - i;
-    long v;
-
-    if (p[0] == '[') {
-        /* [1,0]<stdout>:  (Open MPI --tag-output) */
-        size_t j = 1;
-        while (j < m && is_digit(p[j]))
-            j++;
-        if (j > 1 && j < m && p[j] == ',') {
-            size_t k = j + 1;
-            while (k < m && is_digit(p[k]))
-                k++;
-            if (k > j + 1 && k + 1 < m && p[k] == ']' && p[k + 1] == '<') {
-                const char *gt = memchr(p + k, '>', m - k);
-                if (gt && (size_t)(gt - p) + 1 < m && gt[1] == ':') {
-                    if (parse_uint(p + j + 1, k - j - 1, &v) == 0)
-                        *rank = (int)v;
-                    return i + (size_t)(gt - p) + 2;
-                }
-            }
-        }
-        /* [YYYY-MM-DD HH:MM:SS(.f)] */
-        size_t used = ncd__parse_timestamp(p + 1, m - 1, ts);
-        if (used && 1 + used < m && p[1 + used] == ']') {
-            size_t k = used + 2;
-            while (k < m && p[k] == ' ')
-                k++;
-            return i + k;
-        }
-        /* "[3] " rank label (DeepSpeed/pdsh-style launchers) */
-        {
-            size_t k = 1;
-            while (k < m && k < 8 && is_digit(p[k]))
-                k++;
-            if (k > 1 && k + 1 < m && p[k] == ']' && p[k + 1] == ' ' &&
-                parse_uint(p + 1, k - 1, &v) == 0) {
-                *rank = (int)v;
-                return i + k + 2;
-            }
-        }
-        /* [rank3]:  [default0]:  [trainer3]:  [trainer0|0]: */
-        size_t k = 1;
-        while (k < m && k < 40 &&
-               ((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= 'A' && p[k] <= 'Z') ||
-                p[k] == '_' || p[k] == '-'))
-            k++;
-        size_t d0 = k;
-        while (k < m && is_digit(p[k]))
-            k++;
-        size_t d1 = k;
-        if (k < m && p[k] == '|') {
-            k++;
-            d0 = k;
-            while (k < m && is_digit(p[k]))
-                k++;
-            d1 = k;
-        }
-        if (d1 > d0 && k + 1 < m && p[k] == ']' && p[k + 1] == ':') {
-            if (parse_uint(p + d0, d1 - d0, &v) == 0)
-                *rank = (int)v;
-            k += 2;
-            while (k < m && p[k] == ' ')
-                k++;
-            return i + k;
-        }
-        return 0;
-    }
-    /* ISO time stamp */
-    size_t used = ncd__parse_timestamp(p, m, ts);
-    if (used) {
-        size_t k = used;
-        if (k < m && (p[k] == ':' || p[k] == ']'))
-            k++;
-        while (k < m && p[k] == ' ')
-            k++;
-        return i + k;
-    }
-    /* rank3:  / rank 3:  (pdsh-like labels) */
-    if (m > 5 && (p[0] == 'r' || p[0] == 'R') && p[1] == 'a' && p[2] == 'n' &&
-        p[3] == 'k') {
-        size_t k = 4;
-        if (k < m && p[k] == ' ')
-            k++;
-        size_t d0 = k;
-        while (k < m && is_digit(p[k]))
-            k++;
-        if (k > d0 && k < m && p[k] == ':') {
-            if (parse_uint(p + d0, k - d0, &v) == 0)
-                *rank = (int)v;
-            k++;
-            while (k < m && p[k] == ' ')
-                k++;
-            return i + k;
-        }
-    }
-    /* srun --label: "3: " */
-    if (is_digit(p[0])) {
-        size_t k = 0;
-        while (k < m && is_digit(p[k]))
-            k++;
-        if (k <= 6 && k + 1 < m && p[k] == ':' && p[k + 1] == ' ') {
-            if (parse_uint(p, k, &v) == 0)
-                *rank = (int)v;
-            k += 2;
-            return i + k;
-        }
+    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
+        const char *sh = shapes[k].shape;
+        if (!first_ok(sh, s[i]))
+            continue;
+        size_t m = shape_match(sh, s + i, n - i, rank, ts);
+        if (m)
+            return i + m;
     }
     return 0;
 }
 
-/* A "host: " label in front of something else: lower-case host-like word
- * containing a digit ("node1", "gpu-03.cluster"). */
-static size_t host_label(const char *s, size_t n)
-{
-    size_t k = 0;
-    int digit = 0;
-    while (k < n && k < 64 &&
-           ((s[k] >= 'a' && s[k] <= 'z') || is_digit(s[k]) || s[k] == '-' ||
-            s[k] == '.' || s[k] == '_')) {
-        digit |= is_digit(s[k]);
-        k++;
-    }
-    if (k == 0 || !digit || k + 1 >= n || s[k] != ':' || s[k + 1] != ' ')
-        return 0;
-    return k;
-}
+/* ------------------------------------------------------------- headers */
 
-static const struct {
-    const char *word;
-    enum ncd_log_level lvl;
-} levels[] = {
-    {"INFO", NCD_LOG_INFO},   {"WARN", NCD_LOG_WARN}, {"TRACE", NCD_LOG_TRACE},
-    {"ABORT", NCD_LOG_ABORT}, {"CALL", NCD_LOG_CALL},
-};
-
-/* Level word at s ("INFO " or "INFO" at end). */
+/* Level word at s ("INFO " or "INFO" at end; NCCL src/include/debug.h). */
 static enum ncd_log_level level_at(const char *s, const char *end,
                                    size_t *wl)
 {
-    for (size_t i = 0; i < sizeof levels / sizeof levels[0]; i++) {
-        size_t l = strlen(levels[i].word);
-        if ((size_t)(end - s) >= l && memcmp(s, levels[i].word, l) == 0 &&
-            (s + l == end || s[l] == ' ')) {
-            *wl = l;
-            return levels[i].lvl;
+    const char *w;
+    enum ncd_log_level lvl;
+    if (s >= end)
+        return NCD_LOG_NONE;
+    switch (s[0]) {
+    case 'I': w = "INFO"; lvl = NCD_LOG_INFO; break;
+    case 'W': w = "WARN"; lvl = NCD_LOG_WARN; break;
+    case 'T': w = "TRACE"; lvl = NCD_LOG_TRACE; break;
+    case 'A': w = "ABORT"; lvl = NCD_LOG_ABORT; break;
+    case 'C': w = "CALL"; lvl = NCD_LOG_CALL; break;
+    default: return NCD_LOG_NONE;
+    }
+    size_t l = w[4] ? 5 : 4;
+    uint32_t a, b;
+    if ((size_t)(end - s) < l)
+        return NCD_LOG_NONE;
+    memcpy(&a, s, 4);
+    memcpy(&b, w, 4);
+    if (a != b || (l == 5 && s[4] != w[4]) || (s + l != end && s[l] != ' '))
+        return NCD_LOG_NONE;
+    *wl = l;
+    return lvl;
+}
+
+/* Sets the message: after the level word at s[at] (wl bytes) and a blank. */
+static void set_msg(struct ncd_log_line *o, const char *s, size_t n, size_t at)
+{
+    if (at < n && s[at] == ' ')
+        at++;
+    if (at > n)
+        at = n;
+    o->msg = s + at;
+    o->msg_len = n - at;
+}
+
+/* Bytes that end NCCL's host name in its header (':' and blanks; '[' and
+ * ']' never occur in a host name and mark a launcher tag instead). */
+static const unsigned char host_end[256] = {
+    [':'] = 1, [' '] = 1, ['\t'] = 1, ['['] = 1, [']'] = 1, ['\0'] = 1,
+};
+
+/* Decimal digits at s[*i] (at most 12, not followed by another digit)
+ * into *v and *i past them; 0 when there are none.  Up to 7 digits (pids,
+ * tids) are read 8 bytes at a time (SWAR: a digit is a byte 0x30..0x39). */
+static int scan_uint(const char *s, size_t n, size_t *i, long *v)
+{
+    size_t k0 = *i, k = k0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    if (n - k0 >= 8) {
+        uint64_t w;
+        memcpy(&w, s + k0, 8);
+        /* a zero byte where s has a digit; the +6 cannot carry out of a
+         * digit byte, so the bytes up to the first non-digit are right */
+        uint64_t m = ((w & 0xF0F0F0F0F0F0F0F0ull) ^ 0x3030303030303030ull) |
+                     (((w + 0x0606060606060606ull) & 0xF0F0F0F0F0F0F0F0ull) ^
+                      0x3030303030303030ull);
+        if (m) { /* fewer than 8 digits (x86-64 and arm64 are little-endian) */
+            unsigned len = (unsigned)__builtin_ctzll(m) >> 3;
+            if (len == 0)
+                return 0;
+            uint64_t x = (w - 0x3030303030303030ull) << (8 * (8 - len));
+            x = (x * 10 + (x >> 8)) & 0x00FF00FF00FF00FFull;
+            x = (x * 100 + (x >> 16)) & 0x0000FFFF0000FFFFull;
+            x = (x * 10000 + (x >> 32)) & 0xFFFFFFFFull;
+            *v = (long)x;
+            *i = k0 + len;
+            return 1;
         }
     }
-    return NCD_LOG_NONE;
+#endif
+    size_t lim = n - k0 > 12 ? k0 + 12 : n;
+    long x = 0;
+    unsigned d;
+    while (k < lim && (d = (unsigned)(unsigned char)s[k] - '0') < 10) {
+        x = x * 10 + d;
+        k++;
+    }
+    if (k == k0 || (k < n && is_digit(s[k])))
+        return 0;
+    *v = x;
+    *i = k;
+    return 1;
+}
+
+/* "NCCL " at s (n bytes left). */
+static int at_nccl(const char *s, size_t n)
+{
+    uint32_t w;
+    if (n < 5)
+        return 0;
+    memcpy(&w, s, 4);
+    uint32_t lit;
+    memcpy(&lit, "NCCL", 4);
+    return w == lit && s[4] == ' ';
+}
+
+/*
+ * NCCL's header read forwards at s[0] (see the table at the top).  Fills
+ * o and returns 1; *skip is the length of a leading "[<time>] " stamp,
+ * which is not part of the normalised text.  0 when s does not start so.
+ */
+static int header_fwd(const char *s, size_t n, struct ncd_log_line *o,
+                      size_t *skip)
+{
+    size_t i = 0;
+    double ts = -1;
+    if (n < 10)
+        return 0;
+    if (s[0] == '[') {
+        size_t u = ncd__parse_timestamp(s + 1, n - 1, &ts);
+        if (!u || u + 3 > n || s[1 + u] != ']' || s[2 + u] != ' ')
+            return 0;
+        i = u + 3;
+    }
+    size_t h0 = i, hmax = n - i > 256 ? i + 256 : n;
+    while (i < hmax && !host_end[(unsigned char)s[i]])
+        i++;
+    if (i == h0 || i >= n || s[i] != ':')
+        return 0;
+    size_t h1 = i++;
+    long pid, tid;
+    if (!scan_uint(s, n, &i, &pid) || i >= n || s[i] != ':')
+        return 0;
+    i++;
+    if (!scan_uint(s, n, &i, &tid) || i >= n || s[i] != ' ')
+        return 0;
+    i++;
+    const char *end = s + n;
+    enum ncd_log_level lvl = NCD_LOG_NONE;
+    size_t wl = 0, src0 = 0, src1 = 0;
+    long ln = 0;
+    long dev = -1;
+    if (s[i] == 'N' && n - i >= 9 && memcmp(s + i, "NCCL CALL", 9) == 0) {
+        lvl = NCD_LOG_CALL;
+        i += 5;
+        wl = 4;
+    } else {
+        /* [dev] */
+        if (s[i] != '[')
+            return 0;
+        i++;
+        if (i < n && s[i] == '-') { /* "[-1]" */
+            long neg;
+            i++;
+            if (!scan_uint(s, n, &i, &neg))
+                return 0;
+        } else if (!scan_uint(s, n, &i, &dev)) {
+            return 0;
+        }
+        if (i + 1 >= n || s[i] != ']' || s[i + 1] != ' ' || dev > 0x7fffffff)
+            return 0;
+        i += 2;
+        if (at_nccl(s + i, n - i)) {
+            lvl = level_at(s + i + 5, end, &wl);
+            i += 5;
+        } else if ((lvl = level_at(s + i, end, &wl)) != NCD_LOG_INFO &&
+                   lvl != NCD_LOG_WARN) {
+            /* <file>:<line> [(<func>)], or TRACE's <ms> <func>:<line> */
+            lvl = NCD_LOG_NONE;
+            size_t a = i;
+            while (i < n && s[i] != ' ')
+                i++;
+            size_t b = i;
+            int ms = b > a;
+            for (size_t k = a; k < b; k++)
+                ms &= is_digit(s[k]) || s[k] == '.';
+            if (ms) {
+                if (i >= n)
+                    return 0;
+                a = ++i;
+                while (i < n && s[i] != ' ')
+                    i++;
+                b = i;
+            }
+            size_t c = b;
+            while (c > a && is_digit(s[c - 1]))
+                c--;
+            if (c == b || c < a + 2 || s[c - 1] != ':' ||
+                memchr(s + a, ':', c - 1 - a) || s[a] == '[' ||
+                parse_uint(s + c, b - c, &ln) < 0 || ln > 0x7fffffff || i >= n)
+                return 0;
+            src0 = a;
+            src1 = c - 1;
+            i++;
+            if (i < n && s[i] == '(') { /* (func), 2.30.7+ */
+                const char *rp = memchr(s + i, ')', n - i);
+                if (!rp || rp + 1 >= end || rp[1] != ' ')
+                    return 0;
+                i = (size_t)(rp - s) + 2;
+            }
+            if (at_nccl(s + i, n - i)) {
+                lvl = level_at(s + i + 5, end, &wl);
+                i += 5;
+            } else {
+                lvl = level_at(s + i, end, &wl); /* 2.0 .. 2.2: no "NCCL" */
+                if (lvl != NCD_LOG_WARN && lvl != NCD_LOG_INFO)
+                    return 0;
+            }
+            if (lvl == NCD_LOG_NONE || (ms && lvl != NCD_LOG_TRACE))
+                return 0;
+        }
+        if (lvl == NCD_LOG_NONE || lvl == NCD_LOG_CALL)
+            return 0;
+    }
+    o->level = lvl;
+    o->host = s + h0;
+    o->host_len = h1 - h0;
+    o->pid = pid;
+    o->tid = tid;
+    o->dev = (int)dev;
+    if (src1 > src0) {
+        o->src = s + src0;
+        o->src_len = src1 - src0;
+        o->src_line = (int)ln;
+    }
+    if (ts >= 0)
+        o->ts = ts;
+    *skip = h0;
+    set_msg(o, s, n, i + wl);
+    return 1;
 }
 
 /* The token ending just before `end` (skipping one blank). */
@@ -363,10 +913,11 @@ static const char *prev_token(const char *start, const char *end)
 }
 
 /*
- * Parses the part of the header before the level word: [ts] host:pid:tid
+ * The general case, for a header behind text nobody stripped: parses the
+ * part of the header before the level word backwards: [ts] host:pid:tid
  * [dev] [file:line] [(func)].  `hdr_end` points at the blank before the
- * level word (or "NCCL").  `old` = the very old form without "NCCL", where
- * the host:pid:tid [dev] part is mandatory.
+ * level word (or "NCCL").  `old` = the form without "NCCL", where the
+ * host:pid:tid [dev] part is mandatory.
  */
 static int parse_header_back(const char *text, const char *hdr_end, int old,
                              enum ncd_log_level lvl, struct ncd_log_line *o)
@@ -464,6 +1015,154 @@ static int parse_header_back(const char *text, const char *hdr_end, int old,
     return 1;
 }
 
+/* "NCCL <LEVEL>" anywhere in text, or the bare version line at its start. */
+static int header_anywhere(const char *text, size_t n, struct ncd_log_line *o)
+{
+    const char *end = text + n, *p = text;
+    while (p < end) {
+        /* 'N' is rare in NCCL lines before the header */
+        const char *hit = memchr(p, 'N', (size_t)(end - p));
+        if (!hit || end - hit < 5)
+            break;
+        if (memcmp(hit, "NCCL ", 5) != 0) {
+            p = hit + 1;
+            continue;
+        }
+        size_t wl;
+        enum ncd_log_level lvl = level_at(hit + 5, end, &wl);
+        if (lvl != NCD_LOG_NONE) {
+            const char *save_host = o->host; /* a launcher "host: " label */
+            size_t save_hl = o->host_len;
+            o->level = lvl;
+            if (hit > text && hit[-1] == ' ')
+                parse_header_back(text, hit - 1, 0, lvl, o);
+            if (!o->host && save_host) {
+                o->host = save_host;
+                o->host_len = save_hl;
+            }
+            set_msg(o, text, n, (size_t)(hit - text) + 5 + wl);
+            return 1;
+        }
+        /* the bare "NCCL version" line starts the line; PyTorch's
+         * "..., NCCL version 2.18.1" inside an error message is not one */
+        if (hit == text && n > 13 && memcmp(hit, "NCCL version ", 13) == 0) {
+            o->level = NCD_LOG_VERSION;
+            o->msg = hit;
+            o->msg_len = n;
+            return 1;
+        }
+        p = hit + 5;
+    }
+    /* 2.0 .. 2.2 form behind other text: "host:pid:tid [d] INFO msg" */
+    p = text;
+    while (p < end) {
+        const char *hit = memmem(p, (size_t)(end - p), "] ", 2);
+        if (!hit)
+            break;
+        size_t wl;
+        enum ncd_log_level lvl = level_at(hit + 2, end, &wl);
+        if (lvl == NCD_LOG_INFO || lvl == NCD_LOG_WARN) {
+            struct ncd_log_line tmp = *o;
+            tmp.level = lvl;
+            if (parse_header_back(text, hit + 1, 1, lvl, &tmp) == 1) {
+                *o = tmp;
+                set_msg(o, text, n, (size_t)(hit - text) + 2 + wl);
+                return 1;
+            }
+        }
+        p = hit + 2;
+    }
+    return 0;
+}
+
+/*
+ * Messages NCCL prints at INFO level, recognised by their start when the
+ * header is gone (a collector or a copy-paste cut it, or NCCL 1.x, which
+ * printed "INFO <msg>" only).  `skip`: bytes before the message.
+ */
+static const struct {
+    const char *shape;
+    unsigned char skip;
+    const char *source;
+} bare[] = {
+    {"Channel %N/%N : ", 0, "transport.cc 2.7+: rings and per-peer paths"},
+    {"Channel %N : ", 0, "transport.cc 2.7+: SHM / CollNet paths"},
+    {"Ring %N : ", 0, "transport.cc 2.3..2.6 paths; graph ring dumps"},
+    {"%N[%W] -> %N[%W] ", 0, "a per-peer path with its \"Channel NN :\" cut"},
+    {"Trees [", 0, "graph/connect.cc 2.4+"},
+    {"NET/", 0, "net_ib, net_socket, plugin lines 2.3+"},
+    {"NET : ", 0, "include/socket.h 2.3: NET : Using interface"},
+    {"Bootstrap : Using", 0, "bootstrap.cc 2.4 .. 2.23"},
+    {"Bootstrap: Using", 0, "bootstrap.cc 2.24+"},
+    {"Using network ", 0, "init.cc 2.6+"},
+    {"Using internal Network ", 0, "init.cu 2.3"},
+    {"Using external Network ", 0, "init.cu 2.3"},
+    {"NCCL_%V set by environment to ", 0, "param.cc / misc/utils.cc"},
+    {"comm 0x%V rank %N n", 0, "init.cc: comm ... rank ... nRanks/nranks"},
+    {"%V comm 0x%V rank %N nranks %N ", 0, "init.cc 2.21+: Init COMPLETE"},
+    {"cudaDriverVersion %N", 0, "init.cc 2.12+"},
+    {"Connected all ", 0, "transport.cc 2.9+"},
+    {"INFO NCCL debug level set to ", 5, "NCCL 1.x src/core.cu"},
+    {"INFO rank %N using ", 5, "NCCL 1.x src/core.cu"},
+    {"INFO rank access %N -> %N via ", 5, "NCCL 1.x src/core.cu"},
+    {"INFO Global device memory space is ", 5, "NCCL 1.x src/core.cu"},
+};
+
+static int bare_message(const char *text, size_t n, struct ncd_log_line *o)
+{
+    int r = -1;
+    double ts = -1;
+    for (size_t k = 0; k < sizeof bare / sizeof bare[0]; k++) {
+        const char *sh = bare[k].shape;
+        if (!first_ok(sh, text[0]))
+            continue;
+        if (shape_match(sh, text, n, &r, &ts)) {
+            o->level = NCD_LOG_INFO;
+            o->msg = text + bare[k].skip;
+            o->msg_len = n - bare[k].skip;
+            return 1;
+        }
+    }
+    /* NCCL 1.x WARN: "WARN <file>:<line> <msg>" (printf, src/core.h) */
+    if (n > 8 && memcmp(text, "WARN ", 5) == 0) {
+        size_t a = 5, i = a;
+        while (i < n && text[i] != ' ' && text[i] != ':')
+            i++;
+        size_t c = i + 1, b = c;
+        while (b < n && is_digit(text[b]))
+            b++;
+        long ln;
+        if (i > a && i < n && text[i] == ':' && b > c && b < n &&
+            text[b] == ' ' && memchr(text + a, '.', i - a) &&
+            parse_uint(text + c, b - c, &ln) == 0 && ln <= 0x7fffffff) {
+            o->level = NCD_LOG_WARN;
+            o->src = text + a;
+            o->src_len = i - a;
+            o->src_line = (int)ln;
+            set_msg(o, text, n, b);
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* A "host: " label in front of something else: host-like word with a
+ * digit ("node1", "gpu-03.cluster"). */
+static size_t host_label(const char *s, size_t n)
+{
+    size_t k = 0;
+    int digit = 0;
+    while (k < n && k < 64 &&
+           ((s[k] >= 'a' && s[k] <= 'z') || is_digit(s[k]) || s[k] == '-' ||
+            s[k] == '.' || s[k] == '_')) {
+        digit |= is_digit(s[k]);
+        k++;
+    }
+    if (k == 0 || !digit || k + 1 >= n || s[k] != ':' || s[k + 1] != ' ')
+        return 0;
+    return k;
+}
+
 int ncd_log_parse(const char *line, size_t len, char *scratch,
                   size_t scratch_sz, struct ncd_log_line *o)
 {
@@ -480,16 +1179,29 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     o->ts = -1;
     if (scratch_sz < len + 1)
         return NCD_EINVAL;
-    size_t n = clean_copy(line, len, scratch);
+    size_t n;
+    if (len && (line[0] == '{' || line[0] == ' ') &&
+        (n = json_unwrap(line, len, scratch, &o->ts)) != (size_t)-1)
+        n = clean_slow(scratch, n, scratch);
+    else
+        n = clean_copy(line, len, scratch);
     /* trailing blanks carry nothing */
     while (n > 0 && (scratch[n - 1] == ' ' || scratch[n - 1] == '\t'))
         scratch[--n] = '\0';
 
     char *text = scratch;
-    for (int iter = 0; iter < 8; iter++) {
+    size_t skip;
+    for (int iter = 0;; iter++) {
+        if (header_fwd(text, n, o, &skip)) {
+            o->text = text + skip;
+            o->text_len = n - skip;
+            return 0;
+        }
+        if (iter == 8)
+            break;
         size_t k = strip_one(text, n, &o->rank, &o->ts);
         if (!k) {
-            /* "host: " in front of another prefix or a time stamp */
+            /* "host: " in front of another prefix */
             size_t h = host_label(text, n);
             if (h) {
                 int r = -1;
@@ -515,74 +1227,7 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     o->text_len = n;
     o->msg = text;
     o->msg_len = n;
-    const char *end = text + n;
-
-    /* NCCL header: search "NCCL <LEVEL>" anywhere */
-    const char *p = text;
-    while (p < end) {
-        /* 'N' is rare in NCCL lines before the header: memchr is faster
-         * than memmem here */
-        const char *hit = memchr(p, 'N', (size_t)(end - p));
-        if (!hit || end - hit < 5)
-            break;
-        if (memcmp(hit, "NCCL ", 5) != 0) {
-            p = hit + 1;
-            continue;
-        }
-        size_t wl;
-        enum ncd_log_level lvl = level_at(hit + 5, end, &wl);
-        if (lvl != NCD_LOG_NONE) {
-            const char *save_host = o->host; /* a launcher "host: " label */
-            size_t save_hl = o->host_len;
-            o->level = lvl;
-            if (hit > text && hit[-1] == ' ')
-                parse_header_back(text, hit - 1, 0, lvl, o);
-            if (!o->host && save_host) {
-                o->host = save_host;
-                o->host_len = save_hl;
-            }
-            const char *m = hit + 5 + wl;
-            if (m < end && *m == ' ')
-                m++;
-            o->msg = m;
-            o->msg_len = (size_t)(end - m);
-            return 0;
-        }
-        /* the bare "NCCL version" line starts the line; PyTorch's
-         * "..., NCCL version 2.18.1" inside an error message is not one */
-        if (hit == text) {
-            if ((size_t)(end - hit) > 13 &&
-                memcmp(hit, "NCCL version ", 13) == 0) {
-                o->level = NCD_LOG_VERSION;
-                o->msg = hit;
-                o->msg_len = (size_t)(end - hit);
-                return 0;
-            }
-        }
-        p = hit + 5;
-    }
-    /* Very old form: "host:pid:tid [d] INFO msg" */
-    p = text;
-    while (p < end) {
-        const char *hit = memmem(p, (size_t)(end - p), "] ", 2);
-        if (!hit)
-            break;
-        size_t wl;
-        enum ncd_log_level lvl = level_at(hit + 2, end, &wl);
-        if (lvl == NCD_LOG_INFO || lvl == NCD_LOG_WARN) {
-            struct ncd_log_line tmp = *o;
-            tmp.level = lvl;
-            if (parse_header_back(text, hit + 1, 1, lvl, &tmp) == 1) {
-                *o = tmp;
-                const char *m = hit + 2 + wl;
-                if (m < end && *m == ' ')
-                    m++;
-                o->msg = m;
-                o->msg_len = (size_t)(end - m);
-                return 0;
-            }
-        }
-        p = hit + 2;
-    }
+    if (n && !header_anywhere(text, n, o))
+        bare_message(text, n, o);
     return 0;
 }

@@ -16,10 +16,99 @@
 #include "explain/internal.h"
 
 #include <fnmatch.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
+
+/* Lazy JIT: one flag per pattern (1 = JIT done or tried), one lock. */
+struct ncd__jit {
+    pthread_mutex_t lock;
+    size_t n;
+    atomic_uchar done[];
+};
+
+pcre2_code *ncd__pattern_compile(const char *src, int *err, PCRE2_SIZE *off)
+{
+    return pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
+                         0 /* bytes, like grep in the C locale */, err, off,
+                         NULL);
+}
+
+uint32_t ncd__pattern_groups(const char *src)
+{
+    uint32_t n = 0;
+    int incl = 0;
+    for (const char *p = src; *p; p++) {
+        if (*p == '\\') {
+            if (!*++p)
+                break;
+        } else if (incl) {
+            incl = *p != ']';
+        } else if (*p == '[') {
+            incl = 1;
+            if (p[1] == '^')
+                p++;
+            if (p[1] == ']')
+                p++;
+        } else if (*p == '(' && (p[1] != '?' || p[2] == '<' || p[2] == 'P')) {
+            n++;
+        }
+    }
+    return n;
+}
+
+pcre2_code *ncd__pattern_code(const struct ncd_rules *r, size_t p)
+{
+    struct ncd__jit *j = r->jit;
+    if (!j || p >= j->n ||
+        atomic_load_explicit(&j->done[p], memory_order_acquire))
+        return r->pats[p].re;
+    pthread_mutex_lock(&j->lock);
+    struct ncd__pattern *pt = &r->pats[p];
+    if (!atomic_load_explicit(&j->done[p], memory_order_relaxed)) {
+        if (!pt->re) {
+            int err;
+            PCRE2_SIZE off;
+            pt->re = ncd__pattern_compile(pt->src, &err, &off);
+        }
+        if (pt->re)
+            pcre2_jit_compile(pt->re, PCRE2_JIT_COMPLETE); /* or interpret */
+        atomic_store_explicit(&j->done[p], 1, memory_order_release);
+    }
+    pthread_mutex_unlock(&j->lock);
+    return pt->re;
+}
+
+/* (Re)sizes the lazy JIT state to the patterns; flags of patterns already
+ * compiled stay set.  0 or NCD_ENOMEM. */
+static int jit_state(struct ncd_rules *r)
+{
+    struct ncd__jit *old = r->jit;
+    if (old && old->n == r->npats)
+        return 0;
+    struct ncd__jit *j = malloc(sizeof *j + (r->npats + 1) * sizeof j->done[0]);
+    if (!j)
+        return NCD_ENOMEM;
+    pthread_mutex_init(&j->lock, NULL);
+    j->n = r->npats;
+    for (size_t i = 0; i < r->npats; i++)
+        atomic_init(&j->done[i],
+                    old && i < old->n ? atomic_load(&old->done[i]) : 0);
+    ncd__jit_free(old);
+    r->jit = j;
+    return 0;
+}
+
+void ncd__jit_free(struct ncd__jit *j)
+{
+    if (!j)
+        return;
+    pthread_mutex_destroy(&j->lock);
+    free(j);
+}
 
 /* ---------------------------------------------------------- literals */
 
@@ -452,18 +541,41 @@ int ncd__prefilter_build(struct ncd_rules *r)
     r->stride = stride;
     r->pat_order = po;
     r->pat_rank = pr;
-    return file_rules_build(r);
+    r->prefilter_stale = 0;
+    int rc = file_rules_build(r);
+    return rc < 0 ? rc : jit_state(r);
 }
 
 /* ---------------------------------------------------------------- match */
 
+/* A matcher's scratch changes on every line: allocated on cache lines of
+ * its own, so matchers of different threads never share one. */
+#define LINE_PAD 128
+static void *pad_alloc(size_t n, void *arg)
+{
+    (void)arg;
+    return aligned_alloc(LINE_PAD, (n + LINE_PAD - 1) / LINE_PAD * LINE_PAD);
+}
+
+static void pad_free(void *p, void *arg)
+{
+    (void)arg;
+    free(p);
+}
+
 int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
 {
     memset(m, 0, sizeof *m);
-    m->md = pcre2_match_data_create(r->max_match_captures + 1, NULL);
-    m->md_obs = pcre2_match_data_create(r->max_match_captures + 1, NULL);
-    m->cand = malloc((r->npats + 1) * sizeof *m->cand);
-    m->seen = calloc(r->npats + 1, 1);
+    pcre2_general_context *gc = pcre2_general_context_create(pad_alloc, pad_free,
+                                                             NULL);
+    m->md = gc ? pcre2_match_data_create(r->max_match_captures + 1, gc) : NULL;
+    m->md_obs =
+        gc ? pcre2_match_data_create(r->max_match_captures + 1, gc) : NULL;
+    pcre2_general_context_free(gc);
+    m->cand = pad_alloc((r->npats + 1) * sizeof *m->cand, NULL);
+    m->seen = pad_alloc(r->npats + 1, NULL);
+    if (m->seen)
+        memset(m->seen, 0, r->npats + 1);
     if (!m->md || !m->md_obs || !m->cand || !m->seen) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;
@@ -568,8 +680,9 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
             if (m->nobs < NCD__MAX_OBS_PER_LINE &&
                 (!version || ncd_known_bug_affects(
                                  &r->bugs.v[r->pats[p].bug], version)) &&
-                pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0,
-                            m->md_obs, NULL) >= 0)
+                ncd__pattern_code(r, p) &&
+                pcre2_match(ncd__pattern_code(r, p), (PCRE2_SPTR)text, len, 0,
+                            0, m->md_obs, NULL) >= 0)
                 m->obs[m->nobs++] = p;
             continue;
         }
@@ -583,8 +696,9 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
         if (!ncd__rule_applies(ru, version) ||
             (ru->nfiles && !ncd__rule_file_match(ru, src, src_len)))
             continue;
-        int rc = pcre2_match(r->pats[p].re, (PCRE2_SPTR)text, len, 0, 0, m->md,
-                             NULL);
+        pcre2_code *re = ncd__pattern_code(r, p);
+        int rc = re ? pcre2_match(re, (PCRE2_SPTR)text, len, 0, 0, m->md, NULL)
+                    : PCRE2_ERROR_NOMATCH;
         if (rc >= 0) {
             found = (long)r->pats[p].rule;
             *pat = p;
@@ -602,7 +716,9 @@ none:
 long ncd_rules_classify(const struct ncd_rules *rules, const char *line,
                         size_t len)
 {
-    char scratch[NCD_LOG_MAX_LINE + 1];
+    /* zeroed: PCRE2's JIT reads a little past the subject (see
+     * ncd_rules_selftest); 8 KiB per call, never on the scan's path */
+    char scratch[NCD_LOG_MAX_LINE + 1] = {0};
     struct ncd_log_line ll;
     if (ncd_log_parse(line, len, scratch, sizeof scratch, &ll) < 0)
         return -1;

@@ -223,9 +223,11 @@ int ncd__rule_fact_match(const struct ncd_explain *ex, size_t rule,
     if (!md)
         return NCD_ENOMEM;
     int hit = 0;
-    for (size_t k = 0; k < r->npats && !hit; k++)
-        hit = pcre2_match(R->pats[r->pat0 + k].re, (PCRE2_SPTR)s, strlen(s), 0,
-                          0, md, NULL) >= 0;
+    for (size_t k = 0; k < r->npats && !hit; k++) {
+        pcre2_code *re = ncd__pattern_code(R, r->pat0 + k);
+        hit = re && pcre2_match(re, (PCRE2_SPTR)s, strlen(s), 0, 0, md,
+                                NULL) >= 0;
+    }
     pcre2_match_data_free(md);
     return hit;
 }

@@ -98,6 +98,7 @@ void ncd_rules_free(struct ncd_rules *rules)
     free(rules->pat_rank);
     free(rules->file_rules);
     ncd_known_bugs_release(&rules->bugs);
+    ncd__jit_free(rules->jit);
     free(rules);
 }
 
@@ -196,6 +197,7 @@ int ncd__rule_applies(const struct ncd__rule *rule, int version)
 struct loader {
     struct ncd__yaml y;
     struct ncd_rules *r;
+    int lazy; /* compile patterns on first use (built-in, tested rules) */
 };
 
 #define LFAIL(L, n, ...) ncd__yaml_fail(&(L)->y, (n), NCD_EINVAL, __VA_ARGS__)
@@ -344,11 +346,13 @@ static int groups_ok(const char *pat)
 /*
  * Compiles pattern `src` (taken over, freed on error) as a pattern of rule
  * `rule`, an observer of known bug `bug` when bug >= 0, and adds its
- * prefilter literals unless `literals` is 0.  0, NCD_ENOMEM, or
+ * prefilter literals unless `literals` is 0; `lazy` leaves the compile to
+ * the first use (built-in, tested patterns).  0, NCD_ENOMEM, or
  * NCD_EINVAL with the reason in why[].
  */
 static int pattern_append(struct ncd_rules *r, char *src, size_t rule,
-                          int bug, int literals, char *why, size_t whysz)
+                          int bug, int literals, int lazy, char *why,
+                          size_t whysz)
 {
     if (!groups_ok(src)) {
         snprintf(why, whysz,
@@ -358,22 +362,26 @@ static int pattern_append(struct ncd_rules *r, char *src, size_t rule,
         free(src);
         return NCD_EINVAL;
     }
-    int err;
-    PCRE2_SIZE off;
-    pcre2_code *re = pcre2_compile((PCRE2_SPTR)src, PCRE2_ZERO_TERMINATED,
-                                   0 /* bytes, like grep in the C locale */,
-                                   &err, &off, NULL);
-    if (!re) {
-        PCRE2_UCHAR buf[256];
-        pcre2_get_error_message(err, buf, sizeof buf);
-        snprintf(why, whysz, "pattern '%s' does not compile: %s at offset %zu",
-                 src, (char *)buf, (size_t)off);
-        free(src);
-        return NCD_EINVAL;
+    /* Rules given by the user compile now, so a bad pattern is reported at
+     * load; built-in ones, which the test suite compiles, on their first
+     * prefilter hit (ncd__pattern_code): compiling all 500+ cost most of
+     * the start-up.  JIT compiling always waits for the first use. */
+    pcre2_code *re = NULL;
+    if (!lazy) {
+        int err;
+        PCRE2_SIZE off;
+        re = ncd__pattern_compile(src, &err, &off);
+        if (!re) {
+            PCRE2_UCHAR buf[256];
+            pcre2_get_error_message(err, buf, sizeof buf);
+            snprintf(why, whysz,
+                     "pattern '%s' does not compile: %s at offset %zu", src,
+                     (char *)buf, (size_t)off);
+            free(src);
+            return NCD_EINVAL;
+        }
     }
-    pcre2_jit_compile(re, PCRE2_JIT_COMPLETE); /* falls back if no JIT */
-    uint32_t cap = 0;
-    pcre2_pattern_info(re, PCRE2_INFO_CAPTURECOUNT, &cap);
+    uint32_t cap = ncd__pattern_groups(src);
     if (cap + 1 > r->max_match_captures)
         r->max_match_captures = cap + 1;
     if (r->npats == r->capp) {
@@ -422,8 +430,8 @@ static int add_pattern(struct loader *L, yaml_node_t *pn, char *src)
 {
     struct ncd_rules *r = L->r;
     char why[512];
-    int rc = pattern_append(r, src, r->n - 1, -1, !r->v[r->n - 1].when, why,
-                            sizeof why);
+    int rc = pattern_append(r, src, r->n - 1, -1, !r->v[r->n - 1].when,
+                            L->lazy, why, sizeof why);
     return rc == NCD_EINVAL ? LFAIL(L, pn, "%s", why) : rc;
 }
 
@@ -526,10 +534,11 @@ static void rollback(struct ncd_rules *r, size_t n0, size_t np0, size_t nl0)
         free(r->lits[--r->nlits].s);
 }
 
-int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
-                       const char *name, const char *buf, size_t len)
+int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                        const char *name, const char *buf, size_t len,
+                        int build, int lazy)
 {
-    struct loader L = {.r = rules};
+    struct loader L = {.r = rules, .lazy = lazy};
     int rc = ncd__yaml_load(ctx, name, buf, len, &L.y);
     if (rc < 0) {
         ncd__yaml_release(&L.y);
@@ -546,8 +555,11 @@ int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
         rc = load_rule(&L, ncd__yaml_seq_at(&L.y, list, i));
     /* absorbs must name known rules (possibly in other files: checked in
      * the self-test, since files load one by one). */
-    if (rc == 0)
-        rc = ncd__prefilter_build(rules);
+    if (rc == 0) {
+        rules->prefilter_stale |= rules->n > n0;
+        if (build)
+            rc = ncd__prefilter_build(rules);
+    }
 out:
     ncd__yaml_release(&L.y);
     if (rc < 0) {
@@ -596,7 +608,8 @@ int ncd__rules_attach_bugs(struct ncd_ctx *ctx, struct ncd_rules *r,
     for (size_t b = b0; b < r->bugs.n && rc == 0; b++)
         for (size_t k = 0; k < r->bugs.v[b].n_signature && rc == 0; k++) {
             char *src = strdup(r->bugs.v[b].signature[k]);
-            rc = src ? pattern_append(r, src, rule, (int)b, 1, why, sizeof why)
+            rc = src ? pattern_append(r, src, rule, (int)b, 1, 0, why,
+                                      sizeof why)
                      : NCD_ENOMEM;
             if (rc == NCD_EINVAL)
                 rc = ncd_fail(ctx, NCD_EINVAL, "%s: bug %s: %s", name,
@@ -614,6 +627,12 @@ int ncd__rules_attach_bugs(struct ncd_ctx *ctx, struct ncd_rules *r,
     return rc;
 }
 
+int ncd_rules_load_buf(struct ncd_ctx *ctx, struct ncd_rules *rules,
+                       const char *name, const char *buf, size_t len)
+{
+    return ncd__rules_load_doc(ctx, rules, name, buf, len, 1, 0);
+}
+
 int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
 {
     int total = 0;
@@ -623,19 +642,25 @@ int ncd_rules_load_builtin(struct ncd_ctx *ctx, struct ncd_rules *rules)
         if (strncmp(f->name, "rules/", 6) != 0 || nl < 5 ||
             strcmp(f->name + nl - 5, ".yaml") != 0)
             continue;
-        int rc = ncd_rules_load_buf(ctx, rules, f->name,
-                                    (const char *)f->data, f->size);
+        /* one prefilter build for all files (it costs ~2M instructions) */
+        int rc = ncd__rules_load_doc(ctx, rules, f->name,
+                                     (const char *)f->data, f->size, 0, 1);
         if (rc < 0)
-            return rc;
+            return rc; /* the failed document rebuilt it */
         total += rc;
     }
-    /* known bugs' signatures, where this build has the list */
+    /* known bugs' signatures, where this build has the list (it builds the
+     * prefilter when it adds any) */
     const struct ncd_embedded_file *kb =
         ncd_embedded_find("data/nccl-known-bugs.yaml");
     int rc = kb ? ncd__rules_attach_bugs(ctx, rules, kb->name,
                                          (const char *)kb->data, kb->size)
                 : 0;
-    return rc < 0 ? rc : total;
+    if (rc < 0)
+        return rc;
+    if (rules->prefilter_stale && ncd__prefilter_build(rules) < 0)
+        return NCD_ENOMEM;
+    return total;
 }
 
 int ncd_rules_info(const struct ncd_rules *rules, size_t i,

@@ -15,6 +15,7 @@
 #define NCD__MAX_SOURCES 65536
 #define NCD__MAX_CAPS 6
 #define NCD__EV_TEXT 400 /* bytes of a line kept as evidence */
+#define NCD__BLOCK (1u << 18) /* bytes per block of the threaded reader */
 
 struct ncd__evid {
     int32_t proc; /* index in procs of the line's process, -1 none */
@@ -157,17 +158,26 @@ struct ncd__wd {
 };
 #define NCD__MAX_WD 1024
 
+/* A file or directory already read in this scan (ncd_explain_feed_path). */
+struct ncd__fileid {
+    unsigned long long dev, ino; /* ino 0: an empty slot */
+};
+
 struct ncd_explain {
     struct ncd_ctx *ctx;
     const struct ncd_rules *rules;
     struct ncd__matcher m;
     /* input */
+    struct ncd__fileid *seen; /* open-addressing set, power-of-two size */
+    size_t nseen, capseen;
     char **srcnames;
     uint32_t nsrc;
     int open;
     char *part; /* partial line across chunks */
     size_t partlen;
     int skipping; /* inside an over-long line */
+    int threads;  /* scan threads for large regular files (1: serial) */
+    size_t block; /* bytes per block of the threaded reader (tests vary it) */
     uint64_t lineno, seq;
     unsigned long long bytes, lines, nccl_lines, info_lines;
     char *scratch;
@@ -231,6 +241,33 @@ void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
  * file of a WARN or of an error trail), net.unreachable when none does. */
 enum ncd_category ncd__category_for_src(const struct ncd_rules *r,
                                         const char *src, size_t len);
+
+/*
+ * One line after its stateless part: parsed, and its best pattern rule over
+ * all NCCL versions.  Depends on the line and the rules only, so any thread
+ * may compute it; ncd__line_apply() then updates the scan's state, in input
+ * order (see explain.c).
+ */
+struct ncd__lscan {
+    struct ncd_log_line ll;
+    long rule;     /* rule index or -1 */
+    size_t pat;    /* its pattern (SIZE_MAX: a subsystem rule of files:) */
+    uint32_t line; /* index of the line in its block */
+    /* known bugs' signatures that matched, over all versions (the apply
+     * step keeps those affecting the process's version) */
+    uint32_t nobs;
+    uint32_t obs[NCD__MAX_OBS_PER_LINE];
+};
+
+/*
+ * Reads `size` bytes of the regular file `fd` as the current source with
+ * ex->threads threads, each reading (pread) and scanning blocks of lines
+ * while the blocks' results are applied in input order: facts, matches and
+ * evidence come out exactly as from ncd_explain_feed() over the same bytes.
+ * Returns 0, or a negative errno when a read failed (the lines before the
+ * failing block were used).
+ */
+int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size);
 void ncd__rec_add(struct ncd_explain *ex, struct ncd__rec *rec,
                   const struct ncd_log_line *ll, uint32_t src,
                   uint64_t line);

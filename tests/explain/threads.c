@@ -1,0 +1,344 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * explain with several threads gives the report of one thread, byte for
+ * byte: findings (ids, roles, evidence, first-seen), facts and stats.
+ * Runs the threaded block reader (ncd__explain_feed_fd) with 2..4 threads
+ * and block sizes from 1 byte to 1 MiB against the serial scan
+ * (ncd_explain_feed) on every log of the corpus (argument 1, when present)
+ * and on generated logs that mix launcher prefixes, NCCL versions (rules
+ * that apply to some only), WARNs, nccl-tests lines, JSON-wrapped lines,
+ * CRLF, empty lines, lines longer than NCD_LOG_MAX_LINE and a last line
+ * without '\n'; then ncd_explain_feed_path() on a file large enough for
+ * the threaded path, as the CLI reads it.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "explain/session.h"
+#include "ncd/ctx.h"
+#include "ncd/explain.h"
+
+static struct ncd_ctx *ctx;
+static struct ncd_rules *rules;
+static int failures;
+
+/* Everything a scan reports, as one string (caller frees). */
+static char *outcome(struct ncd_explain *ex)
+{
+    struct ncd_findings fl = {0};
+    if (ncd_explain_finish(ex, &fl) < 0)
+        return strdup("finish failed");
+    json_t *j = ncd_explain_report_json(ex, &fl, 1, NULL);
+    char *js = j ? json_dumps(j, JSON_INDENT(1) | JSON_PRESERVE_ORDER) : NULL;
+    json_decref(j);
+    struct ncd_strbuf sb = {0};
+    struct ncd_text_style st = {0};
+    st.verbose = 1;
+    ncd_explain_report_text(ex, &fl, &st, 1, &sb);
+    ncd_explain_facts_text(ex, &sb);
+    unsigned long long b, l, n;
+    ncd_explain_stats(ex, &b, &l, &n);
+    for (size_t i = 0; i < fl.n; i++) {
+        double ts;
+        int rank;
+        ncd_explain_first_seen(ex, i, &ts, &rank);
+        ncd_sb_printf(&sb, "%zu %s %.6f %d\n", i,
+                      ncd_rule_role_name(ncd_explain_role(ex, i)), ts, rank);
+    }
+    ncd_sb_printf(&sb, "stats %llu %llu %llu\n%s", b, l, n, js ? js : "");
+    free(js);
+    ncd_findings_release(&fl);
+    char *s = strdup(ncd_sb_str(&sb));
+    ncd_sb_release(&sb);
+    return s;
+}
+
+static char *serial(const char *buf, size_t len)
+{
+    struct ncd_explain *ex;
+    if (ncd_explain_new(ctx, rules, &ex) < 0)
+        abort();
+    ncd_explain_begin(ex, "log");
+    for (size_t o = 0; o < len; o += 65536)
+        ncd_explain_feed(ex, buf + o, len - o < 65536 ? len - o : 65536);
+    ncd_explain_end(ex);
+    char *s = outcome(ex);
+    ncd_explain_free(ex);
+    return s;
+}
+
+static char *threaded(int fd, size_t len, int threads, size_t block)
+{
+    struct ncd_explain *ex;
+    if (ncd_explain_new(ctx, rules, &ex) < 0)
+        abort();
+    ex->block = block;
+    ncd_explain_set_threads(ex, threads);
+    ncd_explain_begin(ex, "log");
+    if (ncd__explain_feed_fd(ex, fd, len) != 0)
+        abort();
+    ncd_explain_end(ex);
+    char *s = outcome(ex);
+    ncd_explain_free(ex);
+    return s;
+}
+
+static void first_diff(const char *a, const char *b)
+{
+    size_t i = 0;
+    while (a[i] && a[i] == b[i])
+        i++;
+    size_t from = i > 80 ? i - 80 : 0;
+    fprintf(stderr, "  serial:   ...%.160s\n  threaded: ...%.160s\n", a + from,
+            b + from);
+}
+
+/* The log in buf against every thread count and block size. */
+static void check(const char *name, const char *buf, size_t len)
+{
+    char path[] = "/tmp/ncd-threads-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+        perror("temp file");
+        exit(1);
+    }
+    unlink(path);
+    char *want = serial(buf, len);
+    static const size_t blocks[] = {1, 7, 100, 4096, 65536, NCD__BLOCK};
+    int n = 0;
+    for (size_t b = 0; b < sizeof blocks / sizeof blocks[0]; b++) {
+        if (blocks[b] < 100 && len > 200000)
+            continue; /* a block per byte: slow on big logs */
+        for (int t = 2; t <= 4; t++, n++) {
+            char *got = threaded(fd, len, t, blocks[b]);
+            if (strcmp(want, got) != 0) {
+                fprintf(stderr, "FAIL %s: %d threads, block %zu differs\n", name,
+                        t, blocks[b]);
+                first_diff(want, got);
+                failures++;
+            }
+            free(got);
+        }
+    }
+    close(fd);
+    free(want);
+    printf("ok   %s (%zu bytes, %d runs)\n", name, len, n);
+}
+
+static unsigned long long rng = 0x9E3779B97F4A7C15ull;
+static unsigned rnd(unsigned n)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (unsigned)(rng % n);
+}
+
+/* A generated log of about `size` bytes (caller frees). */
+static char *generate(size_t size, size_t *len)
+{
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&buf, &n);
+    static const char *const versions[] = {"2.19.3", "2.21.5", "2.3.7"};
+    while (f && (size_t)ftell(f) < size) {
+        int r = (int)rnd(24), kind = (int)rnd(40);
+        char p[64];
+        switch (r % 5) {
+        case 0: p[0] = '\0'; break;
+        case 1: snprintf(p, sizeof p, "[1,%d]<stdout>:", r); break;
+        case 2: snprintf(p, sizeof p, "[rank%d]:", r); break;
+        case 3: snprintf(p, sizeof p, "%d: ", r); break;
+        default: snprintf(p, sizeof p, "(pid=%d, ip=10.0.0.9) ", r); break;
+        }
+        char h[64];
+        snprintf(h, sizeof h, "%snode%d:%d:%d [%d]", p, r / 8, 1000 + r,
+                 2000 + r, r % 8);
+        switch (kind) {
+        case 0:
+            fprintf(f, "%s NCCL INFO NCCL version %s+cuda12.4\n", h,
+                    versions[r % 3]);
+            break;
+        case 1:
+            fprintf(f, "%s NCCL INFO Using network IB\n", h);
+            break;
+        case 2:
+            fprintf(f, "\n%s misc/socket.cc:538 NCCL WARN socketProgress: "
+                       "Connection closed by remote peer node%d<55426>\n",
+                    h, r);
+            break;
+        case 3:
+            fprintf(f, "\n[2025-05-06 07:08:%02d] %s transport/net_ib.cc:881 "
+                       "NCCL WARN NET/IB : Got completion from peer "
+                       "10.0.0.2<49577> with error 12\n",
+                    rnd(60), h);
+            break;
+        case 4:
+            fprintf(f, "%s NCCL INFO Bootstrap : Using eth%d:10.0.0.%d<0>\r\n", h,
+                    r % 2, r);
+            break;
+        case 5: {
+            int big = NCD_LOG_MAX_LINE + (int)rnd(3 * NCD_LOG_MAX_LINE);
+            fprintf(f, "%s NCCL INFO ", h);
+            for (int i = 0; i < big; i++)
+                fputc("abc via NET/IB/0 "[i % 17], f);
+            fputc('\n', f);
+            break;
+        }
+        case 6:
+            fprintf(f, "#  Rank %2d Group  0 Pid %d on node%d device %d "
+                       "[0x1b] NVIDIA H100\n",
+                    r, 1000 + r, r / 8, r % 8);
+            break;
+        case 7:
+            fprintf(f, "[rank%d]:[E ProcessGroupNCCL.cpp:563] [Rank %d] "
+                       "Watchdog caught collective operation timeout: "
+                       "WorkNCCL(SeqNum=%u, OpType=ALLREDUCE, NumelIn=1, "
+                       "NumelOut=1, Timeout(ms)=600000) ran for 600041 "
+                       "milliseconds before timing out.\n",
+                    r, r, 100 + rnd(3));
+            break;
+        case 8:
+            fprintf(f, "{\"log\":\"%s NCCL INFO NCCL_SOCKET_IFNAME set by "
+                       "environment to eth%d\\n\",\"stream\":\"stdout\","
+                       "\"time\":\"2024-05-06T07:08:%02dZ\"}\n",
+                    h, r % 3, rnd(60));
+            break;
+        case 9:
+            fprintf(f, "%s NCCL INFO comm 0x%x rank %d nRanks 24 nNodes 3 "
+                       "localRanks 8 localRank %d MNNVL 0\n",
+                    h, r, r, r % 8);
+            break;
+        case 10:
+            fprintf(f, "\n");
+            break;
+        case 11:
+            fprintf(f, "%d[%d] -> %d[%d] [send] via NET/IB/0/GDRDMA\n", r, r % 8,
+                    (r + 1) % 24, (r + 1) % 8);
+            break;
+        case 12:
+            fprintf(f, "%s NCCL INFO NET : Using interface ib0:10.0.1.%d<0>\n", h,
+                    r);
+            break;
+        default:
+            fprintf(f, "%s NCCL INFO Channel %02u/0 : %d[%d] -> %d[%d] via "
+                       "P2P/IPC/read\n",
+                    h, rnd(32), r, r % 8, (r + 1) % 24, (r + 1) % 8);
+            break;
+        }
+    }
+    if (f)
+        fprintf(f, "node1:1:2 [0] NCCL INFO last line without a newline");
+    if (!f || fclose(f) != 0)
+        abort();
+    *len = n;
+    return buf;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t n = 0;
+    FILE *m = open_memstream(&buf, &n);
+    char tmp[65536];
+    size_t k;
+    while (m && (k = fread(tmp, 1, sizeof tmp, f)) > 0)
+        fwrite(tmp, 1, k, m);
+    fclose(f);
+    if (!m)
+        return NULL;
+    fclose(m);
+    *len = n;
+    return buf;
+}
+
+/* The CLI's way in: a file big enough for the threaded reader. */
+static void check_path(void)
+{
+    size_t len;
+    char *buf = generate((size_t)5 << 20, &len);
+    char path[] = "/tmp/ncd-threads-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, buf, len) != (ssize_t)len) {
+        perror("temp file");
+        exit(1);
+    }
+    close(fd);
+    char *out[2];
+    for (int t = 0; t < 2; t++) {
+        struct ncd_explain *ex;
+        struct ncd_explain_inputs in = {0};
+        if (ncd_explain_new(ctx, rules, &ex) < 0)
+            abort();
+        ncd_explain_set_threads(ex, t + 1);
+        if (ncd_explain_feed_path(ex, path, &in) != 0 || in.nread != 1)
+            abort();
+        out[t] = outcome(ex);
+        ncd_explain_free(ex);
+    }
+    /* the source is named after the path in both */
+    if (strcmp(out[0], out[1]) != 0) {
+        fprintf(stderr, "FAIL feed_path: 2 threads differ from 1\n");
+        first_diff(out[0], out[1]);
+        failures++;
+    } else {
+        printf("ok   feed_path, %zu bytes, 1 and 2 threads\n", len);
+    }
+    unlink(path);
+    free(out[0]);
+    free(out[1]);
+    free(buf);
+}
+
+int main(int argc, char **argv)
+{
+    if (ncd_ctx_new("/", NULL, &ctx) < 0 || ncd_rules_new(&rules) < 0 ||
+        ncd_rules_load_builtin(ctx, rules) < 0) {
+        fprintf(stderr, "cannot load rules\n");
+        return 1;
+    }
+    DIR *d = argc > 1 ? opendir(argv[1]) : NULL;
+    struct dirent *de;
+    int ncorpus = 0;
+    while (d && (de = readdir(d))) {
+        if (de->d_name[0] == '.')
+            continue;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s/log.txt", argv[1], de->d_name);
+        size_t len;
+        char *buf = slurp(path, &len);
+        if (!buf)
+            continue;
+        check(de->d_name, buf, len);
+        free(buf);
+        ncorpus++;
+    }
+    if (d)
+        closedir(d);
+    if (!ncorpus)
+        printf("corpus not found (%s): generated logs only\n",
+               argc > 1 ? argv[1] : "no path");
+    static const size_t sizes[] = {1000, 30000, 300000, 3000000};
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        size_t len;
+        char *buf = generate(sizes[i], &len);
+        char name[64];
+        snprintf(name, sizeof name, "generated-%zu", sizes[i]);
+        check(name, buf, len);
+        free(buf);
+    }
+    check_path();
+    ncd_rules_free(rules);
+    ncd_ctx_free(ctx);
+    printf("%s\n", failures ? "FAILED" : "all identical");
+    return failures != 0;
+}
