@@ -43,9 +43,9 @@ test_expect_success 'stdout and stderr pass through and are kept, in order' '
 '
 
 test_expect_success 'output is passed on at once, not when the command ends' '
-    $R --logs d4 -- sh -c "echo ready; sleep 20" >out 2>/dev/null &
+    $R --logs d4 -- sh -c "echo ready; sleep 90" >out 2>/dev/null &
     pid=$!
-    got=0; wait_file out 50 || got=$?
+    got=0; wait_file out 400 || got=$?
     running=0; kill -0 $pid 2>/dev/null && running=1
     kill -TERM $pid; wait $pid || :
     [ $got -eq 0 ] && [ $running -eq 1 ] && grep -qx ready out
@@ -63,7 +63,7 @@ test_expect_success 'TERM, HUP and USR1 reach the command'"'"'s process group' '
 	EOF
     $R --logs d5 -- sh trap.sh 2>err &
     pid=$!
-    wait_file started 50 && wait_file grandchild 10 &&
+    wait_file started 150 && wait_file grandchild 50 &&
     kill -USR1 $pid && sleep 0.5 && kill -HUP $pid && sleep 0.5 &&
     kill -TERM $pid; st=0; wait $pid || st=$?
     gc=$(cat grandchild)
@@ -74,9 +74,9 @@ test_expect_success 'TERM, HUP and USR1 reach the command'"'"'s process group' '
 '
 
 test_expect_success 'a forwarded TERM that kills the command: 143' '
-    $R --logs d6 -- sleep 60 2>err &
+    $R --logs d6 -- sh -c "echo started >started6; exec sleep 60" 2>err &
     pid=$!
-    sleep 0.5; kill -TERM $pid; st=0; wait $pid || st=$?
+    wait_file started6 150 && kill -TERM $pid; st=0; wait $pid || st=$?
     [ $st -eq 143 ] && grep -q "killed by signal 15 (Terminated), forwarded" err
 '
 

@@ -217,7 +217,7 @@ size_t verify__gpu_free_mem(struct verify__gpu *g, int dev)
 
 /* ---- the single card ---------------------------------------------------- */
 
-#define ELEMS (1u << 20) /* floats in the all_reduce: 4 MiB */
+#define ELEMS (1u << 18) /* floats in the all_reduce: 1 MiB */
 #define NCCL_FLOAT 7     /* ncclFloat32 */
 #define NCCL_SUM 0       /* ncclSum */
 
