@@ -43,12 +43,12 @@ test_expect_success 'stdout and stderr pass through and are kept, in order' '
 '
 
 test_expect_success 'output is passed on at once, not when the command ends' '
-    $R --logs d4 -- sh -c "echo ready; sleep 90" >out 2>/dev/null &
+    $R --logs d4 -- sh -c "echo ready; sleep 90" >out5 2>/dev/null &
     pid=$!
-    got=0; wait_file out 400 || got=$?
+    got=0; wait_file out5 400 || got=$?
     running=0; kill -0 $pid 2>/dev/null && running=1
     kill -TERM $pid; wait $pid || :
-    [ $got -eq 0 ] && [ $running -eq 1 ] && grep -qx ready out
+    [ $got -eq 0 ] && [ $running -eq 1 ] && grep -qx ready out5
 '
 
 test_expect_success 'TERM, HUP and USR1 reach the command'"'"'s process group' '
