@@ -9,14 +9,16 @@
  * /.dockerenv, /run/.containerenv, /proc/1/cgroup, /proc/self/cgroup,
  * /proc/self/mountinfo (kubelet and Docker container paths),
  * /var/run/secrets/kubernetes.io/serviceaccount, the variables
- * KUBERNETES_SERVICE_HOST, container, SLURM_JOB_ID, SLURM_STEP_ID, and
- * /proc/version for WSL.  A privileged container can hide most of these;
+ * KUBERNETES_SERVICE_HOST, container, SLURM_JOB_ID, SLURM_STEP_ID,
+ * NVIDIA_VISIBLE_DEVICES, the /dev/nvidia<N> device nodes, and WSL as the
+ * virtualisation probe found it (pci.h).  A privileged container can hide most of these;
  * nothing is guessed beyond what a file says.
  */
 #ifndef NCD_CONTAINER_H
 #define NCD_CONTAINER_H
 
 #include "ncd/ctx.h"
+#include "ncd/pci.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +41,9 @@ struct ncd_container {
     int wsl;               /**< Windows Subsystem for Linux */
     char evidence[4][192]; /**< what said so, one line each */
     int n_evidence;
+    int dev_nvidia_nodes;  /**< /dev/nvidia<N> entries (0: /dev not
+                                visible or none) */
+    char nvidia_visible[256]; /**< NVIDIA_VISIBLE_DEVICES, "" unset */
 };
 
 /** "none", "docker", "podman", "containerd", "lxc", "container"; static. */
@@ -55,14 +60,15 @@ int ncd_cgroup_classify(const char *buf, size_t len, enum ncd_runtime *rt,
 /**
  * GPUs the runtime gives this process, before CUDA_VISIBLE_DEVICES: a
  * container sees every GPU of the host in sysfs, but only the device nodes
- * it was given (/dev/nvidia<N>, when /dev is visible) and the list in
+ * it was given (c->dev_nvidia_nodes, when /dev is visible) and the list in
  * NVIDIA_VISIBLE_DEVICES (unless "all").  `pci_gpus` is the sysfs count;
- * the result is never larger.
+ * the result is never larger.  Pure.
  */
-int ncd_container_gpu_count(struct ncd_ctx *ctx, int pci_gpus);
+int ncd_container_visible_gpus(const struct ncd_container *c, int pci_gpus);
 
-/** Detects the runtime.  Always 0. */
-int ncd_container_probe(struct ncd_ctx *ctx, struct ncd_container *out);
+/** Detects the runtime; `virt` (may be NULL) gives WSL.  Always 0. */
+int ncd_container_probe(struct ncd_ctx *ctx, const struct ncd_virt *virt,
+                        struct ncd_container *out);
 
 /**
  * The fix for a too-small /dev/shm in this runtime, one paragraph (static

@@ -3,16 +3,19 @@
  * @file ctx.h
  * @brief The libncd context: sysroot, injected environment, error buffer.
  *
- * Every probe and check takes a struct ncd_ctx.  It holds
+ * Every probe takes a struct ncd_ctx (checks take the node snapshot it
+ * filled, node.h).  It holds
  *  - the sysroot: the directory that stands for "/" when files such as
  *    /sys/class/net or /proc/mounts are read (hwloc's HWLOC_FSROOT is the
  *    model).  "/" means this machine ("live"); anything else is a recorded
- *    tree (a fixture or a `gather` capture) and probes that need system calls
- *    (getifaddrs, statvfs, dlopen) then read their recorded answers from
- *    <sysroot>/.ncd/ or report that they cannot see;
- *  - a private copy of the environment.  Checks read variables through
+ *    tree (a fixture or a `gather` capture);
+ *  - the table of system operations (sysops.h): the answers that are not
+ *    files (getifaddrs, statvfs, dlopen, NVML...), live, replayed from
+ *    <sysroot>/.ncd/, or recorded;
+ *  - a private copy of the environment.  Probes read variables through
  *    ncd_getenv(), never getenv(), so tests inject any NCCL_* value;
  *  - the error detail buffer (first failure wins, see error.h).
+ * Tools open one with ncd_ctx_open(); ncd_ctx_new() is the primitive.
  *
  * A context is not thread-safe; use one per thread.
  */
@@ -40,6 +43,32 @@ struct ncd_ctx;
  */
 int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out);
 
+/** How to open a context (ncd_ctx_open()). */
+struct ncd_ctx_config {
+    /** NULL or "/" for this machine; a directory standing for "/" (a
+     *  fixture, an unpacked capture, an hwloc-gather-topology tree); or a
+     *  capture tarball (`gather` output, unpacked into a private
+     *  directory that ncd_ctx_free() removes). */
+    const char *sysroot;
+    /** NULL-terminated "NAME=value" array (the process's `environ`).  A
+     *  capture with a recorded environment (.ncd/env) replaces it. */
+    char *const *envp;
+};
+
+/**
+ * Opens a context: the one way the tool creates one.  Unpacks a tarball,
+ * refuses a directory that is not a capture (none of sys/, proc/, .ncd/),
+ * and replays the recorded environment of a capture.
+ * @param err  receives a one-line message on failure, ready to print (may
+ *             be NULL).
+ * @return 0, NCD_ENOENT / NCD_EPERM (sysroot cannot be opened),
+ *         NCD_EINVAL (not a capture), NCD_EPARSE (bad tarball or
+ *         .ncd/env), NCD_ERANGE (tarball over the limits), NCD_EDLOPEN
+ *         (libarchive missing), NCD_ENOMEM.  Implemented in src/lib/sys.
+ */
+int ncd_ctx_open(const struct ncd_ctx_config *cfg, struct ncd_ctx **out,
+                 char *err, size_t errsz);
+
 /** Frees a context and everything it owns.  NULL is allowed. */
 void ncd_ctx_free(struct ncd_ctx *ctx);
 
@@ -50,7 +79,9 @@ void ncd_ctx_free(struct ncd_ctx *ctx);
  */
 int ncd_ctx_on_free(struct ncd_ctx *ctx, void (*fn)(void *), void *arg);
 
-/** 1 when the sysroot is "/" (this machine), 0 for a recorded tree. */
+/** 1 when the sysroot is "/" (this machine), 0 for a recorded tree.  For
+ *  the system-operations layer (sysops.h) and the sysroot only; everything
+ *  else asks that layer (scripts/check-layers.sh enforces it). */
 int ncd_ctx_is_live(const struct ncd_ctx *ctx);
 
 /** The sysroot path as given ("/" for live).  Owned by ctx. */
@@ -93,15 +124,45 @@ void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
                 const char **value);
 
 /**
- * Replaces the whole environment copy with the "NAME=value" lines of a
- * buffer (newline- or NUL-separated; blank lines and lines starting with
- * '#' are skipped; the first definition of a name wins).  Used to replay
- * the environment recorded in a capture (<sysroot>/.ncd/env).
- * @return the number of variables loaded, or NCD_ENOMEM / NCD_EPARSE (a
- *         line without '='; the detail names the line).  On error the
- *         previous environment is kept.
+ * Replaces the whole environment copy with a NULL-terminated "NAME=value"
+ * array (entries without '=' or with an empty name are skipped; the first
+ * definition of a name wins).  Used to replay a capture's environment
+ * (ncd_ctx_load_env() in sysops.h parses .ncd/env).
+ * @return the number of variables, or NCD_ENOMEM (the old copy is kept).
  */
-int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len);
+int ncd_ctx_replace_env(struct ncd_ctx *ctx, char *const *envp);
+
+/* ---- the system-operations layer (sysops.h) --------------------------- */
+
+struct ncd_sysops;
+
+/** Installs an operations table (sysops.h); NULL restores the default
+ *  (live for "/", replay otherwise).  The table must outlive the context. */
+void ncd_ctx_set_sysops(struct ncd_ctx *ctx, const struct ncd_sysops *ops);
+
+/** The table installed with ncd_ctx_set_sysops(), or NULL. */
+const struct ncd_sysops *ncd_ctx_sysops(const struct ncd_ctx *ctx);
+
+/** What a traced file access was (ncd_ctx_set_fs_trace()). */
+enum ncd_fs_access {
+    NCD_FS_OPEN = 1, /**< open: reads, directory listings */
+    NCD_FS_STAT,     /**< existence test */
+    NCD_FS_READLINK,
+    NCD_FS_REALPATH,
+};
+
+/**
+ * Called for every access to the sysroot through fs.h, with the path as
+ * the caller wrote it ("/sys/class/net/eth0/mtu").  `in_sysop` is 1 when
+ * the access answers a system operation (sysops.h: a replayed record, the
+ * library scan) rather than reading a file a capture copies.
+ */
+typedef void (*ncd_fs_trace_fn)(void *arg, enum ncd_fs_access what,
+                                const char *path, int in_sysop);
+
+/** Installs (fn != NULL) or removes a trace of file accesses; one slot.
+ *  Used by tests (each probe reads once; paths.def covers every read). */
+void ncd_ctx_set_fs_trace(struct ncd_ctx *ctx, ncd_fs_trace_fn fn, void *arg);
 
 /**
  * Records the detail of a failure if none is recorded yet and returns

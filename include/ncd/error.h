@@ -17,6 +17,8 @@
 #ifndef NCD_ERROR_H
 #define NCD_ERROR_H
 
+#include <stddef.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -72,6 +74,15 @@ const char *ncd_err_name(int code);
  * becomes NCD_ESYS.  0 gives NCD_OK.
  */
 int ncd_err_from_errno(int err);
+
+/**
+ * Formats a message into a caller's buffer (`buf` may be NULL or `n` 0:
+ * nothing is written) and returns `code`, for functions that report into
+ * an error buffer instead of a context:
+ *   return ncd_errbuf(err, errsz, NCD_EPARSE, "%s: bad entry", name);
+ */
+int ncd_errbuf(char *buf, size_t n, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 #ifdef __cplusplus
 }

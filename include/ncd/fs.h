@@ -45,6 +45,23 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
                 size_t *len);
 
 /**
+ * Reads `fd` to end of file into a malloc'ed, NUL-terminated buffer with a
+ * size cap and a deadline, over the one grow-buffer reader (ncd/readall.h;
+ * no sysroot involved; ncd_fs_read() and the operations that read pipes
+ * use it).
+ * @param max         the most bytes; 0 means NCD_FS_MAX_DEFAULT.  More
+ *                    gives NCD_ERANGE.
+ * @param timeout_ms  -1 blocks; otherwise the whole read must end within
+ *                    that many milliseconds (poll(2)), else NCD_ETIMEOUT.
+ * @param buf         receives the data (caller frees); NULL on error.
+ * @param len         receives the length (may be NULL).
+ * @return 0, NCD_ENOMEM, NCD_ERANGE, NCD_ETIMEOUT, or NCD_EIO with errno
+ *         kept from the failed read(2) / poll(2).
+ */
+int ncd_read_fd_bounded(int fd, size_t max, int timeout_ms, char **buf,
+                        size_t *len);
+
+/**
  * Reads a small file into `out` (at most outsz-1 bytes), with trailing
  * white space (the newline of sysfs attributes) removed.
  */

@@ -6,20 +6,23 @@
  *
  * A capture is a tree that stands for "/" (see ctx.h): the sysfs, procfs
  * and /etc files nccl-doctor's probes read, listed once in
- * src/lib/node/paths.def (the same table documents what each probe reads),
- * with sysfs symlinks kept as relative symlinks, plus the recorded answers
- * of system calls under /.ncd/:
+ * src/lib/snapshot/paths.def (a test checks it against what the probes
+ * read), with sysfs symlinks kept as relative symlinks, plus the recorded
+ * answers of system operations under /.ncd/: gather runs the same node
+ * probe as `check`, with the record table of sysops.h, and writes what it
+ * recorded (formats: sysops.h, all in src/lib/sys/records.c):
  *   .ncd/env          NCCL_*, CUDA_*, launcher variables, NAME=value per
  *                     line; values of names containing TOKEN, SECRET,
  *                     PASSWORD, PASSWD, KEY or CREDENTIAL are "<redacted>"
- *   .ncd/ifaddrs      getifaddrs() list (format in netif.h)
+ *   .ncd/ifaddrs      getifaddrs() list
  *   .ncd/statvfs      "<dir> <size bytes> <free bytes>" for /dev/shm
- *   .ncd/dlopen       dlopen results (format in rdma.h)
- *   .ncd/nccl-libs    libnccl scan (format in libs.h)
+ *   .ncd/dlopen       dlopen results (libibverbs, NVML, libcuda, libnccl)
+ *   .ncd/nccl-libs    libnccl scan
  *   .ncd/nccl-version version of the libnccl.so.2 dlopen picks ("2.21.5")
- *   .ncd/nvml         NVML answers (format in topo.h)
+ *   .ncd/nvml         NVML answers and the CUDA driver version
  *   .ncd/nft.json     `nft -j list ruleset`
  *   .ncd/self         "uid <n>" of the gathering process
+ *   .ncd/resolve      host names the probes resolved
  *   .ncd/gather-info  tool version and time of the capture
  * Also copied: $NCCL_CONF_FILE and $HOME/.nccl.conf when they exist.
  * /proc/net/tcp{,6} keep only listening sockets (no peer addresses).
@@ -31,16 +34,13 @@
 
 #include <stddef.h>
 
+#include "ncd/archive.h"
 #include "ncd/ctx.h"
+#include "ncd/sysops.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Limits when unpacking a capture (bytes / entries). */
-#define NCD_SYSROOT_MAX_TOTAL (512LL << 20)
-#define NCD_SYSROOT_MAX_FILE (64LL << 20)
-#define NCD_SYSROOT_MAX_ENTRIES 500000
 
 struct ncd_gather_stats {
     size_t files, links, dirs; /**< entries written */
@@ -58,42 +58,15 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
                struct ncd_gather_stats *stats);
 
 /**
- * Whether a variable belongs in .ncd/env (NCCL_*, CUDA_*, LD_LIBRARY_PATH,
- * LD_PRELOAD, launcher and framework variables).  Pure.
+ * Calls `fn` for every path `gather` would copy from the sysroot: the
+ * paths.def patterns expanded (with the symlinks met on the way, each as
+ * it is in the capture), and NCCL's config files; not the recorded
+ * answers.  `is_dir` is 1 for a directory recorded without contents.
+ * @return 0, NCD_ENOMEM, or a negative value `fn` returned (stops).
  */
-int ncd_gather_env_wanted(const char *name);
-
-/** Whether a variable's value must be redacted (see above).  Pure. */
-int ncd_env_is_secret(const char *name);
-
-/**
- * Unpacks a capture tarball (any format/compression libarchive reads) into
- * a new private directory (mkdtemp under $TMPDIR or /tmp).  Refuses
- * absolute paths, ".." components, hard links, device nodes, symlinks
- * whose target is absolute or climbs above the tree, and more than the
- * NCD_SYSROOT_MAX_* limits.  A capture whose entries all sit under one top
- * folder (hwloc-gather-topology's layout) is rooted at that folder.
- * @param dir   receives the directory to use as sysroot (>= 4096 bytes).
- * @param top   receives the directory to remove afterwards with
- *              ncd_sysroot_remove() (>= 4096 bytes).
- * @param err   receives a message on failure.
- * @return 0, NCD_EPARSE (bad archive or unsafe entry), NCD_ERANGE (limits),
- *         NCD_EIO, NCD_ENOMEM.  On failure nothing is left behind.
- */
-int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
-                       char *top, size_t topsz, char *err, size_t errsz);
-
-/** Removes an unpacked tree (no symlink is followed).  Returns 0 or -1. */
-int ncd_sysroot_remove(const char *top);
-
-/**
- * ncd_ctx_new() that also accepts a capture tarball as `sysroot`: it is
- * unpacked (ncd_sysroot_unpack) and removed again by ncd_ctx_free().
- * A directory or NULL behaves exactly as ncd_ctx_new().
- * @param err  receives the reason on failure (may be NULL).
- */
-int ncd_ctx_new_sysroot(const char *sysroot, char *const *envp,
-                        struct ncd_ctx **out, char *err, size_t errsz);
+int ncd_gather_paths(struct ncd_ctx *ctx,
+                     int (*fn)(void *arg, const char *path, int is_dir),
+                     void *arg);
 
 #ifdef __cplusplus
 }

@@ -23,12 +23,12 @@
  * ELF .rodata section only (a few MB, not the whole 200+ MB file).  The
  * file the loader would pick for dlopen("libnccl.so.2") (LD_LIBRARY_PATH,
  * then ld.so.cache, then default directories) is confirmed with
- * ncd_nccl_lib_detect() (dlopen + ncclGetVersion) on a live node.
+ * ncd_sys_nccl_version() (dlopen + ncclGetVersion) when this process
+ * really loads it.
  *
- * Recorded sysroots carry no library files; `gather` writes the live scan
- * to <sysroot>/.ncd/nccl-libs, one line per file:
- *     lib <version|?> <cuda|?> <origin> <path>
- *     winner <path>
+ * The scan is a system answer (ncd_sys_nccl_libs(), sysops.h): recorded
+ * sysroots carry no library files, so `gather` records the live scan as
+ * .ncd/nccl-libs (format and the types in sysops.h).
  */
 #ifndef NCD_LIBS_H
 #define NCD_LIBS_H
@@ -37,42 +37,18 @@
 
 #include "ncd/ctx.h"
 #include "ncd/strbuf.h"
+#include "ncd/sysops.h"
+#include "ncd/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-struct ncd_nccl_file {
-    char path[512];    /**< as found ("/usr/lib/x86_64-linux-gnu/libnccl.so.2") */
-    char real[512];    /**< symlinks resolved */
-    char origin[40];   /**< "LD_LIBRARY_PATH", "ld.so.cache", "system",
-                            "CUDA", "conda", "site-packages",
-                            "FLAGS_nccl_dir" */
-    int version;       /**< version code (nccl.h), 0 unknown */
-    char cuda[16];     /**< CUDA it was built for ("12.4"), "" unknown */
-};
-
-struct ncd_nccl_scan {
-    struct ncd_nccl_file *v; /**< owned; one entry per real file */
-    size_t n;
-    int winner;        /**< index of dlopen("libnccl.so.2")'s pick, -1 */
-    char winner_why[96]; /**< "first in LD_LIBRARY_PATH", "ld.so.cache"... */
-    int recorded;      /**< came from .ncd/nccl-libs */
-    int visible;       /**< 0: recorded tree without .ncd/nccl-libs */
-};
 
 /**
  * Scans for libnccl (live or recorded, see above).
  * @return 0 or NCD_ENOMEM.
  */
 int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out);
-
-/** Frees the scan's contents. */
-void ncd_nccl_scan_release(struct ncd_nccl_scan *s);
-
-/** Writes the scan in the .ncd/nccl-libs format (for gather). */
-void ncd_nccl_scan_format(const struct ncd_nccl_scan *s,
-                          struct ncd_strbuf *out);
 
 /**
  * Parses an /etc/ld.so.cache image (the "glibc-ld.so.cache1.1" format, with
@@ -86,15 +62,6 @@ int ncd_ldcache_parse(const unsigned char *buf, size_t len,
                       void (*fn)(const char *name, const char *path,
                                  void *arg),
                       void *arg);
-
-/**
- * Finds "NCCL version X.Y.Z[suffix]+cudaA.B" in a buffer.
- * @param code  receives the version code.
- * @param cuda  receives "A.B" ("" when the string has no +cuda part).
- * @return 1 found, 0 not.  Pure.
- */
-int ncd_nccl_version_in_buf(const char *buf, size_t len, int *code,
-                            char *cuda, size_t cudasz);
 
 /**
  * Reads the version string from a libnccl file's ELF .rodata section.

@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /**
  * @file nccl.h
- * @brief NCCL versions, the installed libnccl, and NCCL's own interface
- *        selection predicted for a given version.
+ * @brief NCCL's own interface selection predicted for a given version, and
+ *        its NCCL_SOCKET_IFNAME / NCCL_IB_HCA list syntax.
  *
- * Version codes: this library always uses major*10000 + minor*100 + patch
- * (2.28.3 -> 22803, 2.8.4 -> 20804).  NCCL's own NCCL_VERSION_CODE uses
- * that scheme since 2.9; before, it was major*1000 + minor*100 + patch, and
- * ncd_nccl_version_from_code() converts both.
+ * Version codes and their parser: version.h; the libnccl.so.2 this process
+ * would load: ncd_sys_nccl_version() in sysops.h.
  */
 #ifndef NCD_NCCL_H
 #define NCD_NCCL_H
@@ -16,43 +14,11 @@
 
 #include "ncd/ctx.h"
 #include "ncd/netif.h"
+#include "ncd/version.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** The newest NCCL whose behaviour this build knows (2.30.7). */
-#define NCD_NCCL_NEWEST 23007
-
-/**
- * Parses "2.28.3" (also "2.28", "2.28.3-1", "v2.28.3") into a version code.
- * @return 0, or NCD_EPARSE when it is not a version.
- */
-int ncd_nccl_version_parse(const char *s, int *code);
-
-/** Converts a code returned by ncclGetVersion() (either scheme) into ours.
- */
-int ncd_nccl_version_from_code(int nccl_code);
-
-/** Formats a code as "2.28.3" into buf (>= 16 bytes); returns buf. */
-const char *ncd_nccl_version_str(int code, char *buf, size_t len);
-
-/** The libnccl found for this process. */
-struct ncd_nccl_lib {
-    int found;         /**< 1 when loaded and its version read */
-    int version;       /**< our code, 0 when unknown */
-    char path[512];    /**< file the dynamic loader resolved, if known */
-    char error[256];   /**< why not found (dlerror text), "" when found */
-};
-
-/**
- * Loads libnccl.so.2 the way an application would (dlopen with the
- * process's LD_LIBRARY_PATH and ld cache) and reads ncclGetVersion().
- * Only on a live context; a recorded sysroot gives the version stored in
- * /.ncd/nccl-version ("2.21.5"), if any.
- * @return 0 (see out->found), NCD_ENOMEM.
- */
-int ncd_nccl_lib_detect(struct ncd_ctx *ctx, struct ncd_nccl_lib *out);
 
 /* ---- NCCL_SOCKET_IFNAME and NCCL_IB_HCA lists -------------------------- */
 

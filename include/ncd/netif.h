@@ -27,15 +27,12 @@
 #include <stddef.h>
 
 #include "ncd/ctx.h"
+#include "ncd/netaddr.h"
 #include "ncd/strbuf.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/** Longest interface name NCCL handles (MAX_IF_NAME_SIZE, NCCL
- *  src/include/socket.h), also Linux's IFNAMSIZ. */
-#define NCD_IFNAME_MAX 16
 
 /** What an interface is.  ncd_netif_kind_name() gives the JSON string. */
 enum ncd_if_kind {
@@ -64,28 +61,6 @@ const char *ncd_netif_kind_name(enum ncd_if_kind k);
  *  hosts (container bridges, veth, tunnels, loopback, other virtual).
  *  Wireless is physical (but slow): 0. */
 int ncd_netif_kind_is_virtual(enum ncd_if_kind k);
-
-/** One address of an interface. */
-struct ncd_if_addr {
-    int family;              /**< AF_INET or AF_INET6 */
-    char addr[64];           /**< numeric, without scope ("fe80::1") */
-    int prefix;              /**< prefix length in bits */
-    int scope_id;            /**< IPv6 scope (ifindex) for link-local, else 0 */
-    unsigned char bytes[16]; /**< address in network order (4 or 16 used) */
-    int link_local;          /**< 169.254/16 or fe80::/10 */
-    int loopback;            /**< 127/8 or ::1 */
-    const char *scope;       /**< "global", "link", "host" or "site"; static */
-};
-
-/** One getifaddrs() entry (AF_INET/AF_INET6), in the order glibc returns
- *  them, which is the order NCCL's interface search walks
- *  (NCCL src/os/linux.cc ncclOsFindInterfaces, 2.29+; socket.cc before). */
-struct ncd_ifaddr_entry {
-    char name[NCD_IFNAME_MAX + 8]; /**< ifa_name: may be an alias label,
-                                        "eth0:1" */
-    unsigned flags;                /**< ifa_flags (IFF_UP, IFF_RUNNING...) */
-    struct ncd_if_addr a;
-};
 
 /** Everything known about one interface. */
 struct ncd_netif {
@@ -140,26 +115,6 @@ void ncd_netif_list_release(struct ncd_netif_list *l);
  *  or NULL. */
 struct ncd_netif *ncd_netif_find(const struct ncd_netif_list *l,
                                  const char *name);
-
-/**
- * Parses the /.ncd/ifaddrs format above from a buffer.
- * @param entries  receives a malloc'ed array; caller frees with free().
- * @return the number of entries, or NCD_EPARSE (detail names the line) /
- *         NCD_ENOMEM.
- */
-int ncd_ifaddrs_parse(struct ncd_ctx *ctx, const char *buf, size_t len,
-                      struct ncd_ifaddr_entry **entries);
-
-/** Appends entries in the /.ncd/ifaddrs format (used by `gather`). */
-void ncd_ifaddrs_format(struct ncd_strbuf *out,
-                        const struct ncd_ifaddr_entry *e, size_t n);
-
-/**
- * Fills an address from text ("10.0.0.1", "fe80::1%eth0").  Sets bytes,
- * link_local, loopback and scope.  @return 0 or NCD_EPARSE.
- */
-int ncd_if_addr_from_string(struct ncd_if_addr *a, const char *s,
-                            int prefix);
 
 /** Flag names ("UP", "BROADCAST", "RUNNING", "LOWER_UP"...) of an IFF_*
  *  mask, in `ip link` order; `names` receives up to `max` static strings.

@@ -26,6 +26,7 @@
 #include <stddef.h>
 
 #include "ncd/ctx.h"
+#include "ncd/pciaddr.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -115,25 +116,6 @@ void ncd_pci_list_release(struct ncd_pci_list *l);
 
 /** Index of the function with that BDF (case-insensitive), or -1. */
 int ncd_pci_find(const struct ncd_pci_list *l, const char *bdf);
-
-/**
- * Counts NVIDIA GPUs on the PCI bus: /sys/bus/pci/devices/<bdf> with vendor
- * 0x10de and a display class (0x03xxxx).  0 when the bus is not visible.
- */
-int ncd_pci_count_nvidia_gpus(struct ncd_ctx *ctx);
-
-/** 1 when the n bytes at s are a PCI address "dddd:bb:dd.f" (hex). */
-int ncd_pci_is_bdf(const char *s, size_t n);
-
-/**
- * Parses a sysfs device path ("/sys/devices/pci0000:00/0000:00:01.0/
- * 0000:17:00.0") into its host bridge component and the BDF chain.
- * @param root    receives "pci0000:00" ("" when none), >= 32 bytes.
- * @param chain   receives up to `max` BDFs, top first, 16 bytes each.
- * @return the number of BDFs in the chain (the last is the device).
- */
-int ncd_pci_path_split(const char *path, char *root, char (*chain)[16],
-                       int max);
 
 /**
  * Finds the PCIe capability in a configuration space image and returns the

@@ -12,10 +12,12 @@
  * (troubleshooting/networking_troubleshooting.rst) tell you to narrow that
  * sysctl (e.g. "50000 51000") and open it in the firewall.
  *
- * Firewall rules are read, never changed: `nft -j list ruleset` on a live
- * node (run with a 2 s timeout, only as root), <sysroot>/.ncd/nft.json on
- * a recorded one (written by `gather`).  iptables-legacy rules are not
+ * Firewall rules are read, never changed: ncd_sys_firewall() (sysops.h:
+ * `nft -j list ruleset` on a live node, run with a 2 s timeout, only as
+ * root; .ncd/nft.json on a recorded one).  iptables-legacy rules are not
  * read; /proc/net/ip_tables_names tells whether any tables are loaded.
+ * Listening sockets and the bind test: ncd_sys_listen_ports() and
+ * ncd_sys_bind_test() in sysops.h.
  */
 #ifndef NCD_PORTS_H
 #define NCD_PORTS_H
@@ -23,6 +25,7 @@
 #include <stddef.h>
 
 #include "ncd/ctx.h"
+#include "ncd/sysops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,12 +36,6 @@ extern "C" {
 
 /** Parses "32768\t60999".  @return 0 or NCD_EPARSE.  Pure. */
 int ncd_port_range_parse(const char *buf, int *lo, int *hi);
-
-/**
- * Counts LISTEN sockets (state 0A) on local TCP `port` in a /proc/net/tcp
- * or /proc/net/tcp6 buffer.  Pure.
- */
-int ncd_proc_net_tcp_listeners(const char *buf, size_t len, int port);
 
 /** What the nftables rule set does to new TCP connections to a range. */
 struct ncd_fw {
@@ -65,27 +62,12 @@ int ncd_nft_analyze(struct ncd_ctx *ctx, const char *json, size_t len, int lo,
                     int hi, struct ncd_fw *out);
 
 /**
- * Reads the rule set (live: runs nft with a timeout; recorded: .ncd/nft.json)
- * and analyses it.  out->known = 0 when it cannot be seen (no nft, not root,
- * nothing recorded).  @return 0 or NCD_ENOMEM.
+ * Reads the rule set (ncd_sys_firewall(), 2 s timeout) and analyses it.
+ * out->known = 0 when it cannot be seen (no nft, not root, nothing
+ * recorded; the reason stays in the context's error detail).
+ * @return 0 or NCD_ENOMEM.
  */
 int ncd_fw_probe(struct ncd_ctx *ctx, int lo, int hi, struct ncd_fw *out);
-
-/**
- * Runs `nft -j list ruleset` (live only) into a malloc'ed buffer; caller
- * frees.  Times out after `timeout_ms`.  @return 0, NCD_ENOENT (no nft),
- * NCD_EPERM (not root), NCD_ETIMEOUT, NCD_ESYS.
- */
-int ncd_nft_run(struct ncd_ctx *ctx, int timeout_ms, char **buf, size_t *len);
-
-/**
- * Tries to listen on `addr` port 0 (live only), as NCCL's bootstrap does.
- * @param family  AF_INET or AF_INET6; scope_id for link-local IPv6.
- * @param port    receives the port the kernel gave.
- * @return 0, or a negative NCD_E* with the detail in the context.
- */
-int ncd_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
-                  int scope_id, int *port);
 
 #ifdef __cplusplus
 }

@@ -11,13 +11,8 @@
  * peer-memory files (/sys/kernel/mm/memory_peers/nv_mem{,_nc}/version,
  * /sys/module/nvidia_peermem/version; NCCL src/transport/net_ib/gdr.cc).
  *
- * Shared libraries a process would dlopen (libibverbs, NVML, libcuda,
- * libnccl) are tried with dlopen on a live node.  On a recorded sysroot
- * the answers come from <sysroot>/.ncd/dlopen, written by `gather`, one
- * line per library:
- *     <name> ok <resolved path>
- *     <name> missing <dlerror text>
- * A library absent from that file is "not visible in this capture".
+ * Whether libibverbs loads is a system answer: ncd_sys_dlopen() in
+ * sysops.h (recorded as .ncd/dlopen).
  */
 #ifndef NCD_RDMA_H
 #define NCD_RDMA_H
@@ -25,6 +20,7 @@
 #include <stddef.h>
 
 #include "ncd/ctx.h"
+#include "ncd/sysops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -135,28 +131,6 @@ int ncd_ib_gid_auto(const struct ncd_ib_port *p,
 /** The GID entry with that index, or NULL. */
 const struct ncd_ib_gid *ncd_ib_port_gid(const struct ncd_ib_port *p,
                                          int index);
-
-/** Result of trying to load a shared library (live or recorded). */
-struct ncd_dl_probe {
-    int known;          /**< 0: not visible (recorded tree lacks it) */
-    int ok;             /**< loadable */
-    char detail[320];   /**< resolved path, or the dlerror text */
-};
-
-/**
- * Whether `soname` can be dlopen'ed here.  Live: dlopen(RTLD_LAZY|
- * RTLD_LOCAL) then dlclose, with the path from dlinfo; recorded: the
- * <sysroot>/.ncd/dlopen line.  @return 0 or NCD_ENOMEM.
- */
-int ncd_dl_probe(struct ncd_ctx *ctx, const char *soname,
-                 struct ncd_dl_probe *out);
-
-/**
- * Parses the .ncd/dlopen format and looks up `soname`.  Pure.
- * @return 1 found (out filled), 0 not listed.
- */
-int ncd_dl_record_lookup(const char *buf, size_t len, const char *soname,
-                         struct ncd_dl_probe *out);
 
 #ifdef __cplusplus
 }

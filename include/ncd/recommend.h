@@ -13,9 +13,10 @@
  *     they reach only this host's containers and VMs (local_only).
  *  2. Tier: IPoIB (ARP type infiniband) first; then physical NICs, bonds,
  *     VLANs and plain bridges; then wireless; then anything whose name or
- *     kind marks it as container/VM/VPN plumbing (docker*, br-*, veth*,
- *     virbr*, cni*, flannel*, cali*, tun*, tap*, wg*, tailscale*, other
- *     software devices), chosen only when nothing else is usable.
+ *     kind marks it as container/VM/VPN plumbing (ncd_ifname_is_plumbing(),
+ *     ifclass.h: docker*, br-*, veth*, virbr*, cni*, flannel*, cali*,
+ *     tun*, tap*, wg*, tailscale*...; other software devices), chosen only
+ *     when nothing else is usable.
  *  3. Higher link speed (sysfs speed, Mb/s; unknown counts as 0).
  *  4. Carries the default route (/proc/net/route, /proc/net/ipv6_route).
  *  5. More traffic so far (rx_bytes + tx_bytes).
@@ -25,6 +26,7 @@
 #define NCD_RECOMMEND_H
 
 #include "ncd/ctx.h"
+#include "ncd/ifclass.h"
 #include "ncd/netif.h"
 
 #ifdef __cplusplus
@@ -70,6 +72,16 @@ struct ncd_recommendation {
 int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                   struct ncd_recommendation *out);
 
+/**
+ * ncd_recommend() with the RDMA counts already known (the node snapshot's
+ * RDMA part), so /sys/class/infiniband is not read again.
+ * @param rdma_active_ports  ACTIVE ports (see ncd_rdma_active_ports()).
+ * @param rdma_devices       devices under /sys/class/infiniband.
+ */
+int ncd_recommend_rdma(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                       int rdma_active_ports, int rdma_devices,
+                       struct ncd_recommendation *out);
+
 void ncd_recommendation_release(struct ncd_recommendation *r);
 
 /**
@@ -95,55 +107,6 @@ int ncd_recommend_env(const struct ncd_recommendation *r, const char **names,
 int ncd_rdma_active_ports(struct ncd_ctx *ctx, int *n_devices,
                           char *hca_list, size_t n);
 
-/** 1 when a name looks like container/VM/VPN plumbing (rule 2). */
-int ncd_ifname_is_plumbing(const char *name);
-
-#ifdef __cplusplus
-}
-#endif
-#endif
-
-#ifndef NCD_RECOMMEND_REPORT_H
-#define NCD_RECOMMEND_REPORT_H
-#include <jansson.h>
-
-#include "ncd/nccl.h"
-#include "ncd/report.h"
-
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/**
- * The interface report as JSON (the body of `ifaces --json`):
- * {"interfaces":[{"index","name","kind","kind_evidence","flags":[...],
- *   "operstate","carrier","mtu","mac","arptype","addresses":[{"family",
- *   "address","prefix","scope","link_local"}],"speed_mbps"(null when
- *   unknown),"rx_bytes","tx_bytes","rx_packets","tx_packets","pci","numa_node",
- *   "driver","master","rank"(null when unusable),"usable","reasons":[...]}],
- *  "recommended":NAME|null,"recommended_env":{...},"rdma_active_ports":N,
- *  "nccl":{"version","version_source","bootstrap":NAME|null,
- *          "bootstrap_address" (as NCCL prints it: "fe80::1%eth0"),
- *          "bootstrap_error": NCCL's WARN when it finds none, else null,
- *          "socket":[NAMES],"socket_error":WARN|null,"pass"}}
- * New reference; NULL on allocation failure.
- */
-json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
-                            const struct ncd_recommendation *rec,
-                            const struct ncd_nccl_choice *ch,
-                            const char *version_source);
-
-/**
- * The interface table as text: one line per interface (rank, name, kind,
- * state, addresses, speed, traffic), with the reasons under each when
- * `detailed`, then NCCL's predicted choice.
- */
-void ncd_net_render_text(struct ncd_strbuf *out,
-                         const struct ncd_netif_list *nl,
-                         const struct ncd_recommendation *rec,
-                         const struct ncd_nccl_choice *ch,
-                         const char *version_source, int detailed,
-                         const struct ncd_text_style *st);
 
 #ifdef __cplusplus
 }

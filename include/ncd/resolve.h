@@ -7,7 +7,9 @@
  *        wins (NCCL ncclSocketGetAddrFromString, src/misc/socket.cc, the
  *        same from 2.7 to 2.30.7).
  *
- * A name's address is a system answer.  On a live context it is asked of
+ * A name's address is a system answer, so this is an operation of the
+ * system-operations layer (sysops.h; implemented in src/lib/sys/resolve.c,
+ * recorded by `gather` as .ncd/resolve).  On a live context it is asked of
  * the system (glibc getaddrinfo: numeric forms, then NSS: /etc/hosts, DNS,
  * ..., answers sorted by RFC 3484/6724 rules).  On a recorded sysroot it is
  * taken from the capture, in this order:

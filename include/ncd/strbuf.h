@@ -57,6 +57,17 @@ void ncd_sb_release(struct ncd_strbuf *sb);
 void ncd_utf8_sanitize(char *s);
 
 /**
+ * Steps through the lines of a buffer: sets [*s, *s + *l) to the next line
+ * (without its '\n') and advances *pos (start at 0).  Pure.
+ * @return 1, or 0 at the end of the buffer.
+ */
+int ncd_next_line(const char *buf, size_t len, size_t *pos, const char **s,
+                  size_t *l);
+
+/** Entries of a comma-separated list ("0,1,3" -> 3; "" -> 0).  Pure. */
+int ncd_list_count(const char *s);
+
+/**
  * printf into a new string.  Caller frees with free(); NULL on allocation
  * failure.
  */

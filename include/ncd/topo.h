@@ -9,9 +9,9 @@
  *    network devices from /sys/class/infiniband and /sys/class/net;
  *  - an hwloc XML export (`lstopo foo.xml`, `--topology FILE`), loaded with
  *    libhwloc (hwloc_topology_set_xml, all I/O objects kept).
- * GPU names and NVLink counts come from NVML (libnvidia-ml.so.1 via dlopen)
- * on a live node, from <sysroot>/.ncd/nvml on a recorded tree (format
- * below), or from hwloc's "NVLinkBandwidth" distances in an XML.
+ * GPU names and NVLink counts come from NVML (ncd_sys_nvml(), sysops.h:
+ * libnvidia-ml.so.1 via dlopen on a live node, .ncd/nvml on a recorded
+ * tree), or from hwloc's "NVLinkBandwidth" distances in an XML.
  *
  * Path types, as `nvidia-smi topo -m` defines them:
  *   X    self
@@ -24,23 +24,16 @@
  * A switch's upstream port and its downstream ports count as one bridge,
  * told apart by the PCIe port type in the configuration space (when it
  * cannot be read, by depth below the root port).
- *
- * <sysroot>/.ncd/nvml format (written by `gather`), one record a line:
- *   driver <version>              e.g. "driver 535.104.05"
- *   cuda <driver API version>     e.g. "cuda 12020" (cuDriverGetVersion)
- *   gpu <bdf> <name...>
- *   nvlink <bdf> <peer bdf | nvswitch> <active links>
- *   error <text>                  NVML could not be used while gathering
  */
 #ifndef NCD_TOPO_H
 #define NCD_TOPO_H
 
-#include <jansson.h>
 #include <stddef.h>
 
 #include "ncd/ctx.h"
 #include "ncd/pci.h"
 #include "ncd/strbuf.h"
+#include "ncd/sysops.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -88,6 +81,10 @@ struct ncd_topo {
     char driver_version[32];   /**< NVIDIA driver, "" unknown */
     int cuda_driver_version;   /**< cuDriverGetVersion style (12040), 0 */
     char source[320];          /**< "sysfs" or "hwloc XML <file>" */
+    int nvrm_present;          /**< /proc/driver/nvidia/version exists: the
+                                    NVIDIA kernel driver is loaded */
+    char nvrm_version[200];    /**< its first line ("NVRM version: ..."),
+                                    "" when unreadable */
 };
 
 /**
@@ -131,23 +128,35 @@ enum ncd_link ncd_topo_link(const struct ncd_topo *t, size_t a, size_t b,
  */
 enum ncd_link ncd_pci_link(const struct ncd_pci_list *l, int a, int b);
 
-/**
- * Parses the .ncd/nvml format into the topology (names, nvlinks, driver).
- * GPUs not in the topology are ignored.  @return 0 or NCD_EPARSE.
- */
-int ncd_topo_parse_nvml(struct ncd_ctx *ctx, struct ncd_topo *t,
-                        const char *buf, size_t len);
+/** PCIe ACS on the paths NCCL's peer-to-peer traffic takes. */
+struct ncd_acs_report {
+    int gpus;            /**< NVIDIA GPUs on the bus */
+    int ends;            /**< GPUs and NICs */
+    int paths;           /**< GPU-GPU / GPU-NIC pairs at PIX/PXB with a
+                              bridge that redirects P2P (NCD_ACS_P2P_BITS) */
+    int n_lines;         /**< redirecting bridges listed below (<= 8) */
+    char lines[8][200];  /**< "bridge <bdf>: ACSCtl: ..." */
+    int unknown;         /**< bridges on such paths whose ACS state cannot
+                              be read (not root) */
+};
 
 /**
- * Appends the matrix as `nvidia-smi topo -m` prints it (header row, one
- * row per GPU with CPU / NUMA affinity, one per NIC, then the legend and
- * the NIC legend).
+ * Looks at every bridge between a GPU and another GPU or a NIC that would
+ * talk through a PCIe switch (PIX/PXB).  Pure.  @return 0 or NCD_ENOMEM.
  */
-void ncd_topo_matrix_text(const struct ncd_topo *t, struct ncd_strbuf *out);
+int ncd_pci_acs_report(const struct ncd_pci_list *pl,
+                       struct ncd_acs_report *out);
 
-/** The topology as JSON: {"source", "gpus":[...], "nics":[...],
- *  "matrix":[[...]], "nvlink_source", "driver_version"}.  New reference. */
-json_t *ncd_topo_to_json(const struct ncd_topo *t);
+/**
+ * Applies NVML's answer (sysops.h) to the topology: GPU names, NVLink
+ * counts (links to an NVSwitch join every pair of switch-attached GPUs
+ * with the smaller of their counts), driver and CUDA driver versions.
+ * GPUs not in the topology are ignored; an answer that is not `known`
+ * only sets nvlink_source to its error.  @return 0 or NCD_ENOMEM.
+ */
+int ncd_topo_apply_nvml(struct ncd_topo *t, const struct ncd_nvml_answer *a);
+
+/* Renderers (matrix text, JSON): node_report.h. */
 
 #ifdef __cplusplus
 }

@@ -2,18 +2,20 @@
 /*
  * The nccl-doctor command line: one file per subcommand, one table.
  *
- * How to add a subcommand:
- *  1. Write src/cli/cmd_<name>.c defining
+ * How to add a subcommand (cmd_check.c is the one to copy):
+ *  1. Write src/cli/cmd_<name>.c with its usage text beside its option
+ *     table, the function
  *       int ncd_cmd_<name>(int argc, char **argv);
- *     argv[0] is the subcommand name; parse the rest with getopt_long and
- *     the common options below (CLI_COMMON_OPTS / cli_common_opt()).
+ *     argv[0] is the subcommand name; parse the rest with cli_parse(),
+ *     which adds the common options below.
  *  2. Declare it here and add a line to commands[] in main.c with a
  *     one-line summary and its usage text, kept beside the command's
  *     option table as `const char ncd_cmd_<name>_usage[]` (git's
  *     builtin/<cmd>.c style).
  *  3. Add tests/shell/tNNNN-<name>.sh and document it in README.md.
- * The library does the work; a command parses options, calls libncd,
- * renders, prints and returns an exit status from the list below.
+ * The library does the work; a command parses options, calls libncd
+ * (node.h: probe the snapshot; check.h; node_report.h: render), prints and
+ * returns an exit status from the list below.
  */
 #ifndef NCD_CLI_CMD_H
 #define NCD_CLI_CMD_H
@@ -139,14 +141,23 @@ int cli_exit_for(const struct cli_common *c, enum ncd_severity worst);
 const char *cli_hostname(struct ncd_ctx *ctx);
 
 /*
- * Resolves the NCCL version to predict: --nccl-version (opt, may be NULL),
- * else the libnccl.so.2 this process loads, else the newest known.  Fills
- * o->nccl_version and o->nccl_version_source (pointing into src).
+ * The NCCL version to predict (ncd_nccl_target(): --nccl-version `opt`,
+ * may be NULL, else the libnccl.so.2 this process loads, else the newest
+ * known) into *version, its source in words into src.
  * Returns 0, or -1 on a bad --nccl-version (message printed).
  */
-struct ncd_check_opts;
-int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
-                     struct ncd_check_opts *o, char *src, size_t srclen);
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt, int *version,
+                     char *src, size_t srclen);
+
+/*
+ * Probes the node parts (node.h) with the common options (--nccl-version).
+ * Returns 0, or -1 with the message printed ("<cmd>: ...").
+ */
+struct ncd_node;
+struct ncd_node_opts;
+int cli_node_probe(struct ncd_ctx *ctx, const char *cmd,
+                   const struct cli_common *c, struct ncd_node_opts *o,
+                   unsigned parts, struct ncd_node *n);
 
 int ncd_cmd_check(int argc, char **argv);
 int ncd_cmd_ifaces(int argc, char **argv);
@@ -161,6 +172,11 @@ int ncd_cmd_run(int argc, char **argv);
 int ncd_cmd_verify(int argc, char **argv);
 
 /* Usage texts kept next to their command's option table. */
+extern const char ncd_cmd_check_usage[];
+extern const char ncd_cmd_ifaces_usage[];
+extern const char ncd_cmd_env_usage[];
+extern const char ncd_cmd_topo_usage[];
+extern const char ncd_cmd_gather_usage[];
 extern const char ncd_cmd_perf_usage[];
 extern const char ncd_cmd_probe_usage[];
 extern const char ncd_cmd_tune_usage[];

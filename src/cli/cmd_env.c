@@ -6,6 +6,7 @@
 
 #include "cmd.h"
 #include "ncd/check.h"
+#include "ncd/node_report.h"
 #include "ncd/error.h"
 #include "ncd/rcfile.h"
 #include "rcedit.h"
@@ -18,121 +19,45 @@ enum {
     OPT_DRY_RUN,
 };
 
-enum fmt { FMT_SH, FMT_ENV, FMT_DOCKER, FMT_K8S, FMT_SLURM };
-
-static void put_notes(struct ncd_strbuf *sb, const char *notes,
-                      const char *prefix)
-{
-    for (const char *p = notes; *p;) {
-        const char *nl = strchr(p, '\n');
-        size_t n = nl ? (size_t)(nl - p) : strlen(p);
-        ncd_sb_printf(sb, "%s%.*s\n", prefix, (int)n, p);
-        p += n + (nl ? 1 : 0);
-    }
-}
-
-/* YAML double-quoted scalar. */
-static void yaml_quote(struct ncd_strbuf *sb, const char *v)
-{
-    ncd_sb_putc(sb, '"');
-    for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            ncd_sb_putc(sb, '\\');
-        ncd_sb_putc(sb, *v);
-    }
-    ncd_sb_putc(sb, '"');
-}
-
-static void render(struct ncd_strbuf *sb, json_t *env, enum fmt f,
-                   const char *notes)
-{
-    const char *k;
-    json_t *v;
-    switch (f) {
-    case FMT_SH:
-        put_notes(sb, notes, "# ");
-        json_object_foreach(env, k, v)
-        {
-            if (json_is_string(v)) {
-                ncd_sb_printf(sb, "export %s=", k);
-                ncd_sb_shell_quote(sb, json_string_value(v));
-                ncd_sb_putc(sb, '\n');
-            } else {
-                ncd_sb_printf(sb, "unset %s\n", k);
-            }
-        }
-        break;
-    case FMT_ENV: /* docker --env-file / systemd EnvironmentFile */
-        put_notes(sb, notes, "# ");
-        json_object_foreach(env, k, v)
-        {
-            if (json_is_string(v))
-                ncd_sb_printf(sb, "%s=%s\n", k, json_string_value(v));
-            else
-                ncd_sb_printf(sb, "# remove %s\n", k);
-        }
-        break;
-    case FMT_DOCKER:
-        put_notes(sb, notes, "# ");
-        json_object_foreach(env, k, v)
-        {
-            if (json_is_string(v)) {
-                ncd_sb_printf(sb, "-e %s=", k);
-                ncd_sb_shell_quote(sb, json_string_value(v));
-                ncd_sb_puts(sb, " \\\n");
-            }
-        }
-        break;
-    case FMT_K8S:
-        put_notes(sb, notes, "# ");
-        ncd_sb_puts(sb, "env:\n");
-        json_object_foreach(env, k, v)
-        {
-            if (json_is_string(v)) {
-                ncd_sb_printf(sb, "  - name: %s\n    value: ", k);
-                yaml_quote(sb, json_string_value(v));
-                ncd_sb_putc(sb, '\n');
-            } else {
-                ncd_sb_printf(sb, "  # remove %s\n", k);
-            }
-        }
-        break;
-    case FMT_SLURM: {
-        put_notes(sb, notes, "# ");
-        ncd_sb_puts(sb, "#SBATCH --export=ALL");
-        json_object_foreach(env, k, v)
-        {
-            if (json_is_string(v))
-                ncd_sb_printf(sb, ",%s=%s", k, json_string_value(v));
-        }
-        ncd_sb_putc(sb, '\n');
-        break;
-    }
-    }
-}
-
 struct env_args {
     const char *write_to, *remove_from;
-    enum fmt fmt;
+    enum ncd_env_format fmt;
     int profile, dry;
 };
+
+static const struct option options[] = {
+    {"format", required_argument, 0, OPT_FORMAT},
+    {"profile", required_argument, 0, OPT_PROFILE},
+    {"write", required_argument, 0, OPT_WRITE},
+    {"remove", required_argument, 0, OPT_REMOVE},
+    {"dry-run", no_argument, 0, OPT_DRY_RUN},
+    {0, 0, 0, 0},
+};
+
+const char ncd_cmd_env_usage[] =
+     "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
+     "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
+     "                       [--write FILE [--dry-run] | --remove FILE]\n"
+     "\n"
+     "Prints the settings recommended for this node as export lines (or in\n"
+     "another format).  --write FILE keeps them in one marked block\n"
+     "(# >>> nccl-doctor >>> ... # <<< nccl-doctor <<<) that re-runs replace\n"
+     "in place; the file is replaced atomically, a backup is kept, and\n"
+     "nothing outside the block changes.  --remove takes the block out and\n"
+     "gives back the original bytes.  Symbolic links are followed; a\n"
+     "hard-linked or read-only file is left alone (--dry-run shows the new\n"
+     "content); an edit made by another program meanwhile stops the update.\n";
 
 static int env_opt(int opt, const char *arg, void *data)
 {
     struct env_args *a = data;
-    static const struct {
-        const char *name;
-        enum fmt f;
-    } fmts[] = {{"sh", FMT_SH},      {"export", FMT_SH},   {"env", FMT_ENV},
-                {"docker", FMT_DOCKER}, {"k8s", FMT_K8S}, {"kubernetes", FMT_K8S},
-                {"slurm", FMT_SLURM}};
+    int f;
     switch (opt) {
     case OPT_FORMAT:
-        for (size_t i = 0; i < sizeof fmts / sizeof fmts[0]; i++)
-            if (strcmp(arg, fmts[i].name) == 0) {
-                a->fmt = fmts[i].f;
-                return 0;
-            }
+        if ((f = ncd_env_format_parse(arg)) >= 0) {
+            a->fmt = (enum ncd_env_format)f;
+            return 0;
+        }
         cli_err("--format takes sh, env, docker, k8s or slurm, not '%s'", arg);
         return -1;
     case OPT_PROFILE:
@@ -159,27 +84,19 @@ static int env_opt(int opt, const char *arg, void *data)
 
 int ncd_cmd_env(int argc, char **argv)
 {
-    static const struct option lo[] = {
-        {"format", required_argument, 0, OPT_FORMAT},
-        {"profile", required_argument, 0, OPT_PROFILE},
-        {"write", required_argument, 0, OPT_WRITE},
-        {"remove", required_argument, 0, OPT_REMOVE},
-        {"dry-run", no_argument, 0, OPT_DRY_RUN},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
-    struct env_args a = {.fmt = FMT_SH, .profile = NCD_PROFILE_NONE};
-    int pst = cli_parse("env", argc, argv, &c, lo, env_opt, &a, NULL);
+    struct env_args a = {.fmt = NCD_ENV_SH, .profile = NCD_PROFILE_NONE};
+    int pst = cli_parse("env", argc, argv, &c, options, env_opt, &a, NULL);
     if (pst != CLI_CONTINUE)
         return pst;
     const char *write_to = a.write_to, *remove_from = a.remove_from;
-    enum fmt fmt = a.fmt;
+    enum ncd_env_format fmt = a.fmt;
     int profile = a.profile, dry = a.dry;
     if (write_to && remove_from) {
         cli_err("env: --write and --remove exclude each other");
         return NCD_EXIT_TOOL;
     }
-    if ((write_to || remove_from) && fmt != FMT_SH) {
+    if ((write_to || remove_from) && fmt != NCD_ENV_SH) {
         cli_err("env: an rc file takes shell (export) lines; drop --format");
         return NCD_EXIT_TOOL;
     }
@@ -188,8 +105,10 @@ int ncd_cmd_env(int argc, char **argv)
         return NCD_EXIT_TOOL;
     int status = NCD_EXIT_TOOL;
     struct ncd_findings l = {0};
+    struct ncd_node n = {0};
+    struct ncd_check_opts co = {0};
     struct ncd_strbuf sb = {0}, notes = {0};
-    json_t *facts = json_object(), *env = NULL;
+    json_t *env = NULL;
     char *preview = NULL;
 
     if (remove_from) {
@@ -211,17 +130,15 @@ int ncd_cmd_env(int argc, char **argv)
         goto out;
     }
 
-    struct ncd_check_opts o;
-    char src[600];
-    if (!facts || cli_nccl_version(ctx, c.nccl_version, &o, src, sizeof src) < 0)
+    if (cli_node_probe(ctx, "env", &c, NULL, ncd_checks_parts(&co), &n) < 0)
         goto out;
-    int rc = ncd_run_checks(ctx, &o, &l, facts);
+    int rc = ncd_run_checks(&n, &co, &l);
     if (rc < 0) {
         cli_err("env: %s", ncd_strerror(rc));
         goto out;
     }
-    env = ncd_recommended_env(facts, &l);
-    if (!env || ncd_env_profile_apply(ctx, profile, env, &notes) < 0) {
+    env = ncd_recommended_env(&n, &l);
+    if (!env || ncd_env_profile_apply(&n, profile, env, &notes) < 0) {
         cli_err("env: out of memory");
         goto out;
     }
@@ -229,7 +146,7 @@ int ncd_cmd_env(int argc, char **argv)
         ncd_sb_puts(&notes, "nothing to recommend: no usable network "
                             "interface (run `nccl-doctor check`)\n");
     if (c.json) {
-        json_t *j = ncd_json_envelope(cli_hostname(ctx));
+        json_t *j = ncd_json_envelope(n.sys.host);
         if (j) {
             json_object_set(j, "recommended_env", env);
             json_object_set_new(j, "notes", ncd_json_string(ncd_sb_str(&notes)));
@@ -239,7 +156,7 @@ int ncd_cmd_env(int argc, char **argv)
     }
     if (write_to) {
         struct ncd_strbuf body = {0};
-        render(&body, env, FMT_SH, ncd_sb_str(&notes));
+        ncd_env_render(&body, env, NCD_ENV_SH, ncd_sb_str(&notes));
         enum ncd_rc_action act;
         rc = cli_rc_update(ctx, write_to, ncd_sb_str(&body), dry, &act,
                            dry ? &preview : NULL);
@@ -262,12 +179,12 @@ int ncd_cmd_env(int argc, char **argv)
         status = NCD_EXIT_OK;
         goto out;
     }
-    render(&sb, env, fmt, ncd_sb_str(&notes));
+    ncd_env_render(&sb, env, fmt, ncd_sb_str(&notes));
     status = cli_print_sb(&sb) < 0 ? NCD_EXIT_TOOL : NCD_EXIT_OK;
 out:
     free(preview);
     json_decref(env);
-    json_decref(facts);
+    ncd_node_release(&n);
     ncd_sb_release(&sb);
     ncd_sb_release(&notes);
     ncd_findings_release(&l);

@@ -1,47 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /* nccl-doctor gather: capture this node into one tarball for offline
  * diagnosis (`check --sysroot FILE.tar.gz`). */
-#include <stdlib.h>
-#include <string.h>
+#include <stdio.h>
 
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/gather.h"
 
+static const struct option options[] = {
+    {"output", required_argument, 0, 'o'},
+    {0, 0, 0, 0},
+};
+
+const char ncd_cmd_gather_usage[] =
+     "usage: nccl-doctor gather -o FILE.tar.gz\n"
+     "\n"
+     "Writes the sysfs/procfs files nccl-doctor's probes read, the address\n"
+     "list, the NCCL/CUDA environment (secrets redacted), library versions\n"
+     "and limits into one tarball.  Replay it anywhere with\n"
+     "`nccl-doctor check --sysroot FILE.tar.gz` (or any other command).\n"
+     "\n"
+     "  -o, --output FILE   the tarball to write (written to a temporary\n"
+     "                      file, then renamed)\n";
+
+static int gather_opt(int opt, const char *arg, void *data)
+{
+    if (opt != 'o')
+        return -1;
+    *(const char **)data = arg;
+    return 0;
+}
+
 int ncd_cmd_gather(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        CLI_COMMON_OPTS,
-        {"output", required_argument, 0, 'o'},
-        {0, 0, 0, 0},
-    };
     struct cli_common c;
     const char *outp = NULL;
-    int opt;
-    cli_common_init(&c);
-    optind = 1;
-    while ((opt = getopt_long(argc, argv, "o:vh", opts, NULL)) != -1) {
-        int r = cli_common_opt(&c, opt, optarg);
-        if (r < 0)
-            return NCD_EXIT_TOOL;
-        if (r > 0)
-            continue;
-        switch (opt) {
-        case 'h':
-            cli_usage("gather", stdout);
-            return NCD_EXIT_OK;
-        case 'o':
-            outp = optarg;
-            break;
-        default:
-            cli_usage("gather", stderr);
-            return NCD_EXIT_TOOL;
-        }
-    }
-    if (optind < argc) {
-        cli_err("gather: unexpected argument '%s'", argv[optind]);
-        return NCD_EXIT_TOOL;
-    }
+    int pst = cli_parse("gather", argc, argv, &c, options, gather_opt, &outp,
+                        NULL);
+    if (pst != CLI_CONTINUE)
+        return pst;
     if (!outp) {
         cli_err("gather: -o FILE.tar.gz is required");
         cli_usage("gather", stderr);

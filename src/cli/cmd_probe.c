@@ -16,6 +16,7 @@
 #include "ncd/job.h"
 #include "ncd/perf.h"
 #include "ncd/probe.h"
+#include "ncd/sysops.h"
 
 const char ncd_cmd_probe_usage[] =
     "usage: nccl-doctor probe [-np N | --rendezvous HOST:PORT] [--json]\n"
@@ -242,20 +243,18 @@ int ncd_cmd_probe(int argc, char **argv)
     struct ncd_ctx *ctx = cli_ctx_new(&P.c);
     if (!ctx)
         return NCD_EXIT_TOOL;
-    if (!ncd_ctx_is_live(ctx)) {
+    if (ncd_sys_require_live(ctx, "probe") < 0) {
         cli_err("probe: connects to other ranks; it cannot run on a "
                 "recorded --sysroot");
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
-    struct ncd_check_opts co;
-    if (cli_nccl_version(ctx, P.c.nccl_version, &co, P.ver_src,
+    if (cli_nccl_version(ctx, P.c.nccl_version, &P.o.nccl_version, P.ver_src,
                          sizeof P.ver_src) < 0) {
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
-    P.o.nccl_version = co.nccl_version;
-    P.o.nccl_version_src = co.nccl_version_source;
+    P.o.nccl_version_src = P.ver_src;
     struct ncd_job_request req = {.np = (int)np, .rendezvous = rdv};
     struct ncd_job_plan plan;
     if (ncd_job_resolve(ctx, &req, &plan)) {

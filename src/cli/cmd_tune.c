@@ -18,6 +18,7 @@
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/readall.h"
+#include "ncd/sysops.h"
 #include "ncd/tune.h"
 
 const char ncd_cmd_tune_usage[] =
@@ -367,7 +368,7 @@ int ncd_cmd_tune(int argc, char **argv)
     st = NCD_EXIT_TOOL;
     struct ncd_job_request req = {.np = T->np, .rendezvous = T->rdv};
     struct ncd_job_plan plan;
-    if (!ncd_ctx_is_live(ctx)) {
+    if (ncd_sys_require_live(ctx, "tune") < 0) {
         cli_err("tune: runs benchmarks; it cannot run on a recorded "
                 "--sysroot");
     } else if (ncd_job_resolve(ctx, &req, &plan)) {

@@ -12,9 +12,8 @@
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
-#include "ncd/gather.h"
-#include "ncd/check.h"
-#include "ncd/nccl.h"
+#include "ncd/sysops.h"
+#include "ncd/node.h"
 
 extern char **environ;
 
@@ -96,11 +95,22 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
     memcpy(lo, common, sizeof common);
     if (ne)
         memcpy(lo + nc, extra, ne * sizeof *lo);
+    /* A command's option whose value is a letter is also that short
+     * option ("-o FILE" for {"output", required_argument, 0, 'o'}). */
+    char shorts[64] = "vh";
+    size_t sl = 2;
+    for (size_t i = 0; i < ne && sl + 3 < sizeof shorts; i++)
+        if (extra[i].val > ' ' && extra[i].val < 0x7f) {
+            shorts[sl++] = (char)extra[i].val;
+            if (extra[i].has_arg == required_argument)
+                shorts[sl++] = ':';
+            shorts[sl] = '\0';
+        }
     cli_common_init(c);
     optind = 1;
     int opt, status = CLI_CONTINUE;
     while (status == CLI_CONTINUE &&
-           (opt = getopt_long(argc, argv, "vh", lo, NULL)) != -1) {
+           (opt = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
         int r = cli_common_opt(c, opt, optarg);
         if (r < 0) {
             status = NCD_EXIT_TOOL;
@@ -139,38 +149,12 @@ void cli_err(const char *fmt, ...)
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
 {
     struct ncd_ctx *ctx;
-    char why[512];
-    int rc = ncd_ctx_new_sysroot(c->sysroot, environ, &ctx, why, sizeof why);
+    char why[1024];
+    struct ncd_ctx_config cfg = {.sysroot = c->sysroot, .envp = environ};
+    int rc = ncd_ctx_open(&cfg, &ctx, why, sizeof why);
     if (rc < 0) {
-        cli_err("cannot open sysroot '%s': %s", c->sysroot ? c->sysroot : "/",
-                *why ? why : ncd_strerror(rc));
+        cli_err("%s", *why ? why : ncd_strerror(rc));
         return NULL;
-    }
-    /* A capture carries the environment it was taken with. */
-    if (!ncd_ctx_is_live(ctx)) {
-        if (!ncd_fs_exists(ctx, "/sys") && !ncd_fs_exists(ctx, "/proc") &&
-            !ncd_fs_exists(ctx, "/.ncd")) {
-            cli_err("'%s' is not a capture: it has no sys/, proc/ or .ncd/ "
-                    "(make one with `nccl-doctor gather`)",
-                    c->sysroot);
-            ncd_ctx_free(ctx);
-            return NULL;
-        }
-        char *buf;
-        size_t len;
-        rc = ncd_fs_read(ctx, "/.ncd/env", 1 << 20, &buf, &len);
-        if (rc == 0) {
-            rc = ncd_ctx_load_env(ctx, buf, len);
-            free(buf);
-            if (rc < 0) {
-                cli_err("%s/.ncd/env: %s", c->sysroot,
-                        *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
-                                                : ncd_strerror(rc));
-                ncd_ctx_free(ctx);
-                return NULL;
-            }
-        }
-        ncd_ctx_clear_error(ctx);
     }
     return ctx;
 }
@@ -231,49 +215,37 @@ int cli_exit_for(const struct cli_common *c, enum ncd_severity worst)
 const char *cli_hostname(struct ncd_ctx *ctx)
 {
     static char host[256];
-    if (ncd_ctx_is_live(ctx)) {
-        if (gethostname(host, sizeof host - 1) < 0)
-            snprintf(host, sizeof host, "unknown");
-        host[sizeof host - 1] = '\0';
-        return host;
-    }
-    if (ncd_fs_read_str(ctx, "/proc/sys/kernel/hostname", host,
-                        sizeof host) < 0 &&
-        ncd_fs_read_str(ctx, "/etc/hostname", host, sizeof host) < 0)
-        snprintf(host, sizeof host, "unknown");
-    ncd_utf8_sanitize(host); /* a capture may hold anything; JSON needs UTF-8 */
-    ncd_ctx_clear_error(ctx);
+    ncd_sys_hostname(ctx, host, sizeof host);
     return host;
 }
 
-int cli_nccl_version(struct ncd_ctx *ctx, const char *opt,
-                     struct ncd_check_opts *o, char *src, size_t srclen)
+int cli_nccl_version(struct ncd_ctx *ctx, const char *opt, int *version,
+                     char *src, size_t srclen)
 {
-    o->nccl_version = 0;
-    o->nccl_version_source = NULL;
-    if (opt) {
-        if (ncd_nccl_version_parse(opt, &o->nccl_version) < 0 ||
-            o->nccl_version < 20000 || o->nccl_version >= 30000) {
-            cli_err("--nccl-version takes an NCCL 2.x version such as 2.21.5, "
-                    "not '%s'",
-                    opt);
-            return -1;
-        }
-        snprintf(src, srclen, "--nccl-version");
-        o->nccl_version_source = src;
-        return 0;
+    if (ncd_nccl_target(ctx, opt, version, src, srclen) < 0) {
+        cli_err("%s", ncd_ctx_errdetail(ctx));
+        return -1;
     }
-    struct ncd_nccl_lib lib;
-    ncd_nccl_lib_detect(ctx, &lib);
-    if (lib.found) {
-        o->nccl_version = lib.version;
-        snprintf(src, srclen, "%s", lib.path[0] ? lib.path : "libnccl.so.2");
-    } else {
-        char vb[16];
-        snprintf(src, srclen, "libnccl.so.2 not found: newest known, %s",
-                 ncd_nccl_version_str(NCD_NCCL_NEWEST, vb, sizeof vb));
+    return 0;
+}
+
+int cli_node_probe(struct ncd_ctx *ctx, const char *cmd,
+                   const struct cli_common *c, struct ncd_node_opts *o,
+                   unsigned parts, struct ncd_node *n)
+{
+    struct ncd_node_opts none = {0};
+    if (!o)
+        o = &none;
+    o->nccl_version = c->nccl_version;
+    int rc = ncd_node_probe(ctx, o, parts, n);
+    if (rc == NCD_EINVAL) { /* a bad --nccl-version */
+        cli_err("%s", ncd_ctx_errdetail(ctx));
+        return -1;
     }
-    o->nccl_version_source = src;
+    if (rc < 0) {
+        cli_err("%s: %s", cmd, ncd_strerror(rc));
+        return -1;
+    }
     return 0;
 }
 

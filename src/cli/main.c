@@ -9,45 +9,13 @@
 static const struct cli_cmd commands[] = {
     {"check", ncd_cmd_check,
      "diagnose this node's NCCL setup (default command)",
-     "usage: nccl-doctor check [--json] [--strict] [--verbose]\n"
-     "                         [--sysroot DIR] [--nccl-version X.Y.Z]\n"
-     "\n"
-     "Probes network interfaces, NCCL's own interface choice and the NCCL_*\n"
-     "environment (plus ~/.nccl.conf and /etc/nccl.conf), and reports\n"
-     "findings with cause, evidence and fix.\n"
-     "\n"
-     "  --json              machine-readable report\n"
-     "  --strict            exit 1 when there are warnings but no errors\n"
-     "  --verbose, -v       also list checks that passed\n"
-     "  --sysroot DIR       read /sys and /proc below DIR (a capture)\n"
-     "  --nccl-version V    predict NCCL V's behaviour (default: the\n"
-     "                      installed libnccl.so.2, else the newest)\n"
-     "  --color[=WHEN]      always, never or auto (default; NO_COLOR honoured)\n"
-     "\n"
-     "Exit status: 0 no errors, 1 warnings only (with --strict),\n"
-     "2 errors found, 3 the tool itself failed or bad usage.\n"},
+     ncd_cmd_check_usage},
     {"ifaces", ncd_cmd_ifaces,
      "rank network interfaces and predict NCCL's choice",
-     "usage: nccl-doctor ifaces [--json] [--verbose] [--sysroot DIR]\n"
-     "                          [--nccl-version X.Y.Z]\n"
-     "\n"
-     "Lists every interface (flags, addresses, kind, speed, traffic), the\n"
-     "interface nccl-doctor recommends and why, and what NCCL itself would\n"
-     "pick for the bootstrap and the Socket transport.\n"},
+     ncd_cmd_ifaces_usage},
     {"env", ncd_cmd_env,
      "print or install the recommended NCCL_* settings",
-     "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
-     "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
-     "                       [--write FILE [--dry-run] | --remove FILE]\n"
-     "\n"
-     "Prints the settings recommended for this node as export lines (or in\n"
-     "another format).  --write FILE keeps them in one marked block\n"
-     "(# >>> nccl-doctor >>> ... # <<< nccl-doctor <<<) that re-runs replace\n"
-     "in place; the file is replaced atomically, a backup is kept, and\n"
-     "nothing outside the block changes.  --remove takes the block out and\n"
-     "gives back the original bytes.  Symbolic links are followed; a\n"
-     "hard-linked or read-only file is left alone (--dry-run shows the new\n"
-     "content); an edit made by another program meanwhile stops the update.\n"},
+     ncd_cmd_env_usage},
     {"perf", ncd_cmd_perf,
      "nccl-tests compatible collective benchmark (NCCL or TCP sockets)",
      ncd_cmd_perf_usage},
@@ -68,27 +36,10 @@ static const struct cli_cmd commands[] = {
      ncd_cmd_run_usage},
     {"topo", ncd_cmd_topo,
      "GPU/NIC topology matrix (like nvidia-smi topo -m)",
-     "usage: nccl-doctor topo [--json] [--sysroot DIR|TARBALL]\n"
-     "                        [--topology FILE.xml] [--no-nvml]\n"
-     "\n"
-     "Prints the GPU and NIC matrix as `nvidia-smi topo -m` does (X, NV#,\n"
-     "PIX, PXB, PHB, NODE, SYS, CPU and NUMA affinity, NIC legend),\n"
-     "computed from the PCI tree in /sys; NVLink counts and GPU names come\n"
-     "from NVML (libnvidia-ml.so.1) when it can be loaded.\n"
-     "\n"
-     "  --topology FILE     read an hwloc XML export (lstopo file.xml)\n"
-     "  --no-nvml           do not load NVML\n"},
+     ncd_cmd_topo_usage},
     {"gather", ncd_cmd_gather,
      "record this node's state into a tarball for offline diagnosis",
-     "usage: nccl-doctor gather -o FILE.tar.gz\n"
-     "\n"
-     "Writes the sysfs/procfs files nccl-doctor's probes read, the address\n"
-     "list, the NCCL/CUDA environment (secrets redacted), library versions\n"
-     "and limits into one tarball.  Replay it anywhere with\n"
-     "`nccl-doctor check --sysroot FILE.tar.gz` (or any other command).\n"
-     "\n"
-     "  -o, --output FILE   the tarball to write (written to a temporary\n"
-     "                      file, then renamed)\n"},
+     ncd_cmd_gather_usage},
 };
 
 const struct cli_cmd *cli_find_cmd(const char *name)

@@ -11,12 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
 #include "ncd/finding.h"
 #include "ncd/fs.h"
+#include "ncd/netaddr.h"
 #include "ncd/report.h"
 #include "ncd/strbuf.h"
 
@@ -181,12 +183,90 @@ static void test_sysroot(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* The grow-buffer reader: whole pipes, the size limit, the deadline. */
+static void test_read_fd(void **state)
+{
+    (void)state;
+    int p[2];
+    assert_int_equal(pipe(p), 0);
+    static char big[100000];
+    memset(big, 'x', sizeof big);
+    if (fork() == 0) {
+        close(p[0]);
+        ssize_t w = write(p[1], big, sizeof big);
+        _exit(w == (ssize_t)sizeof big ? 0 : 1);
+    }
+    close(p[1]);
+    char *buf;
+    size_t len;
+    assert_int_equal(ncd_read_fd_bounded(p[0], 0, 5000, &buf, &len), 0);
+    assert_int_equal(len, sizeof big);
+    assert_int_equal(buf[len], '\0');
+    free(buf);
+    close(p[0]);
+    assert_int_equal(pipe(p), 0);
+    assert_int_equal(write(p[1], "0123456789", 10), 10);
+    /* more than `max` bytes: refused, nothing returned */
+    assert_int_equal(ncd_read_fd_bounded(p[0], 4, 1000, &buf, &len), NCD_ERANGE);
+    assert_null(buf);
+    /* a writer that never closes: the deadline ends the read */
+    assert_int_equal(ncd_read_fd_bounded(p[0], 0, 50, &buf, &len), NCD_ETIMEOUT);
+    close(p[0]);
+    close(p[1]);
+    int status;
+    wait(&status);
+}
+
+/* Text helpers: lines, comma lists, /etc/hosts, error buffers. */
+static void test_text_helpers(void **state)
+{
+    (void)state;
+    const char *t = "a\nbb\n\nccc";
+    size_t pos = 0, l;
+    const char *s;
+    const char *want[] = {"a", "bb", "", "ccc"};
+    for (int i = 0; i < 4; i++) {
+        assert_true(ncd_next_line(t, strlen(t), &pos, &s, &l));
+        assert_int_equal(l, strlen(want[i]));
+        assert_memory_equal(s, want[i], l);
+    }
+    assert_false(ncd_next_line(t, strlen(t), &pos, &s, &l));
+    static const struct {
+        const char *s;
+        int n;
+    } lists[] = {{"", 0}, {"0", 1}, {"0,1,3", 3}, {"GPU-a,GPU-b", 2}, {",", 2}};
+    for (size_t i = 0; i < sizeof lists / sizeof *lists; i++)
+        assert_int_equal(ncd_list_count(lists[i].s), lists[i].n);
+    assert_int_equal(ncd_list_count(NULL), 0);
+    const char *hosts = "# comment\n127.0.0.1 localhost\n"
+                        "10.0.0.5\tnode1 node1.cluster # rank 0\n"
+                        "fd00::7 node6\n10.0.0.9 node1\n";
+    static const struct {
+        const char *name, *addr;
+    } h[] = {{"node1", "10.0.0.5"}, {"NODE1.cluster", "10.0.0.5"},
+             {"node6", "fd00::7"},   {"localhost", "127.0.0.1"},
+             {"rank", NULL},         {"comment", NULL}};
+    for (size_t i = 0; i < sizeof h / sizeof *h; i++) {
+        struct ncd_if_addr a;
+        int found = ncd_hosts_lookup(hosts, strlen(hosts), h[i].name, &a);
+        assert_int_equal(found, h[i].addr != NULL);
+        if (found)
+            assert_string_equal(a.addr, h[i].addr);
+    }
+    char e[16];
+    assert_int_equal(ncd_errbuf(e, sizeof e, NCD_EPARSE, "line %d bad", 7),
+                     NCD_EPARSE);
+    assert_string_equal(e, "line 7 bad");
+    assert_int_equal(ncd_errbuf(NULL, 0, NCD_EIO, "x"), NCD_EIO);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_error_codes), cmocka_unit_test(test_env_copy),
         cmocka_unit_test(test_strbuf),      cmocka_unit_test(test_findings),
-        cmocka_unit_test(test_sysroot),
+        cmocka_unit_test(test_sysroot),     cmocka_unit_test(test_read_fd),
+        cmocka_unit_test(test_text_helpers),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
+#include "ncd/sysops.h"
 #include "ncd/nccl.h"
 
 /* The reference's example host: all RUNNING with IPv4 except ib1. */

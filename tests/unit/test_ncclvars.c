@@ -216,10 +216,13 @@ static void test_env_check(void **state)
     struct ncd_ctx *ctx;
     assert_int_equal(ncd_ctx_new("/", envp, &ctx), 0);
     struct ncd_findings l = {0};
-    struct ncd_check_opts o = {0};
-    extern int ncd_check_ncclenv(struct ncd_ctx *, const struct ncd_check_opts *,
-                                 struct ncd_findings *, json_t *);
-    assert_int_equal(ncd_check_ncclenv(ctx, &o, &l, NULL), 0);
+    struct ncd_check_opts o = {.only = "ncclenv"};
+    struct ncd_node n = {0};
+    assert_int_equal(ncd_node_probe(ctx, NULL, ncd_checks_parts(&o), &n), 0);
+    assert_int_equal(n.filled, NCD_PART_BIT(NCD_PART_ENV) |
+                                   NCD_PART_BIT(NCD_PART_CATALOG) |
+                                   NCD_PART_BIT(NCD_PART_RDMA));
+    assert_int_equal(ncd_run_checks(&n, &o, &l), 0);
     static const struct {
         const char *id;
         const char *in_title;
@@ -247,6 +250,7 @@ static void test_env_check(void **state)
     }
     assert_int_equal(l.n, 5);
     ncd_findings_release(&l);
+    ncd_node_release(&n);
     ncd_ctx_free(ctx);
 }
 

@@ -24,7 +24,8 @@
 #include "ncd/shm.h"
 #include "ncd/strbuf.h"
 #include "ncd/topo.h"
-#include "node/topo_internal.h"
+#include "ncd/sysops.h"
+#include "sys/sys_internal.h"
 
 static void test_pci_path_split(void **state)
 {
@@ -561,12 +562,35 @@ static void test_nvml_table(void **state)
     fake_topo = &t;
     struct ncd__nvml_api api = {f_init, f_shutdown, f_count, f_handle, f_name,
                                 f_pci, f_state, f_remote, f_drv, f_cuda};
+    struct ncd_nvml_answer a = {0};
     fake_init_rc = 9; /* NVML_ERROR_DRIVER_NOT_LOADED */
-    assert_int_equal(ncd__topo_nvml_fill(&t, &api), 0);
+    assert_int_equal(ncd__nvml_query(&api, &a), 0);
+    assert_false(a.known);
+    assert_int_equal(ncd_topo_apply_nvml(&t, &a), 0);
+    ncd_nvml_answer_release(&a);
     assert_false(t.nvlink_known);
     assert_non_null(strstr(t.nvlink_source, "error 9"));
     fake_init_rc = 0;
-    assert_int_equal(ncd__topo_nvml_fill(&t, &api), 0);
+    assert_int_equal(ncd__nvml_query(&api, &a), 0);
+    assert_true(a.known);
+    snprintf(a.source, sizeof a.source, "NVML");
+    assert_int_equal(ncd_topo_apply_nvml(&t, &a), 0);
+    /* the answer survives a round trip through the .ncd/nvml record */
+    struct ncd_strbuf sb = {0};
+    ncd_nvml_format(&a, &sb);
+    struct ncd_nvml_answer b = {0};
+    assert_int_equal(ncd_nvml_parse(ctx, ncd_sb_str(&sb), sb.len, &b), 0);
+    assert_true(b.known);
+    assert_int_equal(b.n_gpu, a.n_gpu);
+    assert_int_equal(b.n_link, a.n_link);
+    for (size_t i = 0; i < a.n_link; i++) {
+        assert_string_equal(b.link[i].bdf, a.link[i].bdf);
+        assert_string_equal(b.link[i].peer, a.link[i].peer);
+        assert_int_equal(b.link[i].count, a.link[i].count);
+    }
+    ncd_nvml_answer_release(&b);
+    ncd_sb_release(&sb);
+    ncd_nvml_answer_release(&a);
     assert_true(t.nvlink_known);
     int nv;
     assert_int_equal(ncd_topo_link(&t, 0, 1, &nv), NCD_LINK_NV);

@@ -7,105 +7,41 @@
 #include "ncd/check.h"
 #include "check/check_internal.h"
 #include "ncd/error.h"
-#include "node/node_internal.h"
-#include "ncd/fs.h"
 #include "ncd/libs.h"
-#include "ncd/nccl.h"
+#include "ncd/node.h"
+#include "ncd/version.h"
 
-#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts);
+int ncd_check_libs(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out);
 
 
-/* CUDA driver API version (cuDriverGetVersion style, 12040) and where it
- * came from; 0 when unknown. */
-static int cuda_driver_version(struct ncd_ctx *ctx, char *src, size_t srcsz)
-{
-    if (ncd_ctx_is_live(ctx)) {
-        void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
-        if (!h) {
-            snprintf(src, srcsz, "libcuda.so.1 not loadable");
-            return 0;
-        }
-        int (*get)(int *) =
-            (int (*)(int *))(uintptr_t)dlsym(h, "cuDriverGetVersion");
-        int v = 0;
-        if (!get || get(&v) != 0)
-            v = 0;
-        dlclose(h);
-        snprintf(src, srcsz, "cuDriverGetVersion()");
-        return v;
-    }
-    char *buf;
-    size_t len;
-    int v = 0;
-    if (ncd_fs_read(ctx, "/.ncd/nvml", 1 << 20, &buf, &len) == 0) {
-        const char *p = strstr(buf, "\ncuda ");
-        if (!p && strncmp(buf, "cuda ", 5) == 0)
-            p = buf - 1;
-        if (p)
-            v = atoi(p + 6);
-        free(buf);
-        snprintf(src, srcsz, ".ncd/nvml");
-    } else {
-        snprintf(src, srcsz, "not visible in this capture");
-    }
-    ncd_ctx_clear_error(ctx);
-    return v;
-}
-
-int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts)
+int ncd_check_libs(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_nccl_scan s;
+    const struct ncd_nccl_scan *sc = &n->libs.scan;
     struct ncd_finding *f;
-    int rc = ncd_nccl_scan(ctx, &s);
-    if (rc < 0) {
-        ncd_nccl_scan_release(&s);
-        return rc;
-    }
+    int rc = 0;
     char vb[24], vb2[24];
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < s.n; i++) {
-        const struct ncd_nccl_file *x = &s.v[i];
-        json_array_append_new(
-            arr, json_pack("{s:o,s:o,s:o,s:o,s:s,s:b}", "path",
-                           ncd__jstr(x->path), "real", ncd__jstr(x->real),
-                           "version",
-                           x->version ? json_string(ncd_nccl_version_str(
-                                            x->version, vb, sizeof vb))
-                                      : json_null(),
-                           "cuda", *x->cuda ? ncd__jstr(x->cuda) : json_null(),
-                           "origin", x->origin, "loader_pick",
-                           (int)i == s.winner));
+    const char *fdir = ncd_node_getenv(n, "FLAGS_nccl_dir");
+    if (fdir && *fdir && !n->libs.flags_dir_ok) {
+        ADD("lib.nccl.flags-dir", NCD_CAT_LIB_NCCL, NCD_SEV_ERROR,
+            "FLAGS_nccl_dir=%s has no libnccl.so: Paddle cannot load NCCL",
+            fdir);
+        ncd_finding_cause(f, "Paddle dlopens <FLAGS_nccl_dir>/libnccl.so "
+                             "(the unversioned name, which the pip wheel "
+                             "nvidia-nccl-cu12 does not ship).");
+        ncd_finding_fix(f, "Point FLAGS_nccl_dir at a directory with "
+                           "libnccl.so (or create the symlink "
+                           "libnccl.so -> libnccl.so.2 there).");
     }
-    if (arr)
-        json_object_set_new(facts, "nccl_libs", arr);
-    const char *fdir = ncd_getenv(ctx, "FLAGS_nccl_dir");
-    if (fdir && *fdir) {
-        char p[600];
-        snprintf(p, sizeof p, "%s/libnccl.so", fdir);
-        if (!ncd_fs_exists(ctx, p)) {
-            ADD("lib.nccl.flags-dir", NCD_CAT_LIB_NCCL, NCD_SEV_ERROR,
-                "FLAGS_nccl_dir=%s has no libnccl.so: Paddle cannot load NCCL",
-                fdir);
-            ncd_finding_cause(f, "Paddle dlopens <FLAGS_nccl_dir>/libnccl.so "
-                                 "(the unversioned name, which the pip wheel "
-                                 "nvidia-nccl-cu12 does not ship).");
-            ncd_finding_fix(f, "Point FLAGS_nccl_dir at a directory with "
-                               "libnccl.so (or create the symlink "
-                               "libnccl.so -> libnccl.so.2 there).");
-        }
-        ncd_ctx_clear_error(ctx);
-    }
-    if (!s.n) {
-        if (!ncd_ctx_is_live(ctx) && !s.recorded) {
+    if (!sc->n) {
+        if (!sc->visible) {
             ADD("lib.nccl.not-visible", NCD_CAT_LIB_NCCL, NCD_SEV_INFO,
                 "Which libnccl files exist is not visible in this capture");
             ncd_finding_evidence(f, "no /.ncd/nccl-libs");
@@ -124,8 +60,8 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     }
     /* Distinct versions. */
     int distinct[16], nd = 0;
-    for (size_t i = 0; i < s.n; i++) {
-        int v = s.v[i].version, dup = 0;
+    for (size_t i = 0; i < sc->n; i++) {
+        int v = sc->v[i].version, dup = 0;
         if (!v)
             continue;
         for (int k = 0; k < nd; k++)
@@ -136,14 +72,14 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     if (nd > 1) {
         ADD("lib.nccl.mixed-versions", NCD_CAT_VERSION_MISMATCH,
             NCD_SEV_WARNING, "%d different NCCL versions are installed", nd);
-        for (size_t i = 0; i < s.n; i++)
+        for (size_t i = 0; i < sc->n; i++)
             ncd_finding_evidence(
-                f, "%s: %s%s%s (%s)%s", s.v[i].path,
-                s.v[i].version ? ncd_nccl_version_str(s.v[i].version, vb,
+                f, "%s: %s%s%s (%s)%s", sc->v[i].path,
+                sc->v[i].version ? ncd_nccl_version_str(sc->v[i].version, vb,
                                                       sizeof vb)
                                : "version ?",
-                *s.v[i].cuda ? "+cuda" : "", s.v[i].cuda, s.v[i].origin,
-                (int)i == s.winner ? "  <- dlopen(\"libnccl.so.2\") picks this"
+                *sc->v[i].cuda ? "+cuda" : "", sc->v[i].cuda, sc->v[i].origin,
+                (int)i == sc->winner ? "  <- dlopen(\"libnccl.so.2\") picks this"
                                    : "");
         ncd_finding_cause(
             f, "Which copy a process loads depends on its RPATH (PyTorch "
@@ -155,27 +91,27 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "LD_PRELOAD=<path>/libnccl.so.2 for every rank; "
                            "confirm with NCCL_DEBUG=VERSION on each node.");
     }
-    if (s.winner >= 0) {
-        const struct ncd_nccl_file *w = &s.v[s.winner];
+    if (sc->winner >= 0) {
+        const struct ncd_nccl_file *w = &sc->v[sc->winner];
         ADD("lib.nccl.found", NCD_CAT_LIB_NCCL, NCD_SEV_OK,
             "libnccl.so.2 resolves to %s (NCCL %s%s%s)", w->path,
             w->version ? ncd_nccl_version_str(w->version, vb, sizeof vb) : "?",
             *w->cuda ? ", built for CUDA " : "", w->cuda);
-        ncd_finding_evidence(f, "how: %s", s.winner_why);
-        for (size_t i = 0; i < s.n; i++)
-            if ((int)i != s.winner)
+        ncd_finding_evidence(f, "how: %s", sc->winner_why);
+        for (size_t i = 0; i < sc->n; i++)
+            if ((int)i != sc->winner)
                 ncd_finding_evidence(
-                    f, "also: %s (%s, %s)", s.v[i].path,
-                    s.v[i].version ? ncd_nccl_version_str(s.v[i].version, vb2,
+                    f, "also: %s (%s, %s)", sc->v[i].path,
+                    sc->v[i].version ? ncd_nccl_version_str(sc->v[i].version, vb2,
                                                           sizeof vb2)
                                    : "?",
-                    s.v[i].origin);
+                    sc->v[i].origin);
     } else {
         ADD("lib.nccl.not-on-loader-path", NCD_CAT_LIB_NCCL, NCD_SEV_INFO,
             "%zu libnccl file(s) found, but none on the default loader path",
-            s.n);
-        for (size_t i = 0; i < s.n; i++)
-            ncd_finding_evidence(f, "%s (%s)", s.v[i].path, s.v[i].origin);
+            sc->n);
+        for (size_t i = 0; i < sc->n; i++)
+            ncd_finding_evidence(f, "%s (%s)", sc->v[i].path, sc->v[i].origin);
         ncd_finding_cause(f, "Programs that dlopen(\"libnccl.so.2\") without "
                              "an RPATH (nccl-tests, Paddle without "
                              "FLAGS_nccl_dir) will not find it.");
@@ -183,16 +119,14 @@ int ncd_check_libs(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "/etc/ld.so.conf.d + ldconfig).");
     }
 cuda:;
-    char src[64];
-    int drv = cuda_driver_version(ctx, src, sizeof src);
-    if (drv > 0)
-        json_object_set_new(facts, "cuda_driver_version", json_integer(drv));
+    const char *src = n->libs.cuda_src;
+    int drv = n->libs.cuda_driver;
     /* One finding for all copies built for a newer CUDA than the driver:
      * error when a major version is newer, else warning. */
     int dmaj = drv / 1000, dmin = (drv % 1000) / 10, worst = 0, n_old = 0;
-    for (size_t i = 0; drv > 0 && i < s.n; i++) {
+    for (size_t i = 0; drv > 0 && i < sc->n; i++) {
         int maj = 0, min = 0;
-        if (!*s.v[i].cuda || sscanf(s.v[i].cuda, "%d.%d", &maj, &min) < 1)
+        if (!*sc->v[i].cuda || sscanf(sc->v[i].cuda, "%d.%d", &maj, &min) < 1)
             continue;
         if (dmaj < maj)
             worst = 2;
@@ -207,13 +141,13 @@ cuda:;
             "here need",
             dmaj, dmin, n_old);
         ncd_finding_evidence(f, "driver CUDA version %d (%s)", drv, src);
-        for (size_t i = 0; i < s.n; i++) {
+        for (size_t i = 0; i < sc->n; i++) {
             int maj = 0, min = 0;
-            if (!*s.v[i].cuda || sscanf(s.v[i].cuda, "%d.%d", &maj, &min) < 1)
+            if (!*sc->v[i].cuda || sscanf(sc->v[i].cuda, "%d.%d", &maj, &min) < 1)
                 continue;
             if (dmaj < maj || (dmaj == maj && dmin < min))
-                ncd_finding_evidence(f, "%s: built for CUDA %s%s", s.v[i].path,
-                                     s.v[i].cuda,
+                ncd_finding_evidence(f, "%s: built for CUDA %s%s", sc->v[i].path,
+                                     sc->v[i].cuda,
                                      dmaj < maj ? " (newer major: fails)" : "");
         }
         ncd_finding_cause(f, "%s", worst == 2
@@ -229,6 +163,5 @@ cuda:;
                         dmaj, dmin);
     }
 done:
-    ncd_nccl_scan_release(&s);
     return rc;
 }

@@ -1,13 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Check: the NCCL_* environment (and NCCL's config files) against the
- * catalog in data/nccl-vars.yaml.  Runs first: it applies the config files
- * to the context's environment, as NCCL does at init, so later checks see
- * what NCCL will see. */
+/* Check: the NCCL_* environment (and NCCL's config files, which the node's
+ * ENV part applied as NCCL does at init) against the catalog in
+ * data/nccl-vars.yaml. */
 #define _GNU_SOURCE
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/ncclvars.h"
-#include "ncd/recommend.h"
+#include "ncd/node.h"
 #include "ncd/report.h"
 
 #include <stdio.h>
@@ -15,8 +14,9 @@
 #include <string.h>
 #include <strings.h>
 
-int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                      struct ncd_findings *out, json_t *facts);
+int ncd_check_ncclenv(const struct ncd_node *n,
+                      const struct ncd_check_opts *opts,
+                      struct ncd_findings *out);
 
 static const char *origin(const struct ncd_conf_result *conf,
                           const char *name, char *buf, size_t n)
@@ -29,7 +29,8 @@ static const char *origin(const struct ncd_conf_result *conf,
     return "environment";
 }
 
-static int check_var(struct ncd_ctx *ctx, const struct ncd_var_catalog *cat,
+static int check_var(const struct ncd_node *n,
+                     const struct ncd_var_catalog *cat,
                      const struct ncd_conf_result *conf, const char *name,
                      const char *value, struct ncd_findings *out)
 {
@@ -62,7 +63,7 @@ static int check_var(struct ncd_ctx *ctx, const struct ncd_var_catalog *cat,
         int active = 0;
         if (v.fix[0] && strcmp(name, "NCCL_IB_DISABLE") == 0 &&
             strtoll(v.fix, NULL, 0) != 0)
-            active = ncd_rdma_active_ports(ctx, NULL, NULL, 0);
+            active = n->rdma.active_ports;
         if (active > 0) {
             /* Never tell a node with a usable RDMA port to disable IB. */
             ncd_finding_fix(f, "NCCL reads '%s' as 0, so IB stays on, which "
@@ -132,22 +133,18 @@ static int check_var(struct ncd_ctx *ctx, const struct ncd_var_catalog *cat,
     return 0;
 }
 
-int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                      struct ncd_findings *out, json_t *facts)
+int ncd_check_ncclenv(const struct ncd_node *n,
+                      const struct ncd_check_opts *opts,
+                      struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_conf_result conf;
-    struct ncd_var_catalog cat;
+    const struct ncd_conf_result *cp = &n->env.conf;
+    const struct ncd_var_catalog *cat = &n->catalog;
     struct ncd_finding *f;
-    int rc = ncd_nccl_conf_apply(ctx, &conf);
-    if (rc < 0)
-        return rc;
-    rc = ncd_var_catalog_builtin(ctx, &cat);
-    if (rc < 0)
-        goto done;
+    int rc = 0;
     /* Config-file settings, and the ones the environment overrides. */
-    for (size_t i = 0; i < conf.n; i++) {
-        const struct ncd_conf_entry *e = &conf.v[i];
+    for (size_t i = 0; i < cp->n; i++) {
+        const struct ncd_conf_entry *e = &cp->v[i];
         if (e->bad) {
             f = ncd_findings_add(out, "env.conf-bad-line", NCD_CAT_ENV_INVALID,
                                  NCD_SEV_WARNING,
@@ -165,51 +162,49 @@ int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             ncd_finding_fix(f, "Write NAME=value with no spaces.");
         }
     }
-    if (conf.conf_file_error[0]) {
+    if (cp->conf_file_error[0]) {
         f = ncd_findings_add(out, "env.conf-file-unreadable",
                              NCD_CAT_ENV_INVALID, NCD_SEV_WARNING,
                              "NCCL_CONF_FILE=%s cannot be read: NCCL "
                              "silently ignores it",
-                             ncd_getenv(ctx, "NCCL_CONF_FILE"));
+                             ncd_node_getenv(n, "NCCL_CONF_FILE"));
         if (!f) {
             rc = NCD_ENOMEM;
             goto done;
         }
-        ncd_finding_evidence(f, "%s", conf.conf_file_error);
+        ncd_finding_evidence(f, "%s", cp->conf_file_error);
         ncd_finding_cause(f, "NCCL reads NCCL_CONF_FILE (2.23+) instead of "
                              "~/.nccl.conf, without '~' expansion, and says "
                              "nothing when it cannot open it.");
         ncd_finding_fix(f, "Point it at a readable file with an absolute "
                            "path, or unset it.");
     }
-    if (conf.n_files) {
+    if (cp->n_files) {
         f = ncd_findings_add(out, "env.conf-file", NCD_CAT_ENV_INVALID,
                              NCD_SEV_INFO,
                              "NCCL will read settings from %s%s%s",
-                             conf.files_read[0], conf.n_files > 1 ? " and " : "",
-                             conf.n_files > 1 ? conf.files_read[1] : "");
+                             cp->files_read[0], cp->n_files > 1 ? " and " : "",
+                             cp->n_files > 1 ? cp->files_read[1] : "");
         if (!f) {
             rc = NCD_ENOMEM;
             goto done;
         }
-        for (size_t i = 0; i < conf.n; i++)
-            if (!conf.v[i].bad)
-                ncd_finding_evidence(f, "%s:%d: %s=%s%s", conf.v[i].file,
-                                     conf.v[i].line, conf.v[i].name,
-                                     conf.v[i].value,
-                                     conf.v[i].applied
+        for (size_t i = 0; i < cp->n; i++)
+            if (!cp->v[i].bad)
+                ncd_finding_evidence(f, "%s:%d: %s=%s%s", cp->v[i].file,
+                                     cp->v[i].line, cp->v[i].name,
+                                     cp->v[i].value,
+                                     cp->v[i].applied
                                          ? ""
                                          : "  (overridden by the environment "
                                            "or an earlier file)");
         ncd_finding_cause(f, "Precedence: environment > NCCL_CONF_FILE or "
-                             "~/.nccl.conf > /etc/nccl.conf. Settings in "
+                             "~/.nccl.conf > /etc/nccl.cp-> Settings in "
                              "these files apply to every job of this user / "
                              "host, which is easy to forget.");
     }
-    json_t *seen = facts ? json_object() : NULL;
-    for (size_t i = 0; i < ncd_env_count(ctx); i++) {
-        const char *name, *value;
-        ncd_env_at(ctx, i, &name, &value);
+    for (size_t i = 0; i < n->env.n; i++) {
+        const char *name = n->env.v[i].name, *value = n->env.v[i].value;
         if (strncmp(name, "NCCL_", 5) != 0) {
             if (strncasecmp(name, "NCCL_", 5) == 0) {
                 f = ncd_findings_add(
@@ -227,15 +222,9 @@ int ncd_check_ncclenv(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             }
             continue;
         }
-        if (seen)
-            json_object_set_new(seen, name, ncd_json_string(value));
-        if ((rc = check_var(ctx, &cat, &conf, name, value, out)) < 0)
+        if ((rc = check_var(n, cat, cp, name, value, out)) < 0)
             break;
     }
-    if (facts)
-        json_object_set_new(facts, "nccl_env", seen);
 done:
-    ncd_var_catalog_release(&cat);
-    ncd_nccl_conf_release(&conf);
     return rc < 0 ? rc : 0;
 }

@@ -5,6 +5,7 @@
 #include "ncd/check.h"
 #include "ncd/error.h"
 #include "ncd/nccl.h"
+#include "ncd/node.h"
 #include "ncd/recommend.h"
 
 #include <stdio.h>
@@ -12,8 +13,8 @@
 #include <string.h>
 #include <strings.h>
 
-int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                    struct ncd_findings *out, json_t *facts);
+int ncd_check_netif(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                    struct ncd_findings *out);
 
 #define ADD(id, cat, sev, ...)                                                \
     do {                                                                      \
@@ -54,13 +55,13 @@ static void evidence_addrs(struct ncd_finding *f, const struct ncd_netif *ni)
 
 /* Whether NCCL's Socket transport will carry the data (no usable IB), so
  * that the socket interface's speed matters, not only for the bootstrap. */
-static int socket_carries_data(struct ncd_ctx *ctx,
+static int socket_carries_data(const struct ncd_node *n,
                                const struct ncd_recommendation *rec)
 {
-    const char *net = ncd_getenv(ctx, "NCCL_NET");
+    const char *net = ncd_node_getenv(n, "NCCL_NET");
     if (net && strcasecmp(net, "Socket") == 0)
         return 1;
-    const char *dis = ncd_getenv(ctx, "NCCL_IB_DISABLE");
+    const char *dis = ncd_node_getenv(n, "NCCL_IB_DISABLE");
     if (dis && strtoll(dis, NULL, 0) != 0)
         return 1;
     return rec->rdma_active_ports == 0;
@@ -92,13 +93,13 @@ static int list_matches_any(const struct ncd_netif_list *nl,
     return n;
 }
 
-static int check_ifname(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+static int check_ifname(const struct ncd_node *n, const struct ncd_netif_list *nl,
                         const struct ncd_nccl_choice *ch,
                         const struct ncd_recommendation *rec,
                         struct ncd_findings *out)
 {
     struct ncd_finding *f;
-    const char *val = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
+    const char *val = ncd_node_getenv(n, "NCCL_SOCKET_IFNAME");
     const struct ncd_nccl_iflist *l = &ch->ifname;
     char vb[16];
     const char *ver = ncd_nccl_version_str(ch->version, vb, sizeof vb);
@@ -296,7 +297,7 @@ static int check_ifname(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     return 0;
 }
 
-static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+static int check_auto(const struct ncd_node *n, const struct ncd_netif_list *nl,
                       const struct ncd_nccl_choice *ch,
                       const struct ncd_recommendation *rec,
                       struct ncd_findings *out)
@@ -435,7 +436,7 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
         int faster = best->speed_mbps > 0 &&
                      best->speed_mbps > boot->speed_mbps;
         ADD("net.iface-choice.differs", NCD_CAT_NET_IFACE_CHOICE,
-            socket_carries_data(ctx, rec) ? NCD_SEV_WARNING : NCD_SEV_INFO,
+            socket_carries_data(n, rec) ? NCD_SEV_WARNING : NCD_SEV_INFO,
             "NCCL %s would use %s, but %s looks like the better interface%s",
             ver, boot->name, best->name,
             faster ? " (faster link)" : "");
@@ -481,12 +482,12 @@ static int check_auto(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
     return 0;
 }
 
-static int check_family_commid(struct ncd_ctx *ctx,
+static int check_family_commid(const struct ncd_node *n,
                                const struct ncd_nccl_choice *ch,
                                struct ncd_findings *out)
 {
     struct ncd_finding *f;
-    const char *fam = ncd_getenv(ctx, "NCCL_SOCKET_FAMILY");
+    const char *fam = ncd_node_getenv(n, "NCCL_SOCKET_FAMILY");
     if (ch->family_ignored) {
         ADD("env.socket-family.ignored", NCD_CAT_ENV_INVALID, NCD_SEV_WARNING,
             "NCCL_SOCKET_FAMILY='%s' is not AF_INET or AF_INET6: NCCL does "
@@ -501,7 +502,7 @@ static int check_family_commid(struct ncd_ctx *ctx,
         ncd_finding_env(f, "NCCL_SOCKET_FAMILY",
                         strstr(fam, "6") ? "AF_INET6" : "AF_INET");
     }
-    const char *cid = ncd_getenv(ctx, "NCCL_COMM_ID");
+    const char *cid = ncd_node_getenv(n, "NCCL_COMM_ID");
     if (!ch->via_comm_id && !ch->comm_id_invalid)
         return 0;
     if (ch->comm_id_invalid) {
@@ -592,29 +593,16 @@ static int check_family_commid(struct ncd_ctx *ctx,
     return 0;
 }
 
-int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                    struct ncd_findings *out, json_t *facts)
+int ncd_check_netif(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                    struct ncd_findings *out)
 {
-    struct ncd_netif_list nl;
-    struct ncd_recommendation rec;
-    struct ncd_nccl_choice ch;
+    (void)opts;
+    const struct ncd_netif_list *nl = &n->net.nl;
+    const struct ncd_recommendation *rec = &n->net.rec;
+    const struct ncd_nccl_choice *ch = &n->net.ch;
     struct ncd_finding *f;
-    int rc = ncd_netif_probe(ctx, &nl);
-    if (rc < 0)
-        return rc;
-    rc = ncd_recommend(ctx, &nl, &rec);
-    if (rc < 0) {
-        ncd_netif_list_release(&nl);
-        return rc;
-    }
-    rc = ncd_nccl_select(ctx, &nl, opts->nccl_version, &ch);
-    if (rc < 0)
-        goto done;
-    if (facts)
-        json_object_set_new(facts, "network",
-                            ncd_net_report_json(&nl, &rec, &ch,
-                                                opts->nccl_version_source));
-    if (!nl.ifa_known) {
+    int rc = 0;
+    if (!nl->ifa_known) {
         if (!(f = ncd_findings_add(out, "net.addresses-unknown",
                                    NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_INFO,
                                    "Interface addresses were not recorded in "
@@ -622,14 +610,14 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                                    "predicted")))
             rc = NCD_ENOMEM;
         else {
-            if (nl.ifa_error[0])
-                ncd_finding_evidence(f, "%s", nl.ifa_error);
+            if (nl->ifa_error[0])
+                ncd_finding_evidence(f, "%s", nl->ifa_error);
             ncd_finding_fix(f, "Capture with `nccl-doctor gather`, which "
                                "records /.ncd/ifaddrs.");
         }
         goto done;
     }
-    if (!rec.best && rec.local_only) {
+    if (!rec->best && rec->local_only) {
         if (!(f = ncd_findings_add(out, "net.iface-choice.local-only",
                                    NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_WARNING,
                                    "Only container/VM bridges are up: "
@@ -638,9 +626,9 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             rc = NCD_ENOMEM;
             goto done;
         }
-        for (size_t i = 0; i < rec.n; i++)
-            if (rec.ranks[i].ni->kind == NCD_IFK_CONTAINER_BRIDGE)
-                evidence_iface(f, rec.ranks[i].ni);
+        for (size_t i = 0; i < rec->n; i++)
+            if (rec->ranks[i].ni->kind == NCD_IFK_CONTAINER_BRIDGE)
+                evidence_iface(f, rec->ranks[i].ni);
         ncd_finding_cause(f, "docker0, br-<id>, virbr0 and cni0 are bridges "
                              "to this host's containers and VMs; their "
                              "addresses are private to it. NCCL still picks "
@@ -650,7 +638,7 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "that reaches the other hosts (cable, switch "
                            "port, DHCP); single-node jobs need no network "
                            "setting.");
-    } else if (!rec.best) {
+    } else if (!rec->best) {
         if (!(f = ncd_findings_add(out, "net.no-routable-address",
                                    NCD_CAT_NET_IFACE_CHOICE, NCD_SEV_ERROR,
                                    "No interface is up with a routable "
@@ -659,57 +647,55 @@ int ncd_check_netif(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             rc = NCD_ENOMEM;
             goto done;
         }
-        for (size_t i = 0; i < rec.n; i++)
-            ncd_finding_evidence(f, "%s: %s", rec.ranks[i].ni->name,
-                                 rec.ranks[i].reasons[0]);
+        for (size_t i = 0; i < rec->n; i++)
+            ncd_finding_evidence(f, "%s: %s", rec->ranks[i].ni->name,
+                                 rec->ranks[i].reasons[0]);
         ncd_finding_cause(f, "Multi-node NCCL needs an interface that is UP, "
                              "has carrier and holds an address outside "
                              "127/8, 169.254/16 and fe80::/10.");
         ncd_finding_fix(f, "Bring up the network (check cables/switch port, "
                            "DHCP, `ip link set <if> up`).");
     }
-    if ((rc = check_family_commid(ctx, &ch, out)) < 0)
+    if ((rc = check_family_commid(n, ch, out)) < 0)
         goto done;
-    if (ch.ifname.set || ch.ifname.ignored)
-        rc = check_ifname(ctx, &nl, &ch, &rec, out);
-    if (rc >= 0 && !ch.ifname.set)
-        rc = check_auto(ctx, &nl, &ch, &rec, out);
-    if (rc >= 0 && ch.ifname.set && ch.n_socket && rec.best) {
-        const struct ncd_netif *boot = by_name(&nl, ch.bootstrap);
-        if (boot && boot != rec.best->ni && boot->kind != NCD_IFK_LOOPBACK &&
+    if (ch->ifname.set || ch->ifname.ignored)
+        rc = check_ifname(n, nl, ch, rec, out);
+    if (rc >= 0 && !ch->ifname.set)
+        rc = check_auto(n, nl, ch, rec, out);
+    if (rc >= 0 && ch->ifname.set && ch->n_socket && rec->best) {
+        const struct ncd_netif *boot = by_name(nl, ch->bootstrap);
+        if (boot && boot != rec->best->ni && boot->kind != NCD_IFK_LOOPBACK &&
             !ncd_ifname_is_plumbing(boot->name) &&
             !ncd_netif_kind_is_virtual(boot->kind) &&
-            rec.best->ni->speed_mbps > 0 &&
-            rec.best->ni->speed_mbps > boot->speed_mbps &&
-            socket_carries_data(ctx, &rec)) {
+            rec->best->ni->speed_mbps > 0 &&
+            rec->best->ni->speed_mbps > boot->speed_mbps &&
+            socket_carries_data(n, rec)) {
             if (!(f = ncd_findings_add(
                       out, "perf.ifname-slower", NCD_CAT_PERF_CONFIG,
                       NCD_SEV_WARNING,
                       "NCCL_SOCKET_IFNAME selects %s, slower than %s", boot->name,
-                      rec.best->ni->name))) {
+                      rec->best->ni->name))) {
                 rc = NCD_ENOMEM;
                 goto done;
             }
             evidence_iface(f, boot);
-            evidence_iface(f, rec.best->ni);
+            evidence_iface(f, rec->best->ni);
             ncd_finding_evidence(f, "speeds: %s %lld Mb/s, %s %lld Mb/s",
                                  boot->name, boot->speed_mbps,
-                                 rec.best->ni->name, rec.best->ni->speed_mbps);
+                                 rec->best->ni->name, rec->best->ni->speed_mbps);
             ncd_finding_fix(f, "Use the faster interface if it reaches the "
                                "other hosts (`nccl-doctor probe` tests it).");
-            fix_use(f, &rec);
-        } else if (boot && (boot == rec.best->ni) &&
+            fix_use(f, rec);
+        } else if (boot && (boot == rec->best->ni) &&
                    !ncd_findings_find(out, "net.ifname.no-match")) {
             if (!(f = ncd_findings_add(out, "net.ifname.ok", NCD_CAT_NET_IFNAME,
                                        NCD_SEV_OK,
                                        "NCCL_SOCKET_IFNAME selects %s (%s), the "
                                        "recommended interface",
-                                       boot->name, ch.bootstrap_addr)))
+                                       boot->name, ch->bootstrap_addr)))
                 rc = NCD_ENOMEM;
         }
     }
 done:
-    ncd_recommendation_release(&rec);
-    ncd_netif_list_release(&nl);
     return rc < 0 ? rc : 0;
 }

@@ -6,8 +6,8 @@
 #include "ncd/check.h"
 #include "check/check_internal.h"
 #include "ncd/error.h"
-#include "ncd/fs.h"
 #include "ncd/ncclvars.h"
+#include "ncd/node.h"
 #include "ncd/netif.h"
 #include "ncd/ports.h"
 #include "ncd/recommend.h"
@@ -17,24 +17,17 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                    struct ncd_findings *out, json_t *facts);
+int ncd_check_ports(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                    struct ncd_findings *out);
 
 
-static int listeners(struct ncd_ctx *ctx, int port)
+/* LISTEN sockets on `port` (the node's list is sorted). */
+static int listeners(const struct ncd_node *n, int port)
 {
-    int n = 0;
-    const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
-    for (int i = 0; i < 2; i++) {
-        char *buf;
-        size_t len;
-        if (ncd_fs_read(ctx, files[i], 16u << 20, &buf, &len) == 0) {
-            n += ncd_proc_net_tcp_listeners(buf, len, port);
-            free(buf);
-        }
-    }
-    ncd_ctx_clear_error(ctx);
-    return n;
+    int cnt = 0;
+    for (size_t i = 0; i < n->ports.n_listen; i++)
+        cnt += n->ports.listen[i] == port;
+    return cnt;
 }
 
 /* NCCL_* variables that people set believing NCCL has a port range. */
@@ -45,37 +38,21 @@ static int is_port_myth(const char *name)
     return strstr(name, "PORT") != NULL;
 }
 
-int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                    struct ncd_findings *out, json_t *facts)
+int ncd_check_ports(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                    struct ncd_findings *out)
 {
     (void)opts;
     struct ncd_finding *f;
-    struct ncd_var_catalog cat;
-    int have_cat = -1;
-    int rc = 0, lo = 32768, hi = 60999, range_known = 0;
-    char s[64];
-    if (ncd_fs_read_str(ctx, "/proc/sys/net/ipv4/ip_local_port_range", s,
-                        sizeof s) == 0 &&
-        ncd_port_range_parse(s, &lo, &hi) == 0)
-        range_known = 1;
-    ncd_ctx_clear_error(ctx);
-    json_t *pj = json_object();
-    if (pj) {
-        json_object_set_new(pj, "ip_local_port_range",
-                            range_known ? json_pack("[i,i]", lo, hi)
-                                        : json_null());
-        json_object_set_new(facts, "ports", pj);
-    }
+    const struct ncd_var_catalog *cat = &n->catalog;
+    int rc = 0, lo = n->ports.lo, hi = n->ports.hi;
+    int range_known = n->ports.range_known;
     /* Names in the variable catalog (real ones, or known non-NCCL ones
      * such as NCCL_PORT_RANGE) are judged by the ncclenv check already. */
-    for (size_t i = 0; i < ncd_env_count(ctx); i++) {
-        const char *name, *value;
-        ncd_env_at(ctx, i, &name, &value);
+    for (size_t i = 0; i < n->env.n; i++) {
+        const char *name = n->env.v[i].name, *value = n->env.v[i].value;
         if (!is_port_myth(name))
             continue;
-        if (have_cat < 0)
-            have_cat = ncd_var_catalog_builtin(ctx, &cat) == 0;
-        if (have_cat && (ncd_var_find(&cat, name) || ncd_var_find_gone(&cat, name)))
+        if (ncd_var_find(cat, name) || ncd_var_find_gone(cat, name))
             continue;
         ADD("env.invalid.nccl-port-range", NCD_CAT_ENV_INVALID,
             NCD_SEV_WARNING, "%s is not an NCCL variable: NCCL has no port "
@@ -93,7 +70,6 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "guide says.");
         ncd_finding_env(f, name, NULL);
     }
-    ncd_ctx_clear_error(ctx);
     if (range_known && hi - lo + 1 < 1024) {
         ADD("net.ports.range-narrow", NCD_CAT_NET_UNREACHABLE, NCD_SEV_WARNING,
             "ip_local_port_range %d-%d leaves only %d ephemeral ports", lo, hi,
@@ -106,7 +82,7 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "55000) and open them in the firewall.");
     }
     /* NCCL_COMM_ID: a fixed port rank 0 binds. */
-    const char *cid = ncd_getenv(ctx, "NCCL_COMM_ID");
+    const char *cid = ncd_node_getenv(n, "NCCL_COMM_ID");
     if (cid && *cid) {
         const char *c = strrchr(cid, ':');
         int port = c ? atoi(c + 1) : 0;
@@ -120,7 +96,7 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                                  "Address already in use'.");
             ncd_finding_fix(f, "Pick a port outside %d-%d.", lo, hi);
         }
-        int nl = port > 0 ? listeners(ctx, port) : 0;
+        int nl = port > 0 ? listeners(n, port) : 0;
         if (nl) {
             ADD("net.ports.comm-id-busy", NCD_CAT_NET_UNREACHABLE,
                 NCD_SEV_WARNING,
@@ -132,13 +108,13 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     /* RAS */
-    const char *ras = ncd_getenv(ctx, "NCCL_RAS_ENABLE");
+    const char *ras = ncd_node_getenv(n, "NCCL_RAS_ENABLE");
     if (!(ras && strtol(ras, NULL, 0) == 0)) {
-        const char *ra = ncd_getenv(ctx, "NCCL_RAS_ADDR");
+        const char *ra = ncd_node_getenv(n, "NCCL_RAS_ADDR");
         int rport = NCD_NCCL_RAS_PORT;
         if (ra && strrchr(ra, ':'))
             rport = atoi(strrchr(ra, ':') + 1);
-        int nl = rport > 0 ? listeners(ctx, rport) : 0;
+        int nl = rport > 0 ? listeners(n, rport) : 0;
         if (nl) {
             ADD("net.ports.ras-busy", NCD_CAT_NET_UNREACHABLE, NCD_SEV_INFO,
                 "Port %d (NCCL RAS) is already in use on this node", rport);
@@ -152,28 +128,23 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     /* Firewall */
-    struct ncd_fw fw;
-    ncd_ctx_clear_error(ctx);
-    if ((rc = ncd_fw_probe(ctx, lo, hi, &fw)) < 0)
-        goto done;
-    if (!fw.known) {
+    const struct ncd_fw *fwp = &n->ports.fw;
+    if (!fwp->known) {
         ADD("net.firewall.not-visible", NCD_CAT_NET_UNREACHABLE, NCD_SEV_INFO,
             "Firewall rules not checked: %s",
-            !ncd_ctx_is_live(ctx) ? "no nftables rule set in this capture"
-            : *ncd_ctx_errdetail(ctx) ? ncd_ctx_errdetail(ctx)
-                                      : "nft gave no rule set");
+            *n->ports.fw_why ? n->ports.fw_why : "nft gave no rule set");
         ncd_finding_cause(f, "iptables-legacy rules are not read; check them "
                              "with `iptables -S INPUT`.");
-    } else if (fw.drop_overlap || (fw.policy_drop && !fw.accept_covers)) {
-        ADD(fw.drop_overlap ? "net.unreachable.firewall-drops-range"
+    } else if (fwp->drop_overlap || (fwp->policy_drop && !fwp->accept_covers)) {
+        ADD(fwp->drop_overlap ? "net.unreachable.firewall-drops-range"
                             : "net.unreachable.firewall-policy-drop",
             NCD_CAT_NET_UNREACHABLE, NCD_SEV_WARNING,
             "The firewall may drop incoming TCP connections to NCCL's "
             "ephemeral ports %d-%d",
             lo, hi);
-        ncd_finding_evidence(f, "source: %s", fw.source);
-        for (int i = 0; i < fw.n_evidence; i++)
-            ncd_finding_evidence(f, "%s", fw.evidence[i]);
+        ncd_finding_evidence(f, "source: %s", fwp->source);
+        for (int i = 0; i < fwp->n_evidence; i++)
+            ncd_finding_evidence(f, "%s", fwp->evidence[i]);
         ncd_finding_cause(f, "Peers connect to listeners on ephemeral ports "
                              "(bootstrap, socket transport, IB out-of-band): "
                              "dropped SYNs show up as 'connect ... returned "
@@ -187,64 +158,35 @@ int ncd_check_ports(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     } else {
         ADD("net.firewall.ok", NCD_CAT_NET_UNREACHABLE, NCD_SEV_OK,
             "nftables: no rule drops TCP %d-%d (%d input chain(s))", lo, hi,
-            fw.input_chains);
+            fwp->input_chains);
     }
-    ncd_ctx_clear_error(ctx);
     /* iptables-legacy tables live beside nftables and are not analysed:
      * say so when the kernel has some loaded. */
-    char tables[256];
-    if (ncd_fs_read_str(ctx, "/proc/net/ip_tables_names", tables,
-                        sizeof tables) == 0 && *tables) {
-        for (char *c = tables; *c; c++)
-            if (*c == '\n')
-                *c = ' ';
+    if (*n->ports.ipt_tables) {
         ADD("net.firewall.iptables-legacy", NCD_CAT_NET_UNREACHABLE,
             NCD_SEV_INFO,
             "iptables-legacy tables are loaded (%s); their rules are not "
             "analysed",
-            tables);
+            n->ports.ipt_tables);
         ncd_finding_fix(f, "Check that `iptables-legacy -S INPUT` does not "
                            "drop TCP %d-%d from the other nodes.",
                         lo, hi);
     }
-    ncd_ctx_clear_error(ctx);
     /* Bind test on the recommended interface's address. */
-    if (ncd_ctx_is_live(ctx)) {
-        struct ncd_netif_list nl = {0};
-        struct ncd_recommendation rec = {0};
-        if (ncd_netif_probe(ctx, &nl) == 0 && ncd_recommend(ctx, &nl, &rec) == 0 &&
-            rec.best && rec.best->addr) {
-            const struct ncd_if_addr *ad = rec.best->addr;
-            int port;
-            ncd_ctx_clear_error(ctx);
-            if (ncd_bind_test(ctx, ad->family, ad->addr, ad->scope_id, &port) < 0) {
-                f = ncd_findings_add(out, "net.unreachable.bind-failed",
-                                     NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
-                                     "Cannot listen on %s (%s), the interface "
-                                     "NCCL should use",
-                                     ad->addr, rec.best->ni->name);
-                if (f) {
-                    ncd_finding_evidence(f, "%s", ncd_ctx_errdetail(ctx));
-                    ncd_finding_cause(f, "NCCL's bootstrap binds a listener "
-                                         "there: 'Call to bind failed'.");
-                }
-            } else {
-                f = ncd_findings_add(out, "net.ports.bind-ok",
-                                     NCD_CAT_NET_UNREACHABLE, NCD_SEV_OK,
-                                     "A listener binds on %s (%s), port %d "
-                                     "from %d-%d",
-                                     ad->addr, rec.best->ni->name, port, lo,
-                                     hi);
-            }
-            if (!f)
-                rc = NCD_ENOMEM;
-        }
-        ncd_recommendation_release(&rec);
-        ncd_netif_list_release(&nl);
-        ncd_ctx_clear_error(ctx);
+    if (n->ports.bind.tested && n->ports.bind.rc < 0) {
+        ADD("net.unreachable.bind-failed", NCD_CAT_NET_UNREACHABLE,
+            NCD_SEV_ERROR,
+            "Cannot listen on %s (%s), the interface NCCL should use",
+            n->ports.bind.addr, n->ports.bind.ifname);
+        ncd_finding_evidence(f, "%s", n->ports.bind.error);
+        ncd_finding_cause(f, "NCCL's bootstrap binds a listener there: 'Call "
+                             "to bind failed'.");
+    } else if (n->ports.bind.tested) {
+        ADD("net.ports.bind-ok", NCD_CAT_NET_UNREACHABLE, NCD_SEV_OK,
+            "A listener binds on %s (%s), port %d from %d-%d",
+            n->ports.bind.addr, n->ports.bind.ifname, n->ports.bind.port, lo,
+            hi);
     }
 done:
-    if (have_cat >= 0)
-        ncd_var_catalog_release(&cat);
     return rc;
 }

@@ -6,10 +6,9 @@
 #include "ncd/check.h"
 #include "check/check_internal.h"
 #include "ncd/error.h"
-#include "node/node_internal.h"
-#include "ncd/fs.h"
 #include "ncd/nccl.h"
 #include "ncd/pci.h"
+#include "ncd/node.h"
 #include "ncd/rdma.h"
 
 #include <stdio.h>
@@ -17,8 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts);
+int ncd_check_rdma(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out);
 
 
 static int port_active(const struct ncd_ib_port *p)
@@ -26,101 +25,35 @@ static int port_active(const struct ncd_ib_port *p)
     return p->state == 4;
 }
 
-static json_t *rdma_json(const struct ncd_rdma *r,
-                         const struct ncd_gid_prefs *prefs)
+int ncd_check_rdma(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out)
 {
-    json_t *arr = json_array();
-    for (size_t i = 0; arr && i < r->n; i++) {
-        const struct ncd_ib_dev *d = &r->v[i];
-        json_t *ports = json_array();
-        for (size_t k = 0; ports && k < d->n_ports; k++) {
-            const struct ncd_ib_port *p = &d->ports[k];
-            json_t *pj = json_pack(
-                "{s:i,s:o,s:o,s:o,s:o,s:i}", "port", p->port, "state",
-                ncd__jstr(p->state_text), "phys_state", ncd__jstr(p->phys_text),
-                "link_layer", ncd__jstr(p->link_layer), "rate",
-                ncd__jstr(p->rate), "gids", (int)p->n_gids);
-            if (pj && p->is_ethernet)
-                json_object_set_new(pj, "nccl_auto_gid_index",
-                                    json_integer(ncd_ib_gid_auto(p, prefs)));
-            json_array_append_new(ports, pj);
-        }
-        json_array_append_new(
-            arr, json_pack("{s:o,s:o,s:o,s:o,s:o}", "name", ncd__jstr(d->name),
-                           "pci", ncd__jstr(d->bdf), "netdev",
-                           ncd__jstr(d->netdev), "fw", ncd__jstr(d->fw),
-                           "ports", ports ? ports : json_null()));
-    }
-    return arr;
-}
-
-/* Looks for lib<prov>-rdmav<N>.so in rdma-core's provider directories.
- * Returns how many of those directories exist (0: cannot tell); `out`
- * receives the first match. */
-static int provider_lib(struct ncd_ctx *ctx, const char *prov, char *out,
-                        size_t outsz)
-{
-    static const char *dirs[] = {"/usr/lib/x86_64-linux-gnu/libibverbs",
-                                 "/usr/lib/aarch64-linux-gnu/libibverbs",
-                                 "/usr/lib/powerpc64le-linux-gnu/libibverbs",
-                                 "/usr/lib64/libibverbs", "/usr/lib/libibverbs"};
-    char pre[48];
-    snprintf(pre, sizeof pre, "lib%s-rdmav", prov);
-    int seen = 0;
-    out[0] = '\0';
-    for (size_t d = 0; d < sizeof dirs / sizeof *dirs && !*out; d++) {
-        char **names;
-        int n = ncd_fs_list(ctx, dirs[d], &names);
-        if (n < 0)
-            continue;
-        seen++;
-        for (int i = 0; i < n && !*out; i++)
-            if (strncmp(names[i], pre, strlen(pre)) == 0)
-                snprintf(out, outsz, "%s/%s", dirs[d], names[i]);
-        ncd_fs_list_free(names, n);
-    }
-    ncd_ctx_clear_error(ctx);
-    return seen;
-}
-
-int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts)
-{
-    struct ncd_rdma r;
+    (void)opts;
+    const struct ncd_rdma *r = &n->rdma.r;
+    const struct ncd_gid_prefs *prefs = &n->rdma.prefs;
     struct ncd_finding *f;
-    int rc = ncd_rdma_probe(ctx, &r);
-    if (rc < 0) {
-        ncd_rdma_release(&r);
-        return rc;
-    }
-    struct ncd_gid_prefs prefs;
-    ncd_gid_prefs_from_env(ctx, &prefs);
-    json_t *rj = rdma_json(&r, &prefs);
-    if (rj)
-        json_object_set_new(facts, "rdma", json_pack("{s:o,s:b,s:i}", "devices", rj,
-                                                     "peermem", r.peermem,
-                                                     "uverbs", r.n_uverbs));
-    if (!r.n) {
+    int rc = 0;
+    if (!r->n) {
         ADD("net.ib.none", NCD_CAT_NET_IB, NCD_SEV_INFO,
             "No RDMA device (%s): NCCL will use TCP sockets between nodes",
-            r.sysfs_present ? "/sys/class/infiniband is empty"
+            r->sysfs_present ? "/sys/class/infiniband is empty"
                             : "no /sys/class/infiniband");
         goto done;
     }
-    const char *ib_disable = ncd_getenv(ctx, "NCCL_IB_DISABLE");
+    const char *ib_disable = ncd_node_getenv(n, "NCCL_IB_DISABLE");
     int disabled = ib_disable && *ib_disable && strtol(ib_disable, NULL, 0) != 0;
     /* NCCL_IB_HCA against the devices. */
-    const char *hca = ncd_getenv(ctx, "NCCL_IB_HCA");
+    const char *hca = ncd_node_getenv(n, "NCCL_IB_HCA");
     struct ncd_nccl_iflist hl;
     ncd_nccl_iflist_parse(hca, 32, &hl);
     int selected_active = 0, active = 0, n_ib = 0, n_eth = 0;
-    for (size_t i = 0; i < r.n; i++)
-        for (size_t k = 0; k < r.v[i].n_ports; k++) {
-            const struct ncd_ib_port *p = &r.v[i].ports[k];
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t k = 0; k < r->v[i].n_ports; k++) {
+            const struct ncd_ib_port *p = &r->v[i].ports[k];
             if (!port_active(p))
                 continue;
             active++;
-            if (hl.set && !ncd_nccl_iflist_match(&hl, r.v[i].name, p->port))
+            if (hl.set && !ncd_nccl_iflist_match(&hl, r->v[i].name, p->port))
                 continue;
             selected_active++;
             if (p->is_ethernet)
@@ -139,19 +72,16 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_env(f, "NCCL_IB_DISABLE", NULL);
     }
     /* libibverbs and providers. */
-    const char *lib = ncd_getenv(ctx, "NCCL_IBVERBS_LIB");
-    struct ncd_dl_probe dl;
-    if ((rc = ncd_dl_probe(ctx, lib && *lib ? lib : "libibverbs.so.1", &dl)) < 0)
-        goto done;
+    const struct ncd_dl_probe *dl = &n->rdma.verbs;
     int usable = !disabled;
-    if (dl.known && !dl.ok) {
+    if (dl->known && !dl->ok) {
         usable = 0;
         ADD("net.ib.no-libibverbs", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "%zu RDMA device(s) present but libibverbs cannot be loaded: NCCL "
             "will silently use sockets",
-            r.n);
-        ncd_finding_evidence(f, "dlopen(%s): %s",
-                             lib && *lib ? lib : "libibverbs.so.1", dl.detail);
+            r->n);
+        ncd_finding_evidence(f, "dlopen(%s): %s", n->rdma.verbs_lib,
+                             dl->detail);
         ncd_finding_cause(f, "NCCL dlopens libibverbs (NCCL_IBVERBS_LIB, then "
                              "libibverbs.so, libibverbs.so.1); when that "
                              "fails it logs only an INFO line and falls back "
@@ -160,49 +90,36 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "libibverbs1 ibverbs-providers`; RHEL: `dnf "
                            "install rdma-core libibverbs`), or MLNX_OFED / "
                            "DOCA-OFED, inside the container too.");
-    } else if (!dl.known) {
+    } else if (!dl->known) {
         ADD("net.ib.libibverbs-unknown", NCD_CAT_NET_IB, NCD_SEV_INFO,
             "Whether libibverbs loads is not visible in this capture");
         ncd_finding_evidence(f, "no libibverbs line in /.ncd/dlopen");
     }
     /* Providers: /etc/libibverbs.d/<name>.driver for each kernel driver. */
-    if (dl.ok) {
-        for (size_t i = 0; i < r.n; i++) {
-            const char *drv = r.v[i].driver;
-            char prov[40] = "";
-            if (strncmp(drv, "mlx5", 4) == 0)
-                snprintf(prov, sizeof prov, "mlx5");
-            else if (strncmp(drv, "mlx4", 4) == 0)
-                snprintf(prov, sizeof prov, "mlx4");
-            else if (strcmp(drv, "bnxt_en") == 0)
-                snprintf(prov, sizeof prov, "bnxt_re");
-            else if (strcmp(drv, "efa") == 0)
-                snprintf(prov, sizeof prov, "efa");
-            else if (strcmp(drv, "irdma") == 0 || strcmp(drv, "ice") == 0)
-                snprintf(prov, sizeof prov, "irdma");
-            if (!*prov || !ncd_fs_exists(ctx, "/etc/libibverbs.d"))
+    if (dl->ok) {
+        for (size_t i = 0; i < r->n; i++) {
+            const struct ncd_rdma_provider *pv = &n->rdma.prov[i];
+            if (!*pv->name || !n->rdma.libibverbs_d)
                 continue;
             char p[96];
-            snprintf(p, sizeof p, "/etc/libibverbs.d/%s.driver", prov);
-            char plib[160] = "";
-            int dirs = provider_lib(ctx, prov, plib, sizeof plib);
-            if (ncd_fs_exists(ctx, p) && dirs > 0 && !*plib) {
+            snprintf(p, sizeof p, "/etc/libibverbs.d/%s.driver", pv->name);
+            if (pv->config && pv->dirs > 0 && !*pv->lib) {
                 ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
                     "The verbs provider library for %s (%s) is missing: NCCL "
                     "will not open it",
-                    r.v[i].name, prov);
+                    r->v[i].name, pv->name);
                 ncd_finding_evidence(f, "%s exists, but no lib%s-rdmav*.so in "
                                         "the libibverbs provider directories",
-                                     p, prov);
+                                     p, pv->name);
                 ncd_finding_fix(f, "Install the provider package "
                                    "(ibverbs-providers / rdma-core).");
                 break;
             }
-            if (!ncd_fs_exists(ctx, p)) {
+            if (!pv->config) {
                 ADD("net.ib.no-provider", NCD_CAT_NET_IB, NCD_SEV_WARNING,
                     "No verbs provider for %s (driver %s): NCCL will not "
                     "open it",
-                    r.v[i].name, drv);
+                    r->v[i].name, r->v[i].driver);
                 ncd_finding_evidence(f, "%s: missing", p);
                 ncd_finding_fix(f, "Install the provider package "
                                    "(ibverbs-providers / rdma-core).");
@@ -212,18 +129,17 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     }
     /* Only our own captures (with /.ncd) record /dev/infiniband; in a
      * foreign one (hwloc-gather-topology) its absence proves nothing. */
-    if (r.n_uverbs == -1 && !ncd_ctx_is_live(ctx) &&
-        !ncd_fs_exists(ctx, "/.ncd")) {
+    if (r->n_uverbs == -1 && !n->sys.answers_visible) {
         ADD("net.ib.uverbs-unknown", NCD_CAT_NET_IB, NCD_SEV_INFO,
             "Whether /dev/infiniband holds the verbs devices is not visible "
             "in this capture");
-    } else if (r.n_uverbs == 0 || r.n_uverbs == -1) {
+    } else if (r->n_uverbs == 0 || r->n_uverbs == -1) {
         usable = 0;
         ADD("net.ib.no-uverbs", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "RDMA devices are in sysfs but /dev/infiniband has no uverbs "
             "device: NCCL cannot open them");
         ncd_finding_evidence(f, "/dev/infiniband: %s",
-                             r.n_uverbs == -1 ? "missing" : "no uverbs*");
+                             r->n_uverbs == -1 ? "missing" : "no uverbs*");
         ncd_finding_cause(f, "Typical of containers started without the RDMA "
                              "devices: ibv_open_device fails and NCCL falls "
                              "back to sockets.");
@@ -236,12 +152,12 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         usable = 0;
         ADD("net.ib.no-active-port", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "No RDMA port is ACTIVE: NCCL will silently use sockets");
-        for (size_t i = 0; i < r.n; i++)
-            for (size_t k = 0; k < r.v[i].n_ports; k++)
+        for (size_t i = 0; i < r->n; i++)
+            for (size_t k = 0; k < r->v[i].n_ports; k++)
                 ncd_finding_evidence(f, "%s port %d: state %s, physical %s",
-                                     r.v[i].name, r.v[i].ports[k].port,
-                                     r.v[i].ports[k].state_text,
-                                     r.v[i].ports[k].phys_text);
+                                     r->v[i].name, r->v[i].ports[k].port,
+                                     r->v[i].ports[k].state_text,
+                                     r->v[i].ports[k].phys_text);
         ncd_finding_cause(f, "NCCL counts only IBV_PORT_ACTIVE ports; with "
                              "none it logs 'NET/IB : No device found.' and "
                              "falls back to TCP.  'Polling' = no cable/peer; "
@@ -254,29 +170,29 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             "NCCL_IB_HCA='%s' matches no active port: NCCL will silently use "
             "sockets",
             hca);
-        for (size_t i = 0; i < r.n; i++)
-            for (size_t k = 0; k < r.v[i].n_ports; k++)
-                ncd_finding_evidence(f, "%s:%d %s", r.v[i].name,
-                                     r.v[i].ports[k].port,
-                                     r.v[i].ports[k].state_text);
+        for (size_t i = 0; i < r->n; i++)
+            for (size_t k = 0; k < r->v[i].n_ports; k++)
+                ncd_finding_evidence(f, "%s:%d %s", r->v[i].name,
+                                     r->v[i].ports[k].port,
+                                     r->v[i].ports[k].state_text);
         ncd_finding_cause(f, "Tokens are device names (mlx5_0), optionally "
                              ":port; a port that does not exist or is down "
                              "matches nothing, and NCCL then only logs "
                              "'NET/IB : No device found.'.");
         ncd_finding_fix(f, "Use the names above, e.g. NCCL_IB_HCA='=%s:1'.",
-                        r.v[0].name);
+                        r->v[0].name);
     }
     /* Tokens of an include list that select nothing: typos (mlx5_O), a
      * device of another node, or a port the device does not have. */
     for (int t = 0; hl.set && !hl.exclude && t < hl.n; t++) {
         int any = 0;
-        for (size_t i = 0; i < r.n && !any; i++) {
+        for (size_t i = 0; i < r->n && !any; i++) {
             size_t tl = strlen(hl.tok[t].name);
-            int nm = hl.exact ? strcmp(r.v[i].name, hl.tok[t].name) == 0
-                              : strncmp(r.v[i].name, hl.tok[t].name, tl) == 0;
-            for (size_t k = 0; nm && k < r.v[i].n_ports; k++)
+            int nm = hl.exact ? strcmp(r->v[i].name, hl.tok[t].name) == 0
+                              : strncmp(r->v[i].name, hl.tok[t].name, tl) == 0;
+            for (size_t k = 0; nm && k < r->v[i].n_ports; k++)
                 any |= hl.tok[t].port < 0 ||
-                       r.v[i].ports[k].port == hl.tok[t].port;
+                       r->v[i].ports[k].port == hl.tok[t].port;
         }
         if (any)
             continue;
@@ -288,9 +204,9 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ADD("net.ib.hca-token-unmatched", NCD_CAT_NET_IB, NCD_SEV_WARNING,
             "NCCL_IB_HCA token '%s' matches no RDMA device or port here", tok);
         ncd_finding_evidence(f, "NCCL_IB_HCA=%s", hca);
-        for (size_t i = 0; i < r.n; i++)
-            ncd_finding_evidence(f, "%s: %zu port(s)", r.v[i].name,
-                                 r.v[i].n_ports);
+        for (size_t i = 0; i < r->n; i++)
+            ncd_finding_evidence(f, "%s: %zu port(s)", r->v[i].name,
+                                 r->v[i].n_ports);
         ncd_finding_cause(f, "NCCL skips it without a message; the job uses "
                              "fewer NICs than intended (or none).");
         ncd_finding_fix(f, "Use the device names and ports listed above.");
@@ -300,13 +216,13 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         for (int t = 0; t < hl.n; t++) {
             int exact = 0, more = 0;
             char extra[64] = "";
-            for (size_t i = 0; i < r.n; i++) {
+            for (size_t i = 0; i < r->n; i++) {
                 size_t tl = strlen(hl.tok[t].name);
-                if (strcmp(r.v[i].name, hl.tok[t].name) == 0)
+                if (strcmp(r->v[i].name, hl.tok[t].name) == 0)
                     exact = 1;
-                else if (strncmp(r.v[i].name, hl.tok[t].name, tl) == 0) {
+                else if (strncmp(r->v[i].name, hl.tok[t].name, tl) == 0) {
                     more = 1;
-                    snprintf(extra, sizeof extra, "%s", r.v[i].name);
+                    snprintf(extra, sizeof extra, "%s", r->v[i].name);
                 }
             }
             if (exact && more) {
@@ -325,12 +241,12 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             "NCCL would use both InfiniBand (%d port(s)) and RoCE (%d "
             "port(s))",
             n_ib, n_eth);
-        for (size_t i = 0; i < r.n; i++)
-            for (size_t k = 0; k < r.v[i].n_ports; k++)
-                if (port_active(&r.v[i].ports[k]))
-                    ncd_finding_evidence(f, "%s:%d %s", r.v[i].name,
-                                         r.v[i].ports[k].port,
-                                         r.v[i].ports[k].link_layer);
+        for (size_t i = 0; i < r->n; i++)
+            for (size_t k = 0; k < r->v[i].n_ports; k++)
+                if (port_active(&r->v[i].ports[k]))
+                    ncd_finding_evidence(f, "%s:%d %s", r->v[i].name,
+                                         r->v[i].ports[k].port,
+                                         r->v[i].ports[k].link_layer);
         ncd_finding_cause(f, "An IB port cannot talk to a RoCE port: NCCL "
                              "fails with 'Attempted to connect incompatible "
                              "devices' when ranks pair them.");
@@ -338,15 +254,15 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "names, '=' prefix).");
     }
     /* RoCE GIDs: NCCL's auto choice and the user's NCCL_IB_GID_INDEX. */
-    const char *gidx = ncd_getenv(ctx, "NCCL_IB_GID_INDEX");
+    const char *gidx = ncd_node_getenv(n, "NCCL_IB_GID_INDEX");
     int user_gid = gidx && *gidx ? (int)strtol(gidx, NULL, 0) : -1;
-    int old_default = opts && opts->nccl_version && opts->nccl_version < 22100;
+    int old_default = n->sys.nccl_version && n->sys.nccl_version < 22100;
     struct ncd_finding *ignored_f = NULL;
-    for (size_t i = 0; i < r.n; i++)
-        for (size_t k = 0; k < r.v[i].n_ports; k++) {
-            const struct ncd_ib_port *p = &r.v[i].ports[k];
+    for (size_t i = 0; i < r->n; i++)
+        for (size_t k = 0; k < r->v[i].n_ports; k++) {
+            const struct ncd_ib_port *p = &r->v[i].ports[k];
             if (!port_active(p) ||
-                (hl.set && !ncd_nccl_iflist_match(&hl, r.v[i].name, p->port)))
+                (hl.set && !ncd_nccl_iflist_match(&hl, r->v[i].name, p->port)))
                 continue;
             if (!p->is_ethernet) {
                 if (user_gid >= 0 && !ignored_f) {
@@ -363,24 +279,24 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                 }
                 if (ignored_f)
                     ncd_finding_evidence(ignored_f, "%s:%d link layer %s",
-                                         r.v[i].name, p->port, p->link_layer);
+                                         r->v[i].name, p->port, p->link_layer);
                 continue;
             }
-            int autoi = ncd_ib_gid_auto(p, &prefs);
+            int autoi = ncd_ib_gid_auto(p, prefs);
             const struct ncd_ib_gid *ag = ncd_ib_port_gid(p, autoi);
-            int good = ag && ag->valid && ag->family == prefs.family &&
-                       (int)ag->type == prefs.roce_version;
+            int good = ag && ag->valid && ag->family == prefs->family &&
+                       (int)ag->type == prefs->roce_version;
             if (!good && user_gid < 0) {
                 ADD("net.ib.roce-no-ipv4-v2-gid", NCD_CAT_NET_IB,
                     NCD_SEV_ERROR,
                     "RoCE port %s:%d has no %s RoCE v%d GID: NCCL falls back "
                     "to GID %d",
-                    r.v[i].name, p->port,
-                    prefs.family == AF_INET ? "IPv4" : "IPv6",
-                    prefs.roce_version, autoi);
+                    r->v[i].name, p->port,
+                    prefs->family == AF_INET ? "IPv4" : "IPv6",
+                    prefs->roce_version, autoi);
                 for (size_t g = 0; g < p->n_gids && g < 8; g++)
                     ncd_finding_evidence(
-                        f, "%s:%d gid %d %s %s%s%s", r.v[i].name, p->port,
+                        f, "%s:%d gid %d %s %s%s%s", r->v[i].name, p->port,
                         p->gids[g].index, p->gids[g].text,
                         p->gids[g].type == NCD_GID_TYPE_V2   ? "RoCE v2"
                         : p->gids[g].type == NCD_GID_TYPE_V1 ? "RoCE v1"
@@ -388,19 +304,19 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                         *p->gids[g].ndev ? " " : "", p->gids[g].ndev);
                 if (!p->n_gids)
                     ncd_finding_evidence(f, "%s:%d: no GID entries readable",
-                                         r.v[i].name, p->port);
+                                         r->v[i].name, p->port);
                 ncd_finding_cause(
                     f, "The RoCE netdev%s%s has no IPv4 address (or the GID "
                        "types are not mapped into this container), so the "
                        "GID table has only link-local entries; connecting "
                        "fails with 'Call to ibv_modify_qp failed with error "
                        "Invalid argument'.",
-                    *r.v[i].netdev ? " " : "", r.v[i].netdev);
+                    *r->v[i].netdev ? " " : "", r->v[i].netdev);
                 ncd_finding_fix(f, "Give %s an IPv4 address on the RDMA "
                                    "network (then the kernel adds the RoCE "
                                    "v2 GID), or select another HCA with "
                                    "NCCL_IB_HCA.",
-                                *r.v[i].netdev ? r.v[i].netdev
+                                *r->v[i].netdev ? r->v[i].netdev
                                                : "the port's netdev");
             } else if (user_gid >= 0 && user_gid != autoi) {
                 const struct ncd_ib_gid *ug = ncd_ib_port_gid(p, user_gid);
@@ -409,7 +325,7 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                     ugood ? NCD_SEV_WARNING : NCD_SEV_ERROR,
                     "NCCL_IB_GID_INDEX=%d on %s:%d %s; NCCL's own choice "
                     "would be %d",
-                    user_gid, r.v[i].name, p->port,
+                    user_gid, r->v[i].name, p->port,
                     !ug ? "points at an empty GID entry"
                     : !ug->valid ? "points at a link-local GID"
                                  : "overrides the automatic choice",
@@ -447,12 +363,9 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             }
         }
     /* GPUDirect RDMA. */
-    int gpus = ncd_pci_count_nvidia_gpus(ctx);
-    if (gpus && usable && selected_active && !r.peermem) {
-        char ver[200] = "";
-        ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", ver, sizeof ver);
-        ncd_ctx_clear_error(ctx);
-        ver[strcspn(ver, "\n")] = '\0'; /* the NVRM line only */
+    int gpus = ncd_node_pci_gpus(n);
+    if (gpus && usable && selected_active && !r->peermem) {
+        const char *ver = n->topo.nvrm_version;
         int open_drv = strstr(ver, "Open Kernel Module") != NULL;
         ADD("net.ib.no-gdr", NCD_CAT_PERF_CONFIG,
             open_drv ? NCD_SEV_INFO : NCD_SEV_WARNING,
@@ -474,18 +387,17 @@ int ncd_check_rdma(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     if (usable && selected_active) {
         ADD("net.ib.ok", NCD_CAT_NET_IB, NCD_SEV_OK,
             "%d active RDMA port(s) (%d IB, %d RoCE selected)%s", active,
-            n_ib, n_eth, r.peermem ? "; GPUDirect peer memory loaded" : "");
-        for (size_t i = 0; i < r.n; i++)
-            for (size_t k = 0; k < r.v[i].n_ports; k++) {
-                const struct ncd_ib_port *p = &r.v[i].ports[k];
+            n_ib, n_eth, r->peermem ? "; GPUDirect peer memory loaded" : "");
+        for (size_t i = 0; i < r->n; i++)
+            for (size_t k = 0; k < r->v[i].n_ports; k++) {
+                const struct ncd_ib_port *p = &r->v[i].ports[k];
                 ncd_finding_evidence(f, "%s:%d %s %s %s (pci %s, netdev %s)",
-                                     r.v[i].name, p->port, p->state_text,
+                                     r->v[i].name, p->port, p->state_text,
                                      p->link_layer, p->rate,
-                                     *r.v[i].bdf ? r.v[i].bdf : "-",
-                                     *r.v[i].netdev ? r.v[i].netdev : "-");
+                                     *r->v[i].bdf ? r->v[i].bdf : "-",
+                                     *r->v[i].netdev ? r->v[i].netdev : "-");
             }
     }
 done:
-    ncd_rdma_release(&r);
     return rc;
 }

@@ -7,10 +7,9 @@
 #include "check/check_internal.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
-#include "node/node_internal.h"
-#include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/recommend.h"
+#include "ncd/node.h"
 #include "ncd/shm.h"
 
 #include <stdio.h>
@@ -18,12 +17,14 @@
 #include <string.h>
 #include <unistd.h>
 
-int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                  struct ncd_findings *out, json_t *facts);
-int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                        struct ncd_findings *out, json_t *facts);
-int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                      struct ncd_findings *out, json_t *facts);
+int ncd_check_shm(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                  struct ncd_findings *out);
+int ncd_check_container(const struct ncd_node *n,
+                        const struct ncd_check_opts *opts,
+                        struct ncd_findings *out);
+int ncd_check_memlock(const struct ncd_node *n,
+                      const struct ncd_check_opts *opts,
+                      struct ncd_findings *out);
 
 
 static const char *human(long long b, char *buf, size_t n)
@@ -41,189 +42,109 @@ static const char *human(long long b, char *buf, size_t n)
     return buf;
 }
 
-/* Local GPUs NCCL would use: the PCI count, narrowed by
- * CUDA_VISIBLE_DEVICES when it is a plain list. */
-static int local_gpus(struct ncd_ctx *ctx, int *on_pci)
-{
-    int g = ncd_pci_count_nvidia_gpus(ctx);
-    *on_pci = g;
-    g = ncd_container_gpu_count(ctx, g);
-    const char *v = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");
-    if (v && *v) {
-        int cnt = 1;
-        for (const char *p = v; *p; p++)
-            cnt += *p == ',';
-        if (cnt < g)
-            g = cnt;
-    }
-    return g;
-}
-
-static void removeipc(struct ncd_ctx *ctx, int *val, char *src, size_t srcsz)
-{
-    *val = -1;
-    src[0] = '\0';
-    char *buf;
-    size_t len;
-    if (ncd_fs_read(ctx, "/etc/systemd/logind.conf", 1 << 20, &buf, &len) == 0) {
-        int v = ncd_logind_removeipc(buf, len);
-        if (v >= 0) {
-            *val = v;
-            snprintf(src, srcsz, "/etc/systemd/logind.conf");
-        }
-        free(buf);
-    }
-    char **names;
-    int n = ncd_fs_list(ctx, "/etc/systemd/logind.conf.d", &names);
-    for (int i = 0; i < n; i++) {
-        char p[300];
-        snprintf(p, sizeof p, "/etc/systemd/logind.conf.d/%s", names[i]);
-        if (ncd_fs_read(ctx, p, 1 << 20, &buf, &len) == 0) {
-            int v = ncd_logind_removeipc(buf, len);
-            if (v >= 0) {
-                *val = v;
-                snprintf(src, srcsz, "%s", p);
-            }
-            free(buf);
-        }
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-}
-
-/* The uid the job runs as: live getuid(); recorded /.ncd/self "uid N". */
-static long self_uid(struct ncd_ctx *ctx)
-{
-    if (ncd_ctx_is_live(ctx))
-        return (long)getuid();
-    char s[128];
-    long uid = -1;
-    if (ncd_fs_read_str(ctx, "/.ncd/self", s, sizeof s) == 0) {
-        const char *u = strstr(s, "uid ");
-        if (u)
-            uid = strtol(u + 4, NULL, 10);
-    }
-    ncd_ctx_clear_error(ctx);
-    return uid;
-}
-
-int ncd_check_shm(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                  struct ncd_findings *out, json_t *facts)
+int ncd_check_shm(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                  struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_shm s;
-    struct ncd_container c;
+    const struct ncd_shm *sp = &n->shm.shm;
+    const struct ncd_container *c = &n->container;
     struct ncd_finding *f;
-    int rc = 0, on_pci;
-    ncd_shm_probe(ctx, &s);
-    ncd_container_probe(ctx, &c);
-    int ng = local_gpus(ctx, &on_pci);
-    const char *bs = ncd_getenv(ctx, "NCCL_BUFFSIZE");
+    int rc = 0;
+    int ng = ncd_node_local_gpus(n);
+    const char *bs = ncd_node_getenv(n, "NCCL_BUFFSIZE");
     long long simple = bs && *bs ? strtoll(bs, NULL, 0) : 0;
-    long long need = ncd_shm_need_bytes(ng, simple);
-    const char *dis = ncd_getenv(ctx, "NCCL_SHM_DISABLE");
+    long long need = ncd_node_shm_need(n);
+    const char *dis = ncd_node_getenv(n, "NCCL_SHM_DISABLE");
     int shm_disabled = dis && strtol(dis, NULL, 0) == 1;
-    char a[32], b[32], n[32];
-    json_t *j = json_pack("{s:b,s:o,s:o,s:I,s:I,s:s,s:i,s:I}", "mounted",
-                          s.mounted, "type", ncd__jstr(s.m.type), "options",
-                          ncd__jstr(s.m.opts),
-                          "size_bytes", (json_int_t)s.size, "free_bytes",
-                          (json_int_t)s.free, "size_source", s.size_source,
-                          "local_gpus", ng, "need_bytes", (json_int_t)need);
-    if (j)
-        json_object_set_new(facts, "shm", j);
-    if (!s.exists && !s.mounted && !ncd_ctx_is_live(ctx) &&
-        !ncd_fs_exists(ctx, "/.ncd") && !ncd_fs_exists(ctx, "/proc/mounts")) {
+    char a[32], b[32], nb[32];
+    if (!sp->exists && !sp->mounted && !n->sys.answers_visible &&
+        !n->shm.proc_mounts) {
         ADD("sys.shm.not-visible", NCD_CAT_SYS_SHM, NCD_SEV_INFO,
             "/dev/shm is not visible in this capture");
         goto ipc;
     }
-    if (!s.exists && !s.mounted) {
+    if (!sp->exists && !sp->mounted) {
         ADD("sys.shm.missing", NCD_CAT_SYS_SHM,
             ng >= 2 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
             "/dev/shm does not exist");
         ncd_finding_cause(f, "NCCL creates its shared-memory segments there: "
                              "'failed to create shared memory file'.");
-        ncd_finding_fix(f, "%s", ncd_container_shm_fix(&c));
+        ncd_finding_fix(f, "%s", ncd_container_shm_fix(c));
         goto ipc;
     }
-    if (s.readonly) {
+    if (sp->readonly) {
         ADD("sys.shm.readonly", NCD_CAT_SYS_SHM, NCD_SEV_ERROR,
             "/dev/shm is mounted read-only");
-        ncd_finding_evidence(f, "/proc/mounts: %s %s %s %s", s.m.dev, s.m.dir,
-                             s.m.type, s.m.opts);
+        ncd_finding_evidence(f, "/proc/mounts: %s %s %s %s", sp->m.dev, sp->m.dir,
+                             sp->m.type, sp->m.opts);
         ncd_finding_cause(f, "NCCL cannot create its segments: 'failed to "
                              "create shared memory file ... Read-only file "
                              "system'.");
-        ncd_finding_fix(f, "%s", ncd_container_shm_fix(&c));
+        ncd_finding_fix(f, "%s", ncd_container_shm_fix(c));
     }
     if (ng < 2) {
         ADD("sys.shm.ok", NCD_CAT_SYS_SHM, NCD_SEV_OK,
             "/dev/shm: %s (%s); %d local GPU(s), so NCCL's shared-memory "
             "transport is not used",
-            human(s.size, a, sizeof a), s.size_source, ng);
+            human(sp->size, a, sizeof a), sp->size_source, ng);
         goto ipc;
     }
     if (shm_disabled) {
         ADD("sys.shm.disabled", NCD_CAT_PERF_CONFIG, NCD_SEV_INFO,
             "NCCL_SHM_DISABLE=1: NCCL's shared-memory transport is off "
             "(/dev/shm %s)",
-            human(s.size, a, sizeof a));
+            human(sp->size, a, sizeof a));
         ncd_finding_cause(f, "Pairs of local GPUs that cannot use P2P then "
                              "go through the network transport, which is "
                              "slower; NCCL still needs some /dev/shm for "
                              "its proxy.");
         ncd_finding_env(f, "NCCL_SHM_DISABLE", NULL);
-    } else if (s.size >= 0 && s.size < need) {
+    } else if (sp->size >= 0 && sp->size < need) {
         ADD("sys.shm.too-small", NCD_CAT_SYS_SHM, NCD_SEV_ERROR,
             "/dev/shm is %s; NCCL may need %s for %d local GPUs",
-            human(s.size, a, sizeof a), human(need, n, sizeof n), ng);
-        ncd_finding_evidence(f, "/dev/shm: %s %s %s (size from %s)", s.m.dev,
-                             s.m.type, s.m.opts, s.size_source);
+            human(sp->size, a, sizeof a), human(need, nb, sizeof nb), ng);
+        ncd_finding_evidence(f, "/dev/shm: %s %s %s (size from %s)", sp->m.dev,
+                             sp->m.type, sp->m.opts, sp->size_source);
         ncd_finding_evidence(
             f, "need = %d x %d pairs x %d channels x (Simple %s + LL128 4.7 "
                "MiB + LL 0.5 MiB) per NCCL src/transport/shm.cc",
             ng, ng - 1, NCD_SHM_CHANNELS,
             human(simple > 0 ? simple : NCD_NCCL_SIMPLE_BUFFSIZE, b, sizeof b));
-        if (c.runtime != NCD_RT_NONE || c.kubernetes)
+        if (c->runtime != NCD_RT_NONE || c->kubernetes)
             ncd_finding_evidence(f, "running in %s%s",
-                                 c.kubernetes ? "a Kubernetes pod / "
-                                              : "",
-                                 ncd_runtime_name(c.runtime));
+                                 c->kubernetes ? "a Kubernetes pod / "
+                                               : "",
+                                 ncd_runtime_name(c->runtime));
         ncd_finding_cause(f, "NCCL fails with 'failed to extend /dev/shm/"
                              "nccl-XXXX to N bytes' / 'Error while creating "
                              "shared memory segment' (No space left on "
                              "device) once its segments outgrow the tmpfs; "
                              "Docker's default is 64 MB.");
-        ncd_finding_fix(f, "%s", ncd_container_shm_fix(&c));
-    } else if (s.free >= 0 && s.free < need) {
+        ncd_finding_fix(f, "%s", ncd_container_shm_fix(c));
+    } else if (sp->free >= 0 && sp->free < need) {
         ADD("sys.shm.low-free", NCD_CAT_SYS_SHM, NCD_SEV_WARNING,
             "/dev/shm has only %s free of %s; NCCL may need %s",
-            human(s.free, a, sizeof a), human(s.size, b, sizeof b),
-            human(need, n, sizeof n));
+            human(sp->free, a, sizeof a), human(sp->size, b, sizeof b),
+            human(need, nb, sizeof nb));
         ncd_finding_cause(f, "Leftover segments (crashed jobs leave "
                              "/dev/shm/nccl-*) or other programs fill it.");
         ncd_finding_fix(f, "Remove stale /dev/shm/nccl-* files when no job "
                            "runs, or grow /dev/shm.");
-    } else if (s.size < 0) {
+    } else if (sp->size < 0) {
         ADD("sys.shm.size-unknown", NCD_CAT_SYS_SHM, NCD_SEV_INFO,
-            "/dev/shm size is not visible%s",
-            ncd_ctx_is_live(ctx) ? "" : " in this capture");
+            "/dev/shm size is not visible%s", n->sys.where);
     } else {
         ADD("sys.shm.ok", NCD_CAT_SYS_SHM, NCD_SEV_OK,
             "/dev/shm: %s, %s free (%s); enough for %d local GPUs (%s)",
-            human(s.size, a, sizeof a), human(s.free, b, sizeof b),
-            s.size_source, ng, human(need, n, sizeof n));
+            human(sp->size, a, sizeof a), human(sp->free, b, sizeof b),
+            sp->size_source, ng, human(need, nb, sizeof nb));
     }
 ipc:;
-    int rip;
-    char src[300];
-    removeipc(ctx, &rip, src, sizeof src);
-    int systemd = ncd_fs_exists(ctx, "/etc/systemd/logind.conf") ||
-                  ncd_fs_exists(ctx, "/run/systemd/system");
-    long uid = self_uid(ctx);
-    if (systemd && rip != 0 && c.runtime == NCD_RT_NONE && !c.kubernetes) {
+    int rip = n->shm.removeipc;
+    const char *src = n->shm.removeipc_src;
+    int systemd = n->shm.systemd;
+    long uid = n->sys.id.uid;
+    if (systemd && rip != 0 && c->runtime == NCD_RT_NONE && !c->kubernetes) {
         int user = uid >= 1000;
         ADD("sys.shm.removeipc", NCD_CAT_SYS_SHM,
             user ? NCD_SEV_WARNING : NCD_SEV_INFO,
@@ -244,49 +165,39 @@ done:
     return rc;
 }
 
-int ncd_check_container(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                        struct ncd_findings *out, json_t *facts)
+int ncd_check_container(const struct ncd_node *n,
+                        const struct ncd_check_opts *opts,
+                        struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_container c;
+    const struct ncd_container *c = &n->container;
     struct ncd_finding *f;
     int rc = 0;
-    ncd_container_probe(ctx, &c);
-    json_t *ev = json_array();
-    for (int i = 0; ev && i < c.n_evidence; i++)
-        json_array_append_new(ev, ncd__jstr(c.evidence[i]));
-    json_t *j = json_pack("{s:s,s:b,s:b,s:o,s:b,s:o}", "runtime",
-                          ncd_runtime_name(c.runtime), "kubernetes",
-                          c.kubernetes, "slurm", c.slurm, "slurm_job",
-                          ncd__jstr(c.slurm_job), "wsl", c.wsl,
-                          "evidence", ev ? ev : json_null());
-    if (j)
-        json_object_set_new(facts, "container", j);
-    if (c.runtime != NCD_RT_NONE || c.kubernetes) {
-        ADD(c.kubernetes ? "sys.virt.kubernetes" : "sys.virt.container",
+    if (c->runtime != NCD_RT_NONE || c->kubernetes) {
+        ADD(c->kubernetes ? "sys.virt.kubernetes" : "sys.virt.container",
             NCD_CAT_SYS_VIRT, NCD_SEV_INFO, "Running in %s%s%s",
-            c.kubernetes ? "a Kubernetes pod" : "a container",
-            c.runtime != NCD_RT_OTHER ? " (" : "",
-            c.runtime != NCD_RT_OTHER
-                ? (c.runtime == NCD_RT_DOCKER       ? "docker)"
-                   : c.runtime == NCD_RT_PODMAN     ? "podman)"
-                   : c.runtime == NCD_RT_CONTAINERD ? "containerd/CRI)"
-                   : c.runtime == NCD_RT_LXC        ? "lxc)"
+            c->kubernetes ? "a Kubernetes pod" : "a container",
+            c->runtime != NCD_RT_OTHER ? " (" : "",
+            c->runtime != NCD_RT_OTHER
+                ? (c->runtime == NCD_RT_DOCKER       ? "docker)"
+                   : c->runtime == NCD_RT_PODMAN     ? "podman)"
+                   : c->runtime == NCD_RT_CONTAINERD ? "containerd/CRI)"
+                   : c->runtime == NCD_RT_LXC        ? "lxc)"
                                                     : "?)")
                 : "");
-        for (int i = 0; i < c.n_evidence; i++)
-            ncd_finding_evidence(f, "%s", c.evidence[i]);
+        for (int i = 0; i < c->n_evidence; i++)
+            ncd_finding_evidence(f, "%s", c->evidence[i]);
         ncd_finding_cause(f, "Containers get a private /dev/shm (64 MB in "
                              "Docker), the runtime's memlock limit, and only "
                              "the GPU/RDMA devices passed in; the checks "
                              "above give container-specific fixes.");
     }
-    if (c.slurm) {
+    if (c->slurm) {
         ADD("sys.virt.slurm", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
-            "Inside Slurm job %s", c.slurm_job);
-        const char *v = ncd_getenv(ctx, "SLURM_STEP_GPUS");
+            "Inside Slurm job %s", c->slurm_job);
+        const char *v = ncd_node_getenv(n, "SLURM_STEP_GPUS");
         if (!v)
-            v = ncd_getenv(ctx, "SLURM_JOB_GPUS");
+            v = ncd_node_getenv(n, "SLURM_JOB_GPUS");
         if (v)
             ncd_finding_evidence(f, "GPUs of the job: %s", v);
         ncd_finding_cause(f, "Slurm limits the GPUs (cgroup + "
@@ -297,76 +208,22 @@ done:
     return rc;
 }
 
-static void limits_conf_evidence(struct ncd_ctx *ctx, struct ncd_finding *f)
-{
-    const char *files[40];
-    char paths[32][300];
-    int nf = 0;
-    files[nf++] = "/etc/security/limits.conf";
-    char **names;
-    int n = ncd_fs_list(ctx, "/etc/security/limits.d", &names);
-    for (int i = 0; i < n && nf < 33; i++) {
-        snprintf(paths[nf - 1], sizeof paths[0], "/etc/security/limits.d/%s",
-                 names[i]);
-        files[nf] = paths[nf - 1];
-        nf++;
-    }
-    for (int i = 0; i < nf; i++) {
-        char *buf;
-        size_t len;
-        if (ncd_fs_read(ctx, files[i], 1 << 20, &buf, &len) < 0)
-            continue;
-        for (char *save = NULL, *l = strtok_r(buf, "\n", &save); l;
-             l = strtok_r(NULL, "\n", &save)) {
-            while (*l == ' ' || *l == '\t')
-                l++;
-            if (*l != '#' && strstr(l, "memlock"))
-                ncd_finding_evidence(f, "%s: %.150s", files[i], l);
-        }
-        free(buf);
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-}
-
-int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                      struct ncd_findings *out, json_t *facts)
+int ncd_check_memlock(const struct ncd_node *n,
+                      const struct ncd_check_opts *opts,
+                      struct ncd_findings *out)
 {
     (void)opts;
     struct ncd_finding *f;
-    struct ncd_container c;
     int rc = 0;
-    char *buf;
-    size_t len;
-    struct ncd_limit ml = {0};
-    if (ncd_fs_read(ctx, "/proc/self/limits", 1 << 16, &buf, &len) == 0) {
-        ncd_limits_parse(buf, len, "Max locked memory", &ml);
-        free(buf);
-    }
-    unsigned long long cap = 0;
-    int cap_known = 0;
-    if (ncd_fs_read(ctx, "/proc/self/status", 1 << 16, &buf, &len) == 0) {
-        cap_known = ncd_status_capeff(buf, len, &cap);
-        free(buf);
-    }
-    ncd_ctx_clear_error(ctx);
-    ncd_container_probe(ctx, &c);
-    int rdma_active = ncd_rdma_active_ports(ctx, NULL, NULL, 0);
-    ncd_ctx_clear_error(ctx);
-    json_t *j = json_pack("{s:o,s:o,s:b}", "soft_bytes",
-                          ml.known ? json_integer(ml.soft) : json_null(),
-                          "hard_bytes",
-                          ml.known ? json_integer(ml.hard) : json_null(),
-                          "cap_ipc_lock",
-                          cap_known && (cap >> NCD_CAP_IPC_LOCK) & 1);
-    if (j)
-        json_object_set_new(facts, "memlock", j);
+    const struct ncd_limit ml = n->shm.memlock;
+    unsigned long long cap = n->shm.capeff;
+    int cap_known = n->shm.cap_known;
+    int rdma_active = n->rdma.active_ports;
     char a[32], b[32];
     if (!ml.known) {
         ADD("sys.memlock.unknown", NCD_CAT_SYS_MEMLOCK, NCD_SEV_INFO,
-            "The locked-memory limit is not visible%s",
-            ncd_ctx_is_live(ctx) ? "" : " in this capture (no /proc/self/limits)");
+            "The locked-memory limit is not visible%s%s", n->sys.where,
+            *n->sys.where ? " (no /proc/self/limits)" : "");
         goto done;
     }
     if (ml.soft == -1) {
@@ -400,12 +257,13 @@ int ncd_check_memlock(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                              cap, exempt ? "has" : "no");
     if (rdma_active)
         ncd_finding_evidence(f, "%d active RDMA port(s)", rdma_active);
-    limits_conf_evidence(ctx, f);
+    for (size_t i = 0; i < n->shm.n_limits_lines; i++)
+        ncd_finding_evidence(f, "%s", n->shm.limits_lines[i]);
     ncd_finding_cause(f, "RDMA pins NCCL's buffers with ibv_reg_mr, which "
                          "counts against this limit: 'Call to ibv_reg_mr "
                          "failed ... Cannot allocate memory' or "
                          "ibv_create_qp/cq failures.");
-    ncd_finding_fix(f, "%s", ncd_container_memlock_fix(&c));
+    ncd_finding_fix(f, "%s", ncd_container_memlock_fix(&n->container));
 done:
     return rc;
 }

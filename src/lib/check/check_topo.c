@@ -7,33 +7,33 @@
 #include "check/check_internal.h"
 #include "ncd/container.h"
 #include "ncd/error.h"
-#include "node/node_internal.h"
-#include "ncd/fs.h"
 #include "ncd/pci.h"
 #include "ncd/topo.h"
+#include "ncd/node.h"
 
 #include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts);
-int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                  struct ncd_findings *out, json_t *facts);
+int ncd_check_topo(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out);
+int ncd_check_pci(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                  struct ncd_findings *out);
 
 
 /* CUDA_VISIBLE_DEVICES against the GPUs present. */
-static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
+static int check_visible(const struct ncd_node *n, const struct ncd_topo *t,
                          struct ncd_findings *out)
 {
-    const char *v = ncd_getenv(ctx, "CUDA_VISIBLE_DEVICES");
+    const char *v = ncd_node_getenv(n, "CUDA_VISIBLE_DEVICES");
     struct ncd_finding *f;
     int rc = 0;
     if (!v || !t->n_gpu)
         return 0;
     /* CUDA numbers the GPUs this container was given, not the host's. */
-    size_t ngpu = (size_t)ncd_container_gpu_count(ctx, (int)t->n_gpu);
+    size_t ngpu =
+        (size_t)ncd_container_visible_gpus(&n->container, (int)t->n_gpu);
     if (!*v || strcmp(v, "-1") == 0 || strcasecmp(v, "none") == 0 ||
         strcasecmp(v, "NoDevFiles") == 0) {
         ADD("gpu.cuda.no-visible-device", NCD_CAT_GPU_CUDA, NCD_SEV_ERROR,
@@ -48,10 +48,10 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
     }
     char buf[512];
     snprintf(buf, sizeof buf, "%s", v);
-    int seen[256] = {0}, bad = 0, dup = 0, n = 0;
+    int seen[256] = {0}, bad = 0, dup = 0, cnt = 0;
     char badtok[64] = "";
     for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok;
-         tok = strtok_r(NULL, ",", &save), n++) {
+         tok = strtok_r(NULL, ",", &save), cnt++) {
         while (*tok == ' ')
             tok++;
         if (strncmp(tok, "GPU-", 4) == 0 || strncmp(tok, "MIG-", 4) == 0)
@@ -69,7 +69,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
     }
     if (bad) {
         ADD("gpu.cuda.visible-devices-invalid", NCD_CAT_GPU_CUDA,
-            n == 0 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
+            cnt == 0 ? NCD_SEV_ERROR : NCD_SEV_WARNING,
             "CUDA_VISIBLE_DEVICES entry '%s' is not one of the %zu GPUs", badtok,
             ngpu);
         ncd_finding_evidence(f, "CUDA_VISIBLE_DEVICES=%s", v);
@@ -77,7 +77,7 @@ static int check_visible(struct ncd_ctx *ctx, const struct ncd_topo *t,
                           "CUDA ignores the list from the first invalid entry "
                           "on, so %s; a rank mapped to a missing device fails "
                           "with 'invalid device ordinal'.",
-                          n == 0 ? "no GPU is visible"
+                          cnt == 0 ? "no GPU is visible"
                                  : "only the entries before it are visible");
         ncd_finding_fix(f, "Use indices 0..%zu (or GPU UUIDs from "
                            "`nvidia-smi -L`).",
@@ -95,12 +95,11 @@ done:
     return rc;
 }
 
-static const char *gpu_driver_state(struct ncd_ctx *ctx,
-                                    const struct ncd_topo *t, char *drv,
+static const char *gpu_driver_state(const struct ncd_topo *t, char *drv,
                                     size_t drvsz)
 {
     drv[0] = '\0';
-    if (ncd_fs_exists(ctx, "/proc/driver/nvidia/version"))
+    if (t->nvrm_present)
         return "loaded";
     for (size_t i = 0; i < t->n_gpu; i++) {
         const struct ncd_topo_dev *d = &t->dev[i];
@@ -115,33 +114,14 @@ static const char *gpu_driver_state(struct ncd_ctx *ctx,
     return *drv ? "other" : "unknown";
 }
 
-int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                   struct ncd_findings *out, json_t *facts)
+int ncd_check_topo(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                   struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_topo t;
+    const struct ncd_topo *tp = &n->topo;
     struct ncd_finding *f;
-    /* NVML init costs 0.1-2 s on a GPU node: it is loaded only when NVLink
-     * can change a finding, i.e. when some GPU pair is not under one PCIe
-     * switch (a recorded capture just reads .ncd/nvml). */
-    int rc = ncd_topo_probe(ctx, 0, &t);
-    if (rc < 0) {
-        ncd_topo_release(&t);
-        return rc;
-    }
-    int need_nvml = !ncd_ctx_is_live(ctx);
-    for (size_t a = 0; a < t.n_gpu && !need_nvml; a++)
-        for (size_t b = a + 1; b < t.n_gpu; b++)
-            if (ncd_topo_link(&t, a, b, NULL) >= NCD_LINK_PHB)
-                need_nvml = 1;
-    if (need_nvml && (rc = ncd_topo_nvml(ctx, &t)) < 0) {
-        ncd_topo_release(&t);
-        return rc;
-    }
-    json_t *tj = ncd_topo_to_json(&t);
-    if (tj)
-        json_object_set_new(facts, "topo", tj);
-    if (!t.pci.present) {
+    int rc = 0;
+    if (!tp->pci.present) {
         ADD("gpu.not-visible", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
             "The PCI tree is not visible (no /sys/bus/pci/devices)");
         ncd_finding_cause(f, "Without it GPUs, NICs and their topology "
@@ -150,10 +130,10 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         goto done;
     }
     size_t unknown_display = 0;
-    for (size_t i = 0; i < t.pci.n; i++)
-        unknown_display += (t.pci.v[i].class_code >> 16) == 0x03 &&
-                           t.pci.v[i].vendor == 0;
-    if (!t.n_gpu && unknown_display) {
+    for (size_t i = 0; i < tp->pci.n; i++)
+        unknown_display += (tp->pci.v[i].class_code >> 16) == 0x03 &&
+                           tp->pci.v[i].vendor == 0;
+    if (!tp->n_gpu && unknown_display) {
         ADD("gpu.vendor-not-visible", NCD_CAT_SYS_VIRT, NCD_SEV_INFO,
             "%zu display controller(s) whose PCI vendor is not visible: "
             "cannot tell whether they are NVIDIA GPUs",
@@ -162,16 +142,16 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                              "reads them too); GPU checks are skipped.");
         goto done;
     }
-    if (!t.n_gpu) {
+    if (!tp->n_gpu) {
         ADD("gpu.none", NCD_CAT_GPU_DRIVER, NCD_SEV_INFO,
             "No NVIDIA GPU on this node's PCI bus (%zu PCI functions read)",
-            t.pci.n);
+            tp->pci.n);
         ncd_finding_cause(f, "Nothing for NCCL to run on here; GPU, NVLink "
                              "and GPU-NIC checks are skipped.");
         goto done;
     }
     char drv[32];
-    const char *ds = gpu_driver_state(ctx, &t, drv, sizeof drv);
+    const char *ds = gpu_driver_state(tp, drv, sizeof drv);
     if (strcmp(ds, "other") == 0) {
         ADD("gpu.driver.not-loaded", NCD_CAT_GPU_DRIVER, NCD_SEV_ERROR,
             "The GPUs are bound to '%s', not to the NVIDIA driver", drv);
@@ -189,13 +169,13 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_evidence(f, "/proc/driver/nvidia/version: missing; no "
                                 "driver link on the GPU functions");
     }
-    if ((rc = check_visible(ctx, &t, out)) < 0)
+    if ((rc = check_visible(n, tp, out)) < 0)
         goto done;
     /* GPU pairs joined only through the CPU. */
     int far = 0;
-    for (size_t a = 0; a < t.n_gpu; a++)
-        for (size_t b = a + 1; b < t.n_gpu; b++) {
-            enum ncd_link l = ncd_topo_link(&t, a, b, NULL);
+    for (size_t a = 0; a < tp->n_gpu; a++)
+        for (size_t b = a + 1; b < tp->n_gpu; b++) {
+            enum ncd_link l = ncd_topo_link(tp, a, b, NULL);
             if (l == NCD_LINK_NODE || l == NCD_LINK_SYS)
                 far++;
         }
@@ -205,18 +185,18 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             "without NVLink",
             far);
         int shown = 0;
-        for (size_t a = 0; a < t.n_gpu && shown < 8; a++)
-            for (size_t b = a + 1; b < t.n_gpu && shown < 8; b++) {
-                enum ncd_link l = ncd_topo_link(&t, a, b, NULL);
+        for (size_t a = 0; a < tp->n_gpu && shown < 8; a++)
+            for (size_t b = a + 1; b < tp->n_gpu && shown < 8; b++) {
+                enum ncd_link l = ncd_topo_link(tp, a, b, NULL);
                 if (l == NCD_LINK_NODE || l == NCD_LINK_SYS) {
                     ncd_finding_evidence(f, "%s (%s) - %s (%s): %s",
-                                         t.dev[a].label, t.dev[a].bdf,
-                                         t.dev[b].label, t.dev[b].bdf,
+                                         tp->dev[a].label, tp->dev[a].bdf,
+                                         tp->dev[b].label, tp->dev[b].bdf,
                                          ncd_link_name(l));
                     shown++;
                 }
             }
-        ncd_finding_evidence(f, "NVLink data: %s", t.nvlink_source);
+        ncd_finding_evidence(f, "NVLink data: %s", tp->nvlink_source);
         ncd_finding_cause(f, "Peer-to-peer traffic between these GPUs crosses "
                              "the host bridges / CPU interconnect: it is slow, "
                              "and NCCL's default P2P level does not use P2P "
@@ -230,23 +210,23 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
     }
     /* GPUs without a close NIC. */
     size_t n_rdma = 0;
-    for (size_t i = t.n_gpu; i < t.n_dev; i++)
-        n_rdma += t.dev[i].rdma;
+    for (size_t i = tp->n_gpu; i < tp->n_dev; i++)
+        n_rdma += tp->dev[i].rdma;
     /* Without RDMA, locality does not change NCCL's data path (sockets
      * copy through host memory anyway): only RDMA NICs are judged. */
     if (n_rdma) {
         int bad = 0;
         char lines[16][200];
-        for (size_t g = 0; g < t.n_gpu; g++) {
+        for (size_t g = 0; g < tp->n_gpu; g++) {
             enum ncd_link best = NCD_LINK_UNKNOWN;
             size_t bi = 0;
-            for (size_t n = t.n_gpu; n < t.n_dev; n++) {
-                if (n_rdma && !t.dev[n].rdma)
+            for (size_t k = tp->n_gpu; k < tp->n_dev; k++) {
+                if (n_rdma && !tp->dev[k].rdma)
                     continue;
-                enum ncd_link l = ncd_topo_link(&t, g, n, NULL);
+                enum ncd_link l = ncd_topo_link(tp, g, k, NULL);
                 if (l < best) {
                     best = l;
-                    bi = n;
+                    bi = k;
                 }
             }
             if (best == NCD_LINK_UNKNOWN || best <= NCD_LINK_PXB)
@@ -254,18 +234,17 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
             if (bad < 16)
                 snprintf(lines[bad], sizeof lines[0],
                          "%s (%s): closest %s is %s (%s) at %s",
-                         t.dev[g].label, t.dev[g].bdf,
-                         n_rdma ? "RDMA NIC" : "NIC", t.dev[bi].label,
-                         t.dev[bi].name, ncd_link_name(best));
+                         tp->dev[g].label, tp->dev[g].bdf,
+                         n_rdma ? "RDMA NIC" : "NIC", tp->dev[bi].label,
+                         tp->dev[bi].name, ncd_link_name(best));
             bad++;
         }
-        struct ncd_virt vm;
-        ncd_virt_probe(ctx, &vm);
+        const struct ncd_virt *vmp = &n->platform.virt;
         if (bad) {
             ADD("perf.config.nic-far-from-gpu", NCD_CAT_PERF_CONFIG,
-                vm.vm ? NCD_SEV_INFO : NCD_SEV_WARNING,
+                vmp->vm ? NCD_SEV_INFO : NCD_SEV_WARNING,
                 "%d GPU(s) have no RDMA NIC under the same PCIe switch%s", bad,
-                vm.vm ? " (as far as this VM's virtual PCI tree shows)" : "");
+                vmp->vm ? " (as far as this VM's virtual PCI tree shows)" : "");
             for (int i = 0; i < bad && i < 16; i++)
                 ncd_finding_evidence(f, "%s", lines[i]);
             ncd_finding_cause(
@@ -274,7 +253,7 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                    "NCCL_NET_GDR_C2C=1 on C2C systems).  Farther (PHB, NODE, "
                    "SYS) the data is staged through host memory, costing "
                    "bandwidth and CPU.");
-            if (vm.vm)
+            if (vmp->vm)
                 ncd_finding_fix(f, "In a VM the real placement is hidden: use "
                                    "the cloud provider's NCCL topology file "
                                    "(NCCL_TOPO_FILE) so NCCL knows which NIC "
@@ -290,130 +269,42 @@ int ncd_check_topo(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         }
     }
     ADD("gpu.topo.summary", NCD_CAT_GPU_P2P, NCD_SEV_OK,
-        "%zu GPU(s), %zu NIC(s) (%zu RDMA); topology from %s", t.n_gpu,
-        t.n_nic, n_rdma, t.source);
-    ncd_finding_evidence(f, "NVLink: %s", t.nvlink_source);
-    if (*t.driver_version)
-        ncd_finding_evidence(f, "NVIDIA driver %s", t.driver_version);
+        "%zu GPU(s), %zu NIC(s) (%zu RDMA); topology from %s", tp->n_gpu,
+        tp->n_nic, n_rdma, tp->source);
+    ncd_finding_evidence(f, "NVLink: %s", tp->nvlink_source);
+    if (*tp->driver_version)
+        ncd_finding_evidence(f, "NVIDIA driver %s", tp->driver_version);
 done:
-    ncd_topo_release(&t);
     return rc;
 }
 
 /* ---- PCI ACS / IOMMU / virtualisation ------------------------------------- */
 
-/* Bridges crossed on the path between two PCI functions (below their
- * common ancestor, plus that ancestor).  Returns how many were stored. */
-static int path_bridges(const struct ncd_pci_list *l, int a, int b, int *out,
-                        int max)
-{
-    int ca[64], cb[64], na = 0, nb = 0;
-    for (int i = a; i >= 0 && na < 64; i = l->v[i].parent)
-        ca[na++] = i;
-    for (int i = b; i >= 0 && nb < 64; i = l->v[i].parent)
-        cb[nb++] = i;
-    int n = 0;
-    /* ca/cb are bottom-up; find the deepest common ancestor. */
-    int common = -1;
-    for (int i = 0; i < na && common < 0; i++)
-        for (int j = 0; j < nb; j++)
-            if (ca[i] == cb[j]) {
-                common = ca[i];
-                break;
-            }
-    for (int i = 1; i < na && ca[i] != common && n < max; i++)
-        out[n++] = ca[i];
-    for (int j = 1; j < nb && cb[j] != common && n < max; j++)
-        out[n++] = cb[j];
-    if (common >= 0 && n < max)
-        out[n++] = common;
-    return n;
-}
-
-int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
-                  struct ncd_findings *out, json_t *facts)
+int ncd_check_pci(const struct ncd_node *n, const struct ncd_check_opts *opts,
+                  struct ncd_findings *out)
 {
     (void)opts;
-    struct ncd_pci_list pl;
     struct ncd_finding *f = NULL;
-    struct ncd_iommu io;
-    struct ncd_virt vm;
-    int rc = ncd_pci_scan(ctx, &pl);
+    const struct ncd_iommu *io = &n->platform.iommu;
+    const struct ncd_virt *vm = &n->platform.virt;
+    struct ncd_acs_report acs;
+    int rc = ncd_pci_acs_report(&n->topo.pci, &acs);
     if (rc < 0)
         return rc;
-    ncd_iommu_probe(ctx, &io);
-    ncd_virt_probe(ctx, &vm);
-    int gpus = 0, ends = 0;
-    for (size_t i = 0; i < pl.n; i++) {
-        gpus += pl.v[i].role == NCD_PCI_GPU;
-        ends += pl.v[i].role == NCD_PCI_GPU || pl.v[i].role == NCD_PCI_NIC;
-    }
-    /* ACS on bridges between two endpoints that would otherwise talk
-     * through the switch (PIX/PXB), GPU-GPU or GPU-NIC. */
-    char acs_lines[8][200];
-    int n_acs = 0, n_unknown = 0, pairs = 0;
-    unsigned char *flag = calloc(pl.n + 1, 1);
-    if (!flag) {
-        ncd_pci_list_release(&pl);
-        return NCD_ENOMEM;
-    }
-    for (size_t a = 0; a < pl.n; a++) {
-        if (pl.v[a].role != NCD_PCI_GPU)
-            continue;
-        for (size_t b = 0; b < pl.n; b++) {
-            if (b == a || (pl.v[b].role != NCD_PCI_GPU &&
-                           pl.v[b].role != NCD_PCI_NIC))
-                continue;
-            if (pl.v[b].role == NCD_PCI_GPU && b < a)
-                continue;
-            enum ncd_link l = ncd_pci_link(&pl, (int)a, (int)b);
-            if (l != NCD_LINK_PIX && l != NCD_LINK_PXB)
-                continue;
-            int br[64];
-            int nbr = path_bridges(&pl, (int)a, (int)b, br, 64);
-            int hit = 0;
-            for (int k = 0; k < nbr; k++) {
-                const struct ncd_pci_dev *d = &pl.v[br[k]];
-                if (d->acs == 1 && (d->acs_ctrl & NCD_ACS_P2P_BITS)) {
-                    hit = 1;
-                    if (!(flag[br[k]] & 1) && n_acs < 8) {
-                        char cs[120];
-                        snprintf(acs_lines[n_acs], sizeof acs_lines[0],
-                                 "bridge %s: ACSCtl: %s", d->bdf,
-                                 ncd_acs_ctrl_str(d->acs_ctrl, cs, sizeof cs));
-                        n_acs++;
-                    }
-                    flag[br[k]] |= 1;
-                } else if (d->acs == -1 && !(flag[br[k]] & 2)) {
-                    flag[br[k]] |= 2;
-                    n_unknown++;
-                }
-            }
-            pairs += hit;
-        }
-    }
-    free(flag);
-    json_t *pj = json_pack("{s:i,s:i,s:i,s:i,s:o,s:b,s:o,s:i}", "iommu_groups",
-                           io.groups, "iommu_translated_groups", io.translated,
-                           "iommu_identity_groups", io.identity,
-                           "acs_redirecting_bridges", n_acs,
-                           "iommu_cmdline", ncd__jstr(io.cmdline_opts), "vm",
-                           vm.vm, "hypervisor", ncd__jstr(vm.hypervisor),
-                           "acs_paths", pairs);
-    if (pj)
-        json_object_set_new(facts, "pci", pj);
+    int n_acs = acs.n_lines, pairs = acs.paths, n_unknown = acs.unknown;
+    int gpus = acs.gpus, ends = acs.ends;
     if (n_acs) {
         ADD("sys.pci.acs-redirect", NCD_CAT_SYS_PCI,
-            vm.vm ? NCD_SEV_INFO : NCD_SEV_ERROR,
+            vm->vm ? NCD_SEV_INFO : NCD_SEV_ERROR,
             "PCIe ACS redirects peer-to-peer traffic on %d path(s) between "
             "GPUs/NICs",
             pairs);
         for (int i = 0; i < n_acs; i++)
-            ncd_finding_evidence(f, "%s", acs_lines[i]);
-        if (vm.vm) {
+            ncd_finding_evidence(f, "%s", acs.lines[i]);
+        if (vm->vm) {
             ncd_finding_cause(f, "Inside a VM (%s) ACS is what keeps devices "
                                  "isolated and must stay on.",
-                              *vm.hypervisor ? vm.hypervisor : "hypervisor");
+                              *vm->hypervisor ? vm->hypervisor : "hypervisor");
             ncd_finding_fix(f, "Enable ATS on the NICs (mlxconfig "
                                "ATS_ENABLED=true) so GPUDirect traffic can "
                                "bypass the root complex; ask the cloud for "
@@ -442,16 +333,16 @@ int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_fix(f, "Run nccl-doctor as root, or `sudo lspci -vvv | "
                            "grep ACSCtl`.");
     }
-    if (io.translated > 0 && gpus && !vm.vm) {
+    if (io->translated > 0 && gpus && !vm->vm) {
         ADD("sys.pci.iommu-translated", NCD_CAT_SYS_PCI, NCD_SEV_WARNING,
             "The IOMMU translates DMA for %d device group(s) on this bare-metal "
             "GPU node",
-            io.translated);
+            io->translated);
         ncd_finding_evidence(f, "/sys/kernel/iommu_groups: %d groups, %d DMA, "
                                 "%d identity",
-                             io.groups, io.translated, io.identity);
-        if (*io.cmdline_opts)
-            ncd_finding_evidence(f, "/proc/cmdline: %s", io.cmdline_opts);
+                             io->groups, io->translated, io->identity);
+        if (*io->cmdline_opts)
+            ncd_finding_evidence(f, "/proc/cmdline: %s", io->cmdline_opts);
         ncd_finding_cause(f, "Peer-to-peer and GPUDirect RDMA addresses then "
                              "go through IOMMU translation: P2P between GPUs "
                              "can hang or corrupt data, and GPUDirect can "
@@ -460,24 +351,24 @@ int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
         ncd_finding_fix(f, "Boot with `iommu=pt` (keeps the IOMMU for VMs, "
                            "identity-maps host devices) or disable VT-d / "
                            "AMD-Vi (`intel_iommu=off` / `amd_iommu=off`).");
-    } else if (io.groups > 0 || *io.cmdline_opts) {
+    } else if (io->groups > 0 || *io->cmdline_opts) {
         ADD("sys.pci.iommu", NCD_CAT_SYS_PCI, NCD_SEV_OK,
             "IOMMU: %d group(s), %d translated, %d passthrough%s%s",
-            io.groups > 0 ? io.groups : 0, io.translated, io.identity,
-            *io.cmdline_opts ? "; cmdline: " : "", io.cmdline_opts);
+            io->groups > 0 ? io->groups : 0, io->translated, io->identity,
+            *io->cmdline_opts ? "; cmdline: " : "", io->cmdline_opts);
     }
-    if (vm.wsl) {
+    if (vm->wsl) {
         ADD("sys.virt.wsl", NCD_CAT_SYS_VIRT, NCD_SEV_WARNING,
             "Running under WSL: no RDMA, no NVLink topology, limited P2P");
-        ncd_finding_evidence(f, "%s", vm.evidence);
+        ncd_finding_evidence(f, "%s", vm->evidence);
         ncd_finding_cause(f, "WSL exposes GPUs through a paravirtual driver; "
                              "NCCL sees no PCI topology and no InfiniBand.");
         ncd_finding_fix(f, "Use native Linux for multi-node NCCL.");
-    } else if (vm.vm) {
+    } else if (vm->vm) {
         ADD("sys.virt.vm", NCD_CAT_SYS_VIRT, ends ? NCD_SEV_INFO : NCD_SEV_OK,
             "Virtual machine (%s): the PCI topology NCCL sees may be virtual",
-            *vm.hypervisor ? vm.hypervisor : "hypervisor present");
-        ncd_finding_evidence(f, "%s", vm.evidence);
+            *vm->hypervisor ? vm->hypervisor : "hypervisor present");
+        ncd_finding_evidence(f, "%s", vm->evidence);
         ncd_finding_cause(f, "Hypervisors often flatten the PCI tree, so NCCL "
                              "cannot tell which NIC is near which GPU.");
         ncd_finding_fix(f, "Cloud GPU images ship a topology file (e.g. "
@@ -486,6 +377,5 @@ int ncd_check_pci(struct ncd_ctx *ctx, const struct ncd_check_opts *opts,
                            "/var/run/nvidia-topologyd/virtualTopology.xml.");
     }
 done:
-    ncd_pci_list_release(&pl);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "ncd/ctx.h"
+#include "core/ctx_internal.h"
 #include "ncd/error.h"
 
 #include <errno.h>
@@ -25,6 +26,12 @@ struct ncd_ctx {
     char errbuf[1024];
     void (*on_free)(void *); /* ncd_ctx_on_free() */
     void *on_free_arg;
+    const struct ncd_sysops *ops; /* ncd_ctx_set_sysops(), NULL: default */
+    ncd_fs_trace_fn trace;
+    void *trace_arg;
+    int sysop_depth;
+    void *sys_state;
+    void (*sys_release)(void *);
 };
 
 static int env_find(const struct ncd_ctx *ctx, const char *name)
@@ -59,6 +66,34 @@ static int env_append(struct ncd_ctx *ctx, const char *name, size_t nlen,
     return 0;
 }
 
+static void env_free(struct ncd_env_var *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].name);
+        free(v[i].value);
+    }
+    free(v);
+}
+
+/* Appends the NAME=value entries of envp to ctx's copy; first wins. */
+static int env_add_all(struct ncd_ctx *ctx, char *const *envp)
+{
+    for (size_t i = 0; envp && envp[i]; i++) {
+        const char *eq = strchr(envp[i], '=');
+        if (!eq || eq == envp[i])
+            continue;
+        size_t nlen = (size_t)(eq - envp[i]);
+        /* First definition wins, as getenv() does. */
+        int dup = 0;
+        for (size_t j = 0; j < ctx->nenv && !dup; j++)
+            dup = strlen(ctx->env[j].name) == nlen &&
+                  memcmp(ctx->env[j].name, envp[i], nlen) == 0;
+        if (!dup && env_append(ctx, envp[i], nlen, eq + 1) < 0)
+            return NCD_ENOMEM;
+    }
+    return 0;
+}
+
 int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out)
 {
     *out = NULL;
@@ -83,22 +118,9 @@ int ncd_ctx_new(const char *sysroot, char *const *envp, struct ncd_ctx **out)
     char *rp = realpath(sysroot, NULL);
     ctx->live = rp && strcmp(rp, "/") == 0;
     free(rp);
-    for (size_t i = 0; envp && envp[i]; i++) {
-        const char *eq = strchr(envp[i], '=');
-        if (!eq || eq == envp[i])
-            continue;
-        size_t nlen = (size_t)(eq - envp[i]);
-        /* First definition wins, as getenv() does. */
-        int dup = 0;
-        for (size_t j = 0; j < ctx->nenv && !dup; j++)
-            dup = strlen(ctx->env[j].name) == nlen &&
-                  memcmp(ctx->env[j].name, envp[i], nlen) == 0;
-        if (dup)
-            continue;
-        if (env_append(ctx, envp[i], nlen, eq + 1) < 0) {
-            ncd_ctx_free(ctx);
-            return NCD_ENOMEM;
-        }
+    if (env_add_all(ctx, envp) < 0) {
+        ncd_ctx_free(ctx);
+        return NCD_ENOMEM;
     }
     *out = ctx;
     return 0;
@@ -112,11 +134,9 @@ void ncd_ctx_free(struct ncd_ctx *ctx)
         close(ctx->rootfd);
     if (ctx->on_free)
         ctx->on_free(ctx->on_free_arg);
-    for (size_t i = 0; i < ctx->nenv; i++) {
-        free(ctx->env[i].name);
-        free(ctx->env[i].value);
-    }
-    free(ctx->env);
+    if (ctx->sys_release)
+        ctx->sys_release(ctx->sys_state);
+    env_free(ctx->env, ctx->nenv);
     free(ctx->sysroot);
     free(ctx);
 }
@@ -183,55 +203,14 @@ void ncd_env_at(const struct ncd_ctx *ctx, size_t i, const char **name,
     *value = ctx->env[i].value;
 }
 
-int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len)
+int ncd_ctx_replace_env(struct ncd_ctx *ctx, char *const *envp)
 {
     struct ncd_ctx tmp = {0};
-    const char *p = buf, *end = buf + len;
-    int lineno = 0;
-    while (p < end) {
-        const char *e = p;
-        while (e < end && *e != '\n' && *e != '\0')
-            e++;
-        lineno++;
-        size_t ll = (size_t)(e - p);
-        if (ll && p[ll - 1] == '\r')
-            ll--;
-        if (ll && *p != '#') {
-            const char *eq = memchr(p, '=', ll);
-            if (!eq || eq == p) {
-                for (size_t i = 0; i < tmp.nenv; i++) {
-                    free(tmp.env[i].name);
-                    free(tmp.env[i].value);
-                }
-                free(tmp.env);
-                return ncd_fail(ctx, NCD_EPARSE,
-                                "environment line %d is not NAME=value",
-                                lineno);
-            }
-            size_t nlen = (size_t)(eq - p);
-            char *val = strndup(eq + 1, ll - nlen - 1);
-            int dup = 0;
-            for (size_t j = 0; j < tmp.nenv && !dup; j++)
-                dup = strlen(tmp.env[j].name) == nlen &&
-                      memcmp(tmp.env[j].name, p, nlen) == 0;
-            if (!val || (!dup && env_append(&tmp, p, nlen, val) < 0)) {
-                free(val);
-                for (size_t i = 0; i < tmp.nenv; i++) {
-                    free(tmp.env[i].name);
-                    free(tmp.env[i].value);
-                }
-                free(tmp.env);
-                return NCD_ENOMEM;
-            }
-            free(val);
-        }
-        p = e + 1;
+    if (env_add_all(&tmp, envp) < 0) {
+        env_free(tmp.env, tmp.nenv);
+        return NCD_ENOMEM;
     }
-    for (size_t i = 0; i < ctx->nenv; i++) {
-        free(ctx->env[i].name);
-        free(ctx->env[i].value);
-    }
-    free(ctx->env);
+    env_free(ctx->env, ctx->nenv);
     ctx->env = tmp.env;
     ctx->nenv = tmp.nenv;
     ctx->capenv = tmp.capenv;
@@ -289,4 +268,49 @@ int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label)
     free(ctx->sysroot);
     ctx->sysroot = l;
     return 0;
+}
+
+void ncd_ctx_set_sysops(struct ncd_ctx *ctx, const struct ncd_sysops *ops)
+{
+    ctx->ops = ops;
+}
+
+const struct ncd_sysops *ncd_ctx_sysops(const struct ncd_ctx *ctx)
+{
+    return ctx->ops;
+}
+
+void ncd_ctx_set_fs_trace(struct ncd_ctx *ctx, ncd_fs_trace_fn fn, void *arg)
+{
+    ctx->trace = fn;
+    ctx->trace_arg = arg;
+}
+
+void ncd__ctx_fs_traced(struct ncd_ctx *ctx, enum ncd_fs_access what,
+                        const char *path)
+{
+    if (ctx->trace)
+        ctx->trace(ctx->trace_arg, what, path, ctx->sysop_depth > 0);
+}
+
+void ncd__ctx_sysop_enter(struct ncd_ctx *ctx)
+{
+    ctx->sysop_depth++;
+}
+
+void ncd__ctx_sysop_leave(struct ncd_ctx *ctx)
+{
+    ctx->sysop_depth--;
+}
+
+void *ncd__ctx_sys_state(const struct ncd_ctx *ctx)
+{
+    return ctx->sys_state;
+}
+
+void ncd__ctx_set_sys_state(struct ncd_ctx *ctx, void *state,
+                            void (*release)(void *))
+{
+    ctx->sys_state = state;
+    ctx->sys_release = release;
 }

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 #include "ncd/error.h"
 
+#include <stdarg.h>
+#include <stdio.h>
+
 #include <errno.h>
 
 const char *ncd_strerror(int code)
@@ -74,4 +77,15 @@ int ncd_err_from_errno(int err)
         return NCD_EPROTO;
     }
     return NCD_ESYS;
+}
+
+int ncd_errbuf(char *buf, size_t n, int code, const char *fmt, ...)
+{
+    if (buf && n) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(buf, n, fmt, ap);
+        va_end(ap);
+    }
+    return code;
 }

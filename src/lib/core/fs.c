@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "ncd/fs.h"
+#include "core/ctx_internal.h"
 #include "ncd/error.h"
 
 #include <ctype.h>
@@ -32,6 +33,7 @@ int ncd_fs_open(struct ncd_ctx *ctx, const char *path, int flags)
 {
     int fd = -1;
     flags |= O_CLOEXEC;
+    ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
 #if defined(NCD_HAVE_OPENAT2) && defined(SYS_openat2)
     if (!ncd_ctx_is_live(ctx)) {
         struct open_how how = {.flags = (unsigned long long)flags,
@@ -73,51 +75,16 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file", path);
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
-    size_t cap = 4096, n = 0;
-    char *b = malloc(cap + 1);
-    if (!b) {
-        close(fd);
-        return NCD_ENOMEM;
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap >= max) {
-                free(b);
-                close(fd);
-                return ncd_fail(ctx, NCD_ERANGE, "%s: larger than %zu bytes",
-                                path, max);
-            }
-            size_t nc = cap * 2 > max ? max : cap * 2;
-            char *nb = realloc(b, nc + 1);
-            if (!nb) {
-                free(b);
-                close(fd);
-                return NCD_ENOMEM;
-            }
-            b = nb;
-            cap = nc;
-        }
-        ssize_t r = read(fd, b + n, cap - n);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            int e = errno;
-            free(b);
-            close(fd);
-            /* sysfs answers EINVAL for e.g. the speed of a down link. */
-            return ncd_fail(ctx, e == EINVAL ? NCD_EINVAL : NCD_EIO,
-                            "%s: %s", path, strerror(e));
-        }
-        if (r == 0)
-            break;
-        n += (size_t)r;
-    }
+    int rc = ncd_read_fd_bounded(fd, max, -1, buf, len);
+    int e = errno;
     close(fd);
-    b[n] = '\0';
-    *buf = b;
-    if (len)
-        *len = n;
-    return 0;
+    if (rc == NCD_ERANGE)
+        return ncd_fail(ctx, rc, "%s: larger than %zu bytes", path, max);
+    /* sysfs answers EINVAL for e.g. the speed of a down link. */
+    if (rc == NCD_EIO)
+        return ncd_fail(ctx, e == EINVAL ? NCD_EINVAL : NCD_EIO, "%s: %s",
+                        path, strerror(e));
+    return rc;
 }
 
 int ncd_fs_read_str(struct ncd_ctx *ctx, const char *path, char *out,
@@ -159,6 +126,7 @@ int ncd_fs_read_ll(struct ncd_ctx *ctx, const char *path, long long *out)
 int ncd_fs_readlink(struct ncd_ctx *ctx, const char *path, char *out,
                     size_t outsz)
 {
+    ncd__ctx_fs_traced(ctx, NCD_FS_READLINK, path);
     ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz - 1);
     if (n < 0) {
         int e = errno;
@@ -177,6 +145,7 @@ int ncd_fs_realpath(struct ncd_ctx *ctx, const char *path, char *out,
     char res[PATH_MAX] = "";   /* resolved so far, "" = root */
     char todo[PATH_MAX * 2];   /* what is left to walk */
     int links = 0;
+    ncd__ctx_fs_traced(ctx, NCD_FS_REALPATH, path);
     if (snprintf(todo, sizeof todo, "%s", path) >= (int)sizeof todo)
         return ncd_fail(ctx, NCD_ERANGE, "%s: path too long", path);
     char *p = todo;
@@ -251,6 +220,7 @@ int ncd_fs_exists(struct ncd_ctx *ctx, const char *path)
 {
     struct stat st;
     int fd = -1;
+    ncd__ctx_fs_traced(ctx, NCD_FS_STAT, path);
 #if defined(NCD_HAVE_OPENAT2) && defined(SYS_openat2)
     if (!ncd_ctx_is_live(ctx)) {
         struct open_how how = {.flags = O_PATH | O_CLOEXEC,

@@ -90,3 +90,69 @@ void ncd_rdbuf_release(struct ncd_rdbuf *b)
     memset(b, 0, sizeof *b);
     b->max = max;
 }
+
+/* ncd_read_fd_bounded() (ncd/fs.h): the reader above with a cap that is an
+ * error and a deadline over the whole read. */
+#include <poll.h>
+#include <time.h>
+
+#include "ncd/error.h"
+#include "ncd/fs.h"
+
+static long elapsed_ms(const struct timespec *t0)
+{
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    return (t1.tv_sec - t0->tv_sec) * 1000 +
+           (t1.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+int ncd_read_fd_bounded(int fd, size_t max, int timeout_ms, char **buf,
+                        size_t *len)
+{
+    *buf = NULL;
+    if (len)
+        *len = 0;
+    struct ncd_rdbuf b = {.max = max ? max : NCD_FS_MAX_DEFAULT};
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int rc = 0;
+    for (;;) {
+        if (timeout_ms >= 0) {
+            long left = timeout_ms - elapsed_ms(&t0);
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            int pr = left > 0 ? poll(&p, 1, (int)left) : 0;
+            if (pr < 0 && errno == EINTR)
+                continue;
+            if (pr <= 0) {
+                rc = pr == 0 ? NCD_ETIMEOUT : NCD_EIO;
+                break;
+            }
+        }
+        ssize_t r = ncd_rdbuf_fill(&b, fd);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = errno == ENOMEM ? NCD_ENOMEM : NCD_EIO;
+            break;
+        }
+        if (b.truncated) {
+            rc = NCD_ERANGE;
+            break;
+        }
+        if (r == 0)
+            break;
+    }
+    if (!rc && !b.data && !(b.data = calloc(1, 1)))
+        rc = NCD_ENOMEM;
+    if (rc < 0) {
+        int e = errno;
+        ncd_rdbuf_release(&b);
+        errno = e; /* NCD_EIO: the caller names the read(2) error */
+        return rc;
+    }
+    *buf = b.data;
+    if (len)
+        *len = b.len;
+    return 0;
+}

@@ -151,3 +151,25 @@ void ncd_utf8_sanitize(char *s)
         p += n + 1;
     }
 }
+
+int ncd_next_line(const char *buf, size_t len, size_t *pos, const char **s,
+                  size_t *l)
+{
+    if (*pos >= len)
+        return 0;
+    *s = buf + *pos;
+    const char *nl = memchr(*s, '\n', len - *pos);
+    *l = nl ? (size_t)(nl - *s) : len - *pos;
+    *pos += *l + 1;
+    return 1;
+}
+
+int ncd_list_count(const char *s)
+{
+    if (!s || !*s)
+        return 0;
+    int n = 1;
+    for (; *s; s++)
+        n += *s == ',';
+    return n;
+}

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/ifclass.h"
 
 /* ----------------------------------------------------------- conditions */
 
@@ -294,16 +295,9 @@ int ncd__addr_loopback(const char *name, const char *a)
 
 int ncd__ifname_virtual(const char *n)
 {
-    /* nccl-facts.md §1: NCCL itself excludes only docker*, lo and virbr* */
-    static const char *const pre[] = {
-        "docker", "br-",   "veth",     "virbr",    "cni",   "flannel",
-        "cali",   "tailscale", "ip6tnl", "tunl",   "vxlan", "kube-",
-        "weave",  "lxcbr", "lxdbr",    "podman",   "cilium", "sit",
-        "gre",    "zt",    NULL};
-    for (size_t i = 0; pre[i]; i++)
-        if (strncmp(n, pre[i], strlen(pre[i])) == 0)
-            return 1;
-    return 0;
+    /* container, VM and VPN plumbing by the one name classifier (net/
+     * ifnames.def); NCCL itself excludes only docker*, lo and virbr* */
+    return ncd_ifname_is_plumbing(n);
 }
 
 void ncd__good_iface(const struct ncd_explain *ex, char *out, size_t osz)

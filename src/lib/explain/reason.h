@@ -176,8 +176,8 @@ int ncd__addr_loopback(const char *ifname, const char *addr);
 
 /*
  * 1 for an interface that is almost never the way to other hosts (bridges,
- * veth, overlay and VPN tunnels: docker0, cni0, flannel.1, tailscale0...).
- * The one place explain classifies interface names.
+ * veth, overlay and VPN tunnels: docker0, cni0, flannel.1, tailscale0...):
+ * ncd_ifname_is_plumbing() of the one interface-name classifier (ifclass.h).
  */
 int ncd__ifname_virtual(const char *ifname);
 

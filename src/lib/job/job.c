@@ -15,14 +15,12 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "ncd/sock.h"
+#include "ncd/sysops.h"
 
 void ncd_job_hostname(char *out, size_t len)
 {
-    /* SEAM(issue 11, r11-node): the core host-name helper replaces this */
     char h[256];
-    if (gethostname(h, sizeof h - 1) < 0)
-        snprintf(h, sizeof h, "unknown");
-    h[sizeof h - 1] = '\0';
+    ncd_sys_live_hostname(h, sizeof h);
     char *dot = strchr(h, '.');
     if (dot)
         *dot = '\0';
@@ -47,8 +45,7 @@ int ncd_job_locality(struct ncd_ctx *ctx, struct ncd_pg *pg, int *local_proc,
     if (!all)
         return NCD_ENOMEM;
     char bid[64] = "", hn[64] = "";
-    if (gethostname(hn, sizeof hn - 1) < 0)
-        hn[0] = '\0';
+    ncd_sys_live_hostname(hn, sizeof hn);
     if (ncd_fs_read_str(ctx, "/proc/sys/kernel/random/boot_id", bid,
                         sizeof bid) < 0)
         ncd_ctx_clear_error(ctx);

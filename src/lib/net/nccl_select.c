@@ -39,48 +39,6 @@ static const char W_INVALID[] =
     "[<ipv6>]:<port> or <hostname>:<port>";
 static const char W_SOCK_NONE[] = "NET/Socket : no interface found";
 
-int ncd_nccl_version_parse(const char *s, int *code)
-{
-    if (!s)
-        return NCD_EPARSE;
-    while (isspace((unsigned char)*s))
-        s++;
-    if (*s == 'v' || *s == 'V')
-        s++;
-    int maj = 0, min = 0, pat = 0, n = 0;
-    if (sscanf(s, "%d.%d%n", &maj, &min, &n) < 2)
-        return NCD_EPARSE;
-    const char *rest = s + n;
-    if (*rest == '.') {
-        int m = 0;
-        if (sscanf(rest + 1, "%d%n", &pat, &m) < 1)
-            return NCD_EPARSE;
-        rest += 1 + m;
-    }
-    /* "-1" (package release) and "+cuda12.2" suffixes are fine. */
-    if (*rest && *rest != '-' && *rest != '+' && !isspace((unsigned char)*rest))
-        return NCD_EPARSE;
-    if (maj < 1 || maj > 9 || min < 0 || min > 99 || pat < 0 || pat > 99)
-        return NCD_EPARSE;
-    *code = maj * 10000 + min * 100 + pat;
-    return 0;
-}
-
-int ncd_nccl_version_from_code(int c)
-{
-    /* NCCL_VERSION_CODE was X*1000+Y*100+Z before 2.9 (NCCL nccl.h.in). */
-    if (c > 0 && c < 10000)
-        return (c / 1000) * 10000 + ((c % 1000) / 100) * 100 + c % 100;
-    return c;
-}
-
-const char *ncd_nccl_version_str(int code, char *buf, size_t len)
-{
-    snprintf(buf, len, "%d.%d.%d", code / 10000, (code / 100) % 100,
-             code % 100);
-    return buf;
-}
-
 void ncd_nccl_iflist_parse(const char *value, int max_tokens,
                            struct ncd_nccl_iflist *out)
 {
@@ -357,10 +315,11 @@ static int parse_comm_id(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
 static int entry_scope(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                        const struct ncd_ifaddr_entry *e)
 {
+    (void)ctx;
     if (e->a.family != AF_INET6 || !e->a.link_local)
         return 0;
-    if (ncd_ctx_is_live(ctx) && e->a.scope_id)
-        return e->a.scope_id;
+    /* live, the kernel's scope of a link-local address is its interface's
+     * index; a capture's recorded scope is from another boot or machine */
     const struct ncd_netif *ni = ncd_netif_find(nl, e->name);
     return ni && ni->index ? ni->index : e->a.scope_id;
 }

@@ -1,17 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* Interface probe: /sys/class/net through the sysroot, plus getifaddrs()
- * (live) or /.ncd/ifaddrs (recorded). */
+/* Interface probe: /sys/class/net through the sysroot, plus the
+ * getifaddrs() answer of the system-operations layer (sysops.h). */
 #define _GNU_SOURCE
 #include "ncd/netif.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
-#include "ncd/pci.h"
+#include "ncd/ifclass.h"
+#include "ncd/pciaddr.h"
+#include "ncd/sysops.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <ifaddrs.h>
 #include <linux/if_arp.h>
-#include <netdb.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,261 +110,10 @@ const char *ncd_arptype_name(int t, char *buf)
     return buf;
 }
 
-int ncd_if_addr_from_string(struct ncd_if_addr *a, const char *s, int prefix)
-{
-    memset(a, 0, sizeof *a);
-    char tmp[80];
-    if (snprintf(tmp, sizeof tmp, "%s", s) >= (int)sizeof tmp)
-        return NCD_EPARSE;
-    char *pct = strchr(tmp, '%');
-    if (pct)
-        *pct = '\0';
-    if (inet_pton(AF_INET, tmp, a->bytes) == 1) {
-        a->family = AF_INET;
-        if (prefix < 0 || prefix > 32)
-            return NCD_EPARSE;
-        a->loopback = a->bytes[0] == 127;
-        a->link_local = a->bytes[0] == 169 && a->bytes[1] == 254;
-    } else if (inet_pton(AF_INET6, tmp, a->bytes) == 1) {
-        a->family = AF_INET6;
-        if (prefix < 0 || prefix > 128)
-            return NCD_EPARSE;
-        static const unsigned char one[16] = {[15] = 1};
-        a->loopback = memcmp(a->bytes, one, 16) == 0;
-        a->link_local = a->bytes[0] == 0xfe && (a->bytes[1] & 0xc0) == 0x80;
-        if (pct && pct[1]) {
-            unsigned idx = if_nametoindex(pct + 1);
-            a->scope_id = idx ? (int)idx : atoi(pct + 1);
-        }
-    } else {
-        return NCD_EPARSE;
-    }
-    snprintf(a->addr, sizeof a->addr, "%s", tmp);
-    a->prefix = prefix;
-    a->scope = a->loopback     ? "host"
-               : a->link_local ? "link"
-               : (a->family == AF_INET6 && a->bytes[0] == 0xfe &&
-                  (a->bytes[1] & 0xc0) == 0xc0)
-                   ? "site"
-                   : "global";
-    return 0;
-}
-
-int ncd_ifaddrs_parse(struct ncd_ctx *ctx, const char *buf, size_t len,
-                      struct ncd_ifaddr_entry **entries)
-{
-    *entries = NULL;
-    size_t cap = 0, n = 0;
-    struct ncd_ifaddr_entry *v = NULL;
-    const char *p = buf, *end = buf + len;
-    int lineno = 0;
-    while (p < end) {
-        const char *nl = memchr(p, '\n', (size_t)(end - p));
-        size_t ll = nl ? (size_t)(nl - p) : (size_t)(end - p);
-        lineno++;
-        char line[512];
-        if (ll >= sizeof line) {
-            free(v);
-            return ncd_fail(ctx, NCD_EPARSE, "ifaddrs line %d: too long",
-                            lineno);
-        }
-        memcpy(line, p, ll);
-        line[ll] = '\0';
-        p += ll + (nl ? 1 : 0);
-        char *s = line;
-        while (isspace((unsigned char)*s))
-            s++;
-        if (!*s || *s == '#')
-            continue;
-        char name[64], fam[16], addr[80], flags[32];
-        int prefix;
-        if (sscanf(s, "%63s %15s %79s %d %31s", name, fam, addr, &prefix,
-                   flags) != 5 ||
-            strlen(name) > NCD_IFNAME_MAX + 4) {
-            free(v);
-            return ncd_fail(ctx, NCD_EPARSE,
-                            "ifaddrs line %d: expected '<name> inet|inet6 "
-                            "<addr> <prefix> <flags>': %s",
-                            lineno, s);
-        }
-        if (n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct ncd_ifaddr_entry *nv = realloc(v, cap * sizeof *nv);
-            if (!nv) {
-                free(v);
-                return NCD_ENOMEM;
-            }
-            v = nv;
-        }
-        struct ncd_ifaddr_entry *e = &v[n];
-        memset(e, 0, sizeof *e);
-        snprintf(e->name, sizeof e->name, "%s", name);
-        char *fend;
-        e->flags = (unsigned)strtoul(flags, &fend, 16);
-        int want = strcmp(fam, "inet") == 0    ? AF_INET
-                   : strcmp(fam, "inet6") == 0 ? AF_INET6
-                                               : -1;
-        if (*fend || want < 0 || ncd_if_addr_from_string(&e->a, addr, prefix) ||
-            e->a.family != want) {
-            free(v);
-            return ncd_fail(ctx, NCD_EPARSE, "ifaddrs line %d: bad entry: %s",
-                            lineno, s);
-        }
-        n++;
-    }
-    *entries = v;
-    return (int)n;
-}
-
-void ncd_ifaddrs_format(struct ncd_strbuf *out,
-                        const struct ncd_ifaddr_entry *e, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        ncd_sb_printf(out, "%s %s %s %d 0x%x\n", e[i].name,
-                      e[i].a.family == AF_INET ? "inet" : "inet6",
-                      e[i].a.addr, e[i].a.prefix, e[i].flags);
-}
-
-static int prefix_from_mask(const struct sockaddr *sa)
-{
-    int bits = 0;
-    const unsigned char *b;
-    size_t n;
-    if (!sa)
-        return 0;
-    if (sa->sa_family == AF_INET) {
-        b = (const unsigned char *)&((const struct sockaddr_in *)sa)->sin_addr;
-        n = 4;
-    } else if (sa->sa_family == AF_INET6) {
-        b = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
-        n = 16;
-    } else {
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++)
-        bits += __builtin_popcount(b[i]);
-    return bits;
-}
-
-/* Live: getifaddrs() in its own order; also collects link flags from the
- * AF_PACKET entries (they include RUNNING and LOWER_UP, sysfs does not). */
-static int ifa_live(struct ncd_ctx *ctx, struct ncd_netif_list *l,
-                    char (*pkt_names)[NCD_IFNAME_MAX + 8], unsigned *pkt_flags,
-                    size_t *n_pkt, size_t max_pkt)
-{
-    struct ifaddrs *ifa0;
-    if (getifaddrs(&ifa0) < 0)
-        return ncd_fail(ctx, NCD_ESYS, "getifaddrs: %m");
-    size_t cap = 0;
-    for (struct ifaddrs *i = ifa0; i; i = i->ifa_next) {
-        if (!i->ifa_addr)
-            continue;
-        int fam = i->ifa_addr->sa_family;
-        if (fam == AF_PACKET) {
-            if (*n_pkt < max_pkt) {
-                snprintf(pkt_names[*n_pkt], NCD_IFNAME_MAX + 8, "%s",
-                         i->ifa_name);
-                pkt_flags[(*n_pkt)++] = i->ifa_flags;
-            }
-            continue;
-        }
-        if (fam != AF_INET && fam != AF_INET6)
-            continue;
-        if (l->n_ifa == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct ncd_ifaddr_entry *nv = realloc(l->ifa, cap * sizeof *nv);
-            if (!nv) {
-                freeifaddrs(ifa0);
-                return NCD_ENOMEM;
-            }
-            l->ifa = nv;
-        }
-        struct ncd_ifaddr_entry *e = &l->ifa[l->n_ifa];
-        memset(e, 0, sizeof *e);
-        snprintf(e->name, sizeof e->name, "%s", i->ifa_name);
-        e->flags = i->ifa_flags;
-        char host[NI_MAXHOST];
-        socklen_t sl = fam == AF_INET ? sizeof(struct sockaddr_in)
-                                      : sizeof(struct sockaddr_in6);
-        if (getnameinfo(i->ifa_addr, sl, host, sizeof host, NULL, 0,
-                        NI_NUMERICHOST) != 0)
-            continue;
-        if (ncd_if_addr_from_string(&e->a, host,
-                                    prefix_from_mask(i->ifa_netmask)) < 0)
-            continue;
-        if (fam == AF_INET6)
-            e->a.scope_id =
-                (int)((struct sockaddr_in6 *)i->ifa_addr)->sin6_scope_id;
-        l->n_ifa++;
-    }
-    freeifaddrs(ifa0);
-    l->ifa_known = 1;
-    return 0;
-}
-
-static int ifa_recorded(struct ncd_ctx *ctx, struct ncd_netif_list *l)
-{
-    char *buf;
-    size_t len;
-    int rc = ncd_fs_read(ctx, "/.ncd/ifaddrs", 1 << 20, &buf, &len);
-    if (rc == NCD_ENOENT) {
-        ncd_ctx_clear_error(ctx);
-        return 0; /* not captured: addresses unknown */
-    }
-    if (rc < 0)
-        return rc;
-    rc = ncd_ifaddrs_parse(ctx, buf, len, &l->ifa);
-    free(buf);
-    if (rc < 0)
-        return rc;
-    l->n_ifa = (size_t)rc;
-    l->ifa_known = 1;
-    return 0;
-}
-
 static void base_name(const char *path, char *out, size_t outsz)
 {
     const char *s = strrchr(path, '/');
     snprintf(out, outsz, "%s", s ? s + 1 : path);
-}
-
-/* The last PCI BDF in a device path: the function the netdev sits on. */
-static void pci_from_path(const char *path, char *out, size_t outsz)
-{
-    out[0] = '\0';
-    const char *p = path;
-    while (*p) {
-        const char *slash = strchr(p, '/');
-        size_t n = slash ? (size_t)(slash - p) : strlen(p);
-        if (ncd_pci_is_bdf(p, n))
-            snprintf(out, outsz, "%.*s", (int)n, p);
-        p += n;
-        while (*p == '/')
-            p++;
-    }
-}
-
-static int starts(const char *s, const char *prefix)
-{
-    return strncmp(s, prefix, strlen(prefix)) == 0;
-}
-
-static int name_is_container_bridge(const char *n)
-{
-    return starts(n, "docker") || starts(n, "br-") || starts(n, "cni") ||
-           starts(n, "virbr") || starts(n, "lxcbr") || starts(n, "lxdbr") ||
-           starts(n, "podman") || starts(n, "cbr0") || starts(n, "kube-bridge");
-}
-
-static int name_is_tunnel(const char *n)
-{
-    return starts(n, "tun") || starts(n, "tap") || starts(n, "wg") ||
-           starts(n, "tailscale") || starts(n, "flannel") ||
-           starts(n, "cali") || starts(n, "vxlan") || starts(n, "weave") ||
-           starts(n, "cilium") || starts(n, "zt") || starts(n, "utun") ||
-           starts(n, "ppp") || starts(n, "tunl") || starts(n, "gre") ||
-           starts(n, "ipip") || starts(n, "genev") || starts(n, "nebula") ||
-           starts(n, "vpn");
 }
 
 static void uevent_get(const char *uevent, const char *key, char *out,
@@ -402,7 +151,7 @@ static void classify(struct ncd_ctx *ctx, struct ncd_netif *ni,
         KIND(NCD_IFK_WIRELESS, "wireless device (%s)",
              devtype[0] ? "DEVTYPE=wlan" : "has a wireless/phy80211 node");
     if (strcmp(devtype, "bridge") == 0 || HAS("bridge")) {
-        if (name_is_container_bridge(ni->name))
+        if (ncd_ifname_classify(ni->name) == NCD_IFN_CONTAINER_BRIDGE)
             KIND(NCD_IFK_CONTAINER_BRIDGE,
                  "Linux bridge named like a container/VM bridge "
                  "(docker*, br-*, cni*, virbr*...)");
@@ -434,17 +183,18 @@ static void classify(struct ncd_ctx *ctx, struct ncd_netif *ni,
              ni->driver[0] ? ", driver " : "", ni->driver);
     }
     /* Software devices from here on (under /sys/devices/virtual). */
-    if (name_is_container_bridge(ni->name))
+    enum ncd_ifname_class nc = ncd_ifname_classify(ni->name);
+    if (nc == NCD_IFN_CONTAINER_BRIDGE)
         KIND(NCD_IFK_CONTAINER_BRIDGE,
              "virtual device named like a container/VM bridge");
-    if (name_is_tunnel(ni->name))
+    if (nc == NCD_IFN_TUNNEL)
         KIND(NCD_IFK_TUNNEL, "virtual device named like a tunnel/VPN/overlay");
     if (iflink > 0 && iflink != ni->index)
         KIND(NCD_IFK_VETH,
              "virtual device linked to peer ifindex %d (veth pair or "
              "macvlan: a container/pod network)",
              iflink);
-    if (starts(ni->name, "veth"))
+    if (nc == NCD_IFN_VETH)
         KIND(NCD_IFK_VETH, "virtual device named veth*");
     KIND(NCD_IFK_VIRTUAL, "no bus device: %s",
          devtype[0] ? devtype : "dummy, ifb or similar");
@@ -539,7 +289,7 @@ static int probe_one(struct ncd_ctx *ctx, const char *name,
     snprintf(path, sizeof path, "%s/device", dir);
     if (ncd_fs_exists(ctx, path) &&
         ncd_fs_realpath(ctx, path, ni->bus_path, sizeof ni->bus_path) == 0) {
-        pci_from_path(ni->bus_path, ni->pci_addr, sizeof ni->pci_addr);
+        ncd_pci_bdf_of_path(ni->bus_path, ni->pci_addr, sizeof ni->pci_addr);
         /* No device link at all also means software, whatever the path. */
         if (strcmp(self, dir) == 0)
             is_virtual_path = 0;
@@ -554,11 +304,12 @@ static int probe_one(struct ncd_ctx *ctx, const char *name,
             if (read_ll_q(ctx, pdir, "numa_node", &v) == 0)
                 ni->numa_node = (int)v;
             read_str_q(ctx, pdir, "vendor", ni->vendor, sizeof ni->vendor);
-            if (!ni->vendor[0]) /* capture without /sys/bus: use the path */
-                read_str_q(ctx, ni->bus_path, "vendor", ni->vendor,
+            /* a capture without /sys/bus: the same files through the link */
+            if (!ni->vendor[0])
+                read_str_q(ctx, dir, "device/vendor", ni->vendor,
                            sizeof ni->vendor);
             if (ni->numa_node < 0 &&
-                read_ll_q(ctx, ni->bus_path, "numa_node", &v) == 0)
+                read_ll_q(ctx, dir, "device/numa_node", &v) == 0)
                 ni->numa_node = (int)v;
         }
     } else {
@@ -611,13 +362,8 @@ int ncd_netif_probe(struct ncd_ctx *ctx, struct ncd_netif_list *out)
     ncd_fs_list_free(names, n);
     qsort(out->v, out->n, sizeof *out->v, cmp_index);
 
-    enum { MAXPKT = 256 };
-    static char pkt_names[MAXPKT][NCD_IFNAME_MAX + 8];
-    unsigned pkt_flags[MAXPKT];
-    size_t n_pkt = 0;
-    int rc = ncd_ctx_is_live(ctx)
-                 ? ifa_live(ctx, out, pkt_names, pkt_flags, &n_pkt, MAXPKT)
-                 : ifa_recorded(ctx, out);
+    struct ncd_sys_ifaddrs ifa;
+    int rc = ncd_sys_getifaddrs(ctx, &ifa);
     if (rc == NCD_ENOMEM) {
         ncd_netif_list_release(out);
         return rc;
@@ -628,12 +374,17 @@ int ncd_netif_probe(struct ncd_ctx *ctx, struct ncd_netif_list *out)
                                          : ncd_strerror(rc));
         ncd_ctx_clear_error(ctx);
     }
+    out->ifa = ifa.v;
+    out->n_ifa = ifa.n;
+    out->ifa_known = ifa.known;
     /* Live link flags from netlink are authoritative. */
-    for (size_t i = 0; i < n_pkt; i++) {
-        struct ncd_netif *ni = ncd_netif_find(out, pkt_names[i]);
+    for (size_t i = 0; i < ifa.n_link; i++) {
+        struct ncd_netif *ni = ncd_netif_find(out, ifa.link[i].name);
         if (ni)
-            ni->flags = pkt_flags[i];
+            ni->flags = ifa.link[i].flags;
     }
+    int link_known = ifa.link_known;
+    free(ifa.link);
     /* Per-interface address lists, in getifaddrs order. */
     for (size_t i = 0; i < out->n_ifa; i++) {
         struct ncd_netif *ni = ncd_netif_find(out, out->ifa[i].name);
@@ -647,8 +398,8 @@ int ncd_netif_probe(struct ncd_ctx *ctx, struct ncd_netif_list *out)
         }
         ni->addrs = na;
         ni->addrs[ni->n_addrs++] = out->ifa[i].a;
-        /* A recorded capture's flags come from the entries too. */
-        if (!ncd_ctx_is_live(ctx) && !n_pkt)
+        /* A recording has no link flags: take them from the entries. */
+        if (!link_known)
             ni->flags |= out->ifa[i].flags & (IFF_RUNNING | IFF_LOWER_UP);
     }
     return 0;

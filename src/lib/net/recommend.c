@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #define _GNU_SOURCE
 #include "ncd/recommend.h"
+#include "ncd/ifclass.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
 
@@ -8,19 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-int ncd_ifname_is_plumbing(const char *n)
-{
-    static const char *const pfx[] = {
-        "docker", "br-",   "veth", "virbr", "cni",     "flannel", "cali",
-        "tun",    "tap",   "wg",   "tailscale", "vxlan", "weave", "cilium",
-        "lxcbr",  "lxdbr", "podman", "kube-", "zt", "vnet", "tunl",
-    };
-    for (size_t i = 0; i < sizeof pfx / sizeof pfx[0]; i++)
-        if (strncmp(n, pfx[i], strlen(pfx[i])) == 0)
-            return 1;
-    return 0;
-}
 
 static void reason(struct ncd_if_rank *r, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -179,6 +167,14 @@ int ncd_rdma_active_ports(struct ncd_ctx *ctx, int *n_devices,
 int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
                   struct ncd_recommendation *out)
 {
+    int devices = 0, active = ncd_rdma_active_ports(ctx, &devices, NULL, 0);
+    return ncd_recommend_rdma(ctx, nl, active, devices, out);
+}
+
+int ncd_recommend_rdma(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
+                       int rdma_active_ports, int rdma_devices,
+                       struct ncd_recommendation *out)
+{
     memset(out, 0, sizeof *out);
     out->ranks = calloc(nl->n ? nl->n : 1, sizeof *out->ranks);
     if (!out->ranks)
@@ -278,8 +274,8 @@ int ncd_recommend(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
         snprintf(out->socket_ifname, sizeof out->socket_ifname, "%s%s",
                  other ? "=" : "", bn);
     }
-    out->rdma_active_ports =
-        ncd_rdma_active_ports(ctx, &out->rdma_devices, NULL, 0);
+    out->rdma_active_ports = rdma_active_ports;
+    out->rdma_devices = rdma_devices;
     if (out->rdma_active_ports == 0) {
         out->ib_disable = 1;
         snprintf(out->ib_reason, sizeof out->ib_reason, "%s",

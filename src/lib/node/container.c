@@ -4,6 +4,7 @@
 #include "ncd/container.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/strbuf.h"
 #include "node_internal.h"
 
 #include <stdio.h>
@@ -59,7 +60,8 @@ static void ev(struct ncd_container *c, const char *a, const char *b)
                  a, b);
 }
 
-int ncd_container_probe(struct ncd_ctx *ctx, struct ncd_container *out)
+int ncd_container_probe(struct ncd_ctx *ctx, const struct ncd_virt *virt,
+                        struct ncd_container *out)
 {
     memset(out, 0, sizeof *out);
     if (ncd_fs_exists(ctx, "/.dockerenv")) {
@@ -126,10 +128,18 @@ int ncd_container_probe(struct ncd_ctx *ctx, struct ncd_container *out)
         out->slurm = 1;
         ncd__scpy(out->slurm_job, sizeof out->slurm_job, v);
     }
-    char s[256];
-    if (ncd_fs_read_str(ctx, "/proc/version", s, sizeof s) == 0 &&
-        (strcasestr(s, "microsoft") || strstr(s, "WSL")))
-        out->wsl = 1;
+    out->wsl = virt && virt->wsl;
+    /* GPU device nodes the runtime passed in (/dev/nvidia<N>). */
+    char **names;
+    int n = ncd_fs_list(ctx, "/dev", &names);
+    for (int i = 0; i < n; i++)
+        if (strncmp(names[i], "nvidia", 6) == 0 && names[i][6] &&
+            strspn(names[i] + 6, "0123456789") == strlen(names[i] + 6))
+            out->dev_nvidia_nodes++;
+    if (n >= 0)
+        ncd_fs_list_free(names, n);
+    v = ncd_getenv(ctx, "NVIDIA_VISIBLE_DEVICES");
+    ncd__scpy(out->nvidia_visible, sizeof out->nvidia_visible, v ? v : "");
     ncd_ctx_clear_error(ctx);
     return 0;
 }
@@ -197,27 +207,14 @@ const char *ncd_container_memlock_fix(const struct ncd_container *c)
            "`ulimit -l`.";
 }
 
-int ncd_container_gpu_count(struct ncd_ctx *ctx, int pci_gpus)
+int ncd_container_visible_gpus(const struct ncd_container *c, int pci_gpus)
 {
     int g = pci_gpus;
-    char **names;
-    int n = ncd_fs_list(ctx, "/dev", &names), nodes = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(names[i], "nvidia", 6) == 0 && names[i][6] &&
-            strspn(names[i] + 6, "0123456789") == strlen(names[i] + 6))
-            nodes++;
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-    if (nodes > 0 && nodes < g)
-        g = nodes;
-    const char *v = ncd_getenv(ctx, "NVIDIA_VISIBLE_DEVICES");
-    if (v && *v && strcmp(v, "all") && strcmp(v, "none") && strcmp(v, "void")) {
-        int cnt = 1;
-        for (const char *p = v; *p; p++)
-            cnt += *p == ',';
-        if (cnt < g)
-            g = cnt;
-    }
+    if (c->dev_nvidia_nodes > 0 && c->dev_nvidia_nodes < g)
+        g = c->dev_nvidia_nodes;
+    const char *v = c->nvidia_visible;
+    if (*v && strcmp(v, "all") && strcmp(v, "none") && strcmp(v, "void") &&
+        ncd_list_count(v) < g)
+        g = ncd_list_count(v);
     return g;
 }

@@ -4,7 +4,8 @@
 #include "ncd/libs.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
-#include "ncd/nccl.h"
+#include "ncd/sysops.h"
+#include "ncd/version.h"
 #include "node_internal.h"
 
 #include <ctype.h>
@@ -15,39 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-int ncd_nccl_version_in_buf(const char *buf, size_t len, int *code,
-                            char *cuda, size_t cudasz)
-{
-    static const char tag[] = "NCCL version ";
-    const size_t tl = sizeof tag - 1;
-    const char *p = buf, *end = buf + len;
-    while (p < end) {
-        const char *h = memmem(p, (size_t)(end - p), tag, tl);
-        if (!h)
-            return 0;
-        const char *v = h + tl;
-        p = v;
-        if (v >= end || !isdigit((unsigned char)*v))
-            continue;
-        char tmp[64];
-        size_t k = 0;
-        while (v + k < end && k < sizeof tmp - 1 && v[k] &&
-               !isspace((unsigned char)v[k]))
-            tmp[k] = v[k], k++;
-        tmp[k] = '\0';
-        char *plus = strstr(tmp, "+cuda");
-        if (cudasz)
-            cuda[0] = '\0';
-        if (plus) {
-            ncd__scpy(cuda, cudasz, plus + 5);
-            *plus = '\0';
-        }
-        if (ncd_nccl_version_parse(tmp, code) == 0)
-            return 1;
-    }
-    return 0;
-}
 
 int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
                           char *cuda, size_t cudasz)
@@ -275,69 +243,10 @@ static int find_real(const struct ncd_nccl_scan *s, struct ncd_ctx *ctx,
     return -1;
 }
 
-static int parse_record(struct ncd_ctx *ctx, struct ncd_nccl_scan *s,
-                        const char *buf, size_t len)
+/* The scan itself, on the files below the sysroot (run by the system
+ * operation, which may answer from a recording instead). */
+static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
 {
-    size_t i = 0;
-    char winner[512] = "";
-    while (i < len) {
-        size_t st = i;
-        while (i < len && buf[i] != '\n')
-            i++;
-        char line[800];
-        size_t ll = i - st < sizeof line - 1 ? i - st : sizeof line - 1;
-        memcpy(line, buf + st, ll);
-        line[ll] = '\0';
-        i++;
-        char ver[32], cuda[16], origin[40];
-        int off = 0;
-        if (sscanf(line, "lib %31s %15s %39s %n", ver, cuda, origin, &off) ==
-                3 &&
-            off > 0 && line[off]) {
-            struct ncd_nccl_file *nv = realloc(s->v, (s->n + 1) * sizeof *nv);
-            if (!nv)
-                return NCD_ENOMEM;
-            s->v = nv;
-            struct ncd_nccl_file *f = &nv[s->n++];
-            memset(f, 0, sizeof *f);
-            ncd__scpy(f->path, sizeof f->path, line + off);
-            ncd__scpy(f->real, sizeof f->real, line + off);
-            ncd__scpy(f->origin, sizeof f->origin, origin);
-            if (strcmp(ver, "?") == 0 || ncd_nccl_version_parse(ver, &f->version) < 0)
-                f->version = 0;
-            if (strcmp(cuda, "?") != 0)
-                ncd__scpy(f->cuda, sizeof f->cuda, cuda);
-        } else if (strncmp(line, "winner ", 7) == 0) {
-            ncd__scpy(winner, sizeof winner, line + 7);
-        }
-    }
-    ncd_ctx_clear_error(ctx);
-    for (size_t k = 0; k < s->n && *winner; k++)
-        if (strcmp(s->v[k].path, winner) == 0) {
-            s->winner = (int)k;
-            ncd__scpy(s->winner_why, sizeof s->winner_why,
-                      "recorded by gather");
-        }
-    return 0;
-}
-
-int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
-{
-    memset(out, 0, sizeof *out);
-    out->winner = -1;
-    if (!ncd_ctx_is_live(ctx)) {
-        char *buf;
-        size_t len;
-        if (ncd_fs_read(ctx, "/.ncd/nccl-libs", 1 << 20, &buf, &len) == 0) {
-            out->recorded = out->visible = 1;
-            int rc = parse_record(ctx, out, buf, len);
-            free(buf);
-            return rc;
-        }
-        ncd_ctx_clear_error(ctx);
-        /* A hand-made tree may still hold library files: scan it. */
-    }
-    out->visible = 1;
     struct scan_state st = {.ctx = ctx, .s = out};
     const char *v = ncd_getenv(ctx, "FLAGS_nccl_dir");
     if (v && *v) {
@@ -442,9 +351,10 @@ int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
                 }
             }
     }
-    if (ncd_ctx_is_live(ctx)) {
-        struct ncd_nccl_lib lib;
-        if (ncd_nccl_lib_detect(ctx, &lib) == 0 && lib.found && *lib.path) {
+    /* A library this process really loaded confirms the pick. */
+    struct ncd_nccl_lib lib;
+    if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.loaded) {
+        if (lib.found && *lib.path) {
             int w = find_real(out, ctx, lib.path);
             if (w < 0) {
                 /* loaded from a place the scan does not cover */
@@ -464,24 +374,7 @@ int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     return 0;
 }
 
-void ncd_nccl_scan_release(struct ncd_nccl_scan *s)
+int ncd_nccl_scan(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
 {
-    free(s->v);
-    memset(s, 0, sizeof *s);
-}
-
-void ncd_nccl_scan_format(const struct ncd_nccl_scan *s,
-                          struct ncd_strbuf *out)
-{
-    ncd_sb_puts(out, "# lib <version> <cuda> <origin> <path>\n");
-    for (size_t i = 0; i < s->n; i++) {
-        char vb[24];
-        const struct ncd_nccl_file *f = &s->v[i];
-        ncd_sb_printf(out, "lib %s %s %s %s\n",
-                      f->version ? ncd_nccl_version_str(f->version, vb, sizeof vb)
-                                 : "?",
-                      *f->cuda ? f->cuda : "?", f->origin, f->path);
-    }
-    if (s->winner >= 0)
-        ncd_sb_printf(out, "winner %s\n", s->v[s->winner].path);
+    return ncd_sys_nccl_libs(ctx, scan_files, out);
 }

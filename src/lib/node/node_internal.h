@@ -19,23 +19,4 @@ static inline void ncd__scpy(char *dst, size_t n, const char *src)
     dst[l] = 0;
 }
 
-/* A JSON string from text read out of a capture (any bytes): invalid
- * UTF-8 becomes '?' instead of making jansson return NULL. */
-#include <jansson.h>
-#include <stdlib.h>
-#include "ncd/strbuf.h"
-static inline json_t *ncd__jstr(const char *s)
-{
-    json_t *j = json_string(s);
-    if (j || !s)
-        return j ? j : json_null();
-    char *c = strdup(s);
-    if (!c)
-        return NULL;
-    ncd_utf8_sanitize(c);
-    j = json_string(c);
-    free(c);
-    return j;
-}
-
 #endif

@@ -13,60 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-int ncd_pci_is_bdf(const char *s, size_t n)
-{
-    /* dddd:bb:dd.f */
-    if (n != 12)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        if (i == 4 || i == 7) {
-            if (c != ':')
-                return 0;
-        } else if (i == 10) {
-            if (c != '.')
-                return 0;
-        } else if (!isxdigit((unsigned char)c)) {
-            return 0;
-        }
-    }
-    return 1;
-}
-
-int ncd_pci_path_split(const char *path, char *root, char (*chain)[16],
-                       int max)
-{
-    int n = 0;
-    root[0] = '\0';
-    const char *p = path;
-    while (*p) {
-        while (*p == '/')
-            p++;
-        const char *e = strchr(p, '/');
-        size_t len = e ? (size_t)(e - p) : strlen(p);
-        if (len == 0)
-            break;
-        if (ncd_pci_is_bdf(p, len)) {
-            if (n < max) {
-                for (size_t i = 0; i < len; i++)
-                    chain[n][i] = (char)tolower((unsigned char)p[i]);
-                chain[n][len] = '\0';
-            }
-            n++;
-        } else if (len > 3 && strncmp(p, "pci", 3) == 0 && len < 32) {
-            /* A new host bridge component restarts the chain. */
-            memcpy(root, p, len);
-            root[len] = '\0';
-            n = 0;
-        } else if (n > 0) {
-            /* Past the PCI functions (e.g. ".../net/eth0"): stop. */
-            break;
-        }
-        p += len;
-    }
-    return n < max ? n : max;
-}
-
 int ncd_pci_cfg_pcie_type(const unsigned char *cfg, size_t len)
 {
     if (len < 64)
@@ -474,24 +420,4 @@ int ncd_virt_probe(struct ncd_ctx *ctx, struct ncd_virt *out)
     }
     ncd_ctx_clear_error(ctx);
     return 0;
-}
-
-int ncd_pci_count_nvidia_gpus(struct ncd_ctx *ctx)
-{
-    char **names;
-    int n = ncd_fs_list(ctx, "/sys/bus/pci/devices", &names), g = 0;
-    for (int i = 0; i < n; i++) {
-        char p[128];
-        long long v, c;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/vendor", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &v) < 0 || v != 0x10de)
-            continue;
-        snprintf(p, sizeof p, "/sys/bus/pci/devices/%s/class", names[i]);
-        if (ncd_fs_read_ll(ctx, p, &c) == 0 && (c >> 16) == 0x03)
-            g++;
-    }
-    if (n >= 0)
-        ncd_fs_list_free(names, n);
-    ncd_ctx_clear_error(ctx);
-    return g;
 }

@@ -1,28 +1,16 @@
 /* SPDX-License-Identifier: MIT */
-/* Port range, listeners, nftables analysis, bind test (see ncd/ports.h). */
+/* Port range and nftables analysis (see ncd/ports.h). */
 #define _GNU_SOURCE
 #include "ncd/ports.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/sysops.h"
 #include "node_internal.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <jansson.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
-extern char **environ;
 
 int ncd_port_range_parse(const char *buf, int *lo, int *hi)
 {
@@ -32,32 +20,6 @@ int ncd_port_range_parse(const char *buf, int *lo, int *hi)
     *lo = a;
     *hi = b;
     return 0;
-}
-
-int ncd_proc_net_tcp_listeners(const char *buf, size_t len, int port)
-{
-    int n = 0;
-    size_t i = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && buf[i] != '\n')
-            i++;
-        char line[512];
-        size_t l = i - s < sizeof line - 1 ? i - s : sizeof line - 1;
-        memcpy(line, buf + s, l);
-        line[l] = '\0';
-        i++;
-        /* "  0: 0100007F:6D9C 00000000:0000 0A ..." */
-        char local[80], remote[80], st[8];
-        if (sscanf(line, " %*[0-9]: %79s %79s %7s", local, remote, st) != 3)
-            continue;
-        const char *c = strrchr(local, ':');
-        if (!c)
-            continue;
-        if (strtol(c + 1, NULL, 16) == port && strcmp(st, "0A") == 0)
-            n++;
-    }
-    return n;
 }
 
 /* ---- nftables -------------------------------------------------------------- */
@@ -244,112 +206,13 @@ int ncd_nft_analyze(struct ncd_ctx *ctx, const char *js, size_t len, int lo,
     return 0;
 }
 
-int ncd_nft_run(struct ncd_ctx *ctx, int timeout_ms, char **buf, size_t *len)
-{
-    *buf = NULL;
-    *len = 0;
-    const char *nft = access("/usr/sbin/nft", X_OK) == 0 ? "/usr/sbin/nft"
-                      : access("/sbin/nft", X_OK) == 0   ? "/sbin/nft"
-                                                         : NULL;
-    if (!nft)
-        return ncd_fail(ctx, NCD_ENOENT, "nft is not installed");
-    if (geteuid() != 0)
-        return ncd_fail(ctx, NCD_EPERM, "reading the nftables rule set needs root");
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        return ncd_fail(ctx, NCD_ESYS, "pipe: %s", strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    char *argv[] = {(char *)nft, (char *)"-j", (char *)"list",
-                    (char *)"ruleset", NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, nft, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pfd[1]);
-    if (rc != 0) {
-        close(pfd[0]);
-        return ncd_fail(ctx, NCD_ESYS, "spawn nft: %s", strerror(rc));
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    int status = 0, timed_out = 0;
-    while (b) {
-        struct timespec t1;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        long el = (t1.tv_sec - t0.tv_sec) * 1000 +
-                  (t1.tv_nsec - t0.tv_nsec) / 1000000;
-        if (el >= timeout_ms) {
-            timed_out = 1;
-            break;
-        }
-        struct pollfd p = {.fd = pfd[0], .events = POLLIN};
-        int pr = poll(&p, 1, (int)(timeout_ms - el));
-        if (pr < 0 && errno == EINTR)
-            continue;
-        if (pr <= 0) {
-            timed_out = pr == 0;
-            break;
-        }
-        if (n == cap) {
-            if (cap >= (16u << 20))
-                break;
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                b = NULL;
-                break;
-            }
-            b = nb;
-            cap *= 2;
-        }
-        ssize_t r = read(pfd[0], b + n, cap - n);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        n += (size_t)r;
-    }
-    close(pfd[0]);
-    if (timed_out)
-        kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (!b)
-        return NCD_ENOMEM;
-    if (timed_out) {
-        free(b);
-        return ncd_fail(ctx, NCD_ETIMEOUT, "nft did not answer within %d ms",
-                        timeout_ms);
-    }
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        free(b);
-        return ncd_fail(ctx, NCD_ESYS, "nft -j list ruleset failed (status %d)",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    }
-    b[n] = '\0';
-    *buf = b;
-    *len = n;
-    return 0;
-}
-
 int ncd_fw_probe(struct ncd_ctx *ctx, int lo, int hi, struct ncd_fw *out)
 {
     memset(out, 0, sizeof *out);
     char *buf = NULL;
     size_t len = 0;
-    int rc;
-    if (ncd_ctx_is_live(ctx)) {
-        rc = ncd_nft_run(ctx, 2000, &buf, &len);
-        ncd__scpy(out->source, sizeof out->source, "nft -j list ruleset");
-    } else {
-        rc = ncd_fs_read(ctx, "/.ncd/nft.json", 16u << 20, &buf, &len);
-        ncd__scpy(out->source, sizeof out->source, ".ncd/nft.json");
-    }
+    int rc = ncd_sys_firewall(ctx, 2000, &buf, &len, out->source,
+                              sizeof out->source);
     if (rc == NCD_ENOMEM)
         return rc;
     if (rc < 0)
@@ -357,47 +220,4 @@ int ncd_fw_probe(struct ncd_ctx *ctx, int lo, int hi, struct ncd_fw *out)
     rc = ncd_nft_analyze(ctx, buf, len, lo, hi, out);
     free(buf);
     return rc == NCD_ENOMEM ? rc : 0;
-}
-
-int ncd_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
-                  int scope_id, int *port)
-{
-    *port = 0;
-    if (!ncd_ctx_is_live(ctx))
-        return ncd_fail(ctx, NCD_ENOTLIVE, "bind test needs the live node");
-    struct sockaddr_storage ss;
-    memset(&ss, 0, sizeof ss);
-    socklen_t sl;
-    if (family == AF_INET) {
-        struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
-        s4->sin_family = AF_INET;
-        if (inet_pton(AF_INET, addr, &s4->sin_addr) != 1)
-            return ncd_fail(ctx, NCD_EINVAL, "bad address %s", addr);
-        sl = sizeof *s4;
-    } else {
-        struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
-        s6->sin6_family = AF_INET6;
-        s6->sin6_scope_id = (uint32_t)scope_id;
-        if (inet_pton(AF_INET6, addr, &s6->sin6_addr) != 1)
-            return ncd_fail(ctx, NCD_EINVAL, "bad address %s", addr);
-        sl = sizeof *s6;
-    }
-    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return ncd_fail(ctx, ncd_err_from_errno(errno), "socket: %s",
-                        strerror(errno));
-    int rc = 0;
-    if (bind(fd, (struct sockaddr *)&ss, sl) < 0 || listen(fd, 1) < 0) {
-        int e = errno;
-        rc = ncd_fail(ctx, ncd_err_from_errno(e), "bind/listen on %s: %s",
-                      addr, strerror(e));
-    } else {
-        sl = sizeof ss;
-        if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
-            *port = ntohs(family == AF_INET
-                              ? ((struct sockaddr_in *)&ss)->sin_port
-                              : ((struct sockaddr_in6 *)&ss)->sin6_port);
-    }
-    close(fd);
-    return rc;
 }

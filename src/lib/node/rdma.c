@@ -4,13 +4,11 @@
 #include "ncd/rdma.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
-#include "ncd/pci.h"
+#include "ncd/pciaddr.h"
 #include "node_internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <dlfcn.h>
-#include <link.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -327,73 +325,4 @@ void ncd_rdma_release(struct ncd_rdma *r)
     }
     free(r->v);
     memset(r, 0, sizeof *r);
-}
-
-/* ---- dlopen probes ---------------------------------------------------------- */
-
-int ncd_dl_record_lookup(const char *buf, size_t len, const char *soname,
-                         struct ncd_dl_probe *out)
-{
-    size_t sl = strlen(soname), i = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && buf[i] != '\n')
-            i++;
-        const char *l = buf + s;
-        size_t ll = i - s;
-        i++;
-        if (ll > sl + 1 && memcmp(l, soname, sl) == 0 && l[sl] == ' ') {
-            const char *r = l + sl + 1;
-            size_t rl = ll - sl - 1;
-            memset(out, 0, sizeof *out);
-            out->known = 1;
-            if (rl >= 2 && memcmp(r, "ok", 2) == 0) {
-                out->ok = 1;
-                r += 2, rl -= 2;
-            } else if (rl >= 7 && memcmp(r, "missing", 7) == 0) {
-                r += 7, rl -= 7;
-            } else {
-                out->known = 0;
-                continue;
-            }
-            while (rl && *r == ' ')
-                r++, rl--;
-            size_t c = rl < sizeof out->detail - 1 ? rl : sizeof out->detail - 1;
-            memcpy(out->detail, r, c);
-            out->detail[c] = '\0';
-            return 1;
-        }
-    }
-    return 0;
-}
-
-int ncd_dl_probe(struct ncd_ctx *ctx, const char *soname,
-                 struct ncd_dl_probe *out)
-{
-    memset(out, 0, sizeof *out);
-    if (ncd_ctx_is_live(ctx)) {
-        out->known = 1;
-        dlerror();
-        void *h = dlopen(soname, RTLD_LAZY | RTLD_LOCAL);
-        if (!h) {
-            const char *e = dlerror();
-            ncd__scpy(out->detail, sizeof out->detail, e ? e : "dlopen failed");
-            return 0;
-        }
-        out->ok = 1;
-        struct link_map *lm = NULL;
-        if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
-            ncd__scpy(out->detail, sizeof out->detail, lm->l_name);
-        dlclose(h);
-        return 0;
-    }
-    char *buf;
-    size_t len;
-    if (ncd_fs_read(ctx, "/.ncd/dlopen", 1 << 20, &buf, &len) < 0) {
-        ncd_ctx_clear_error(ctx);
-        return 0;
-    }
-    ncd_dl_record_lookup(buf, len, soname, out);
-    free(buf);
-    return 0;
 }

@@ -3,7 +3,9 @@
 #define _GNU_SOURCE
 #include "ncd/shm.h"
 #include "ncd/error.h"
+#include "ncd/strbuf.h"
 #include "ncd/fs.h"
+#include "ncd/sysops.h"
 #include "node_internal.h"
 
 #include <ctype.h>
@@ -11,20 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/statvfs.h>
-
-/* Next line of buf as [s, e); returns 0 at the end. */
-static int next_line(const char *buf, size_t len, size_t *pos, const char **s,
-                     size_t *l)
-{
-    if (*pos >= len)
-        return 0;
-    *s = buf + *pos;
-    const char *nl = memchr(*s, '\n', len - *pos);
-    *l = nl ? (size_t)(nl - *s) : len - *pos;
-    *pos += *l + 1;
-    return 1;
-}
 
 static void unescape_field(const char *s, size_t n, char *out, size_t outsz)
 {
@@ -48,7 +36,7 @@ int ncd_mounts_find(const char *buf, size_t len, const char *dir,
     size_t pos = 0, l;
     const char *s;
     int found = 0;
-    while (next_line(buf, len, &pos, &s, &l)) {
+    while (ncd_next_line(buf, len, &pos, &s, &l)) {
         const char *f[4];
         size_t fl[4];
         int nf = 0;
@@ -123,40 +111,10 @@ long long ncd_meminfo_total(const char *buf, size_t len)
 {
     size_t pos = 0, l;
     const char *s;
-    while (next_line(buf, len, &pos, &s, &l))
+    while (ncd_next_line(buf, len, &pos, &s, &l))
         if (l > 9 && strncmp(s, "MemTotal:", 9) == 0)
             return atoll(s + 9) * 1024; /* kB */
     return -1;
-}
-
-static int read_statvfs_record(struct ncd_ctx *ctx, const char *dir,
-                               long long *size, long long *avail)
-{
-    char *buf;
-    size_t len;
-    if (ncd_fs_read(ctx, "/.ncd/statvfs", 1 << 16, &buf, &len) < 0) {
-        ncd_ctx_clear_error(ctx);
-        return 0;
-    }
-    size_t pos = 0, l;
-    const char *s;
-    int found = 0;
-    while (next_line(buf, len, &pos, &s, &l)) {
-        char d[256];
-        long long a, b;
-        char line[400];
-        size_t c = l < sizeof line - 1 ? l : sizeof line - 1;
-        memcpy(line, s, c);
-        line[c] = '\0';
-        if (sscanf(line, "%255s %lld %lld", d, &a, &b) == 3 &&
-            strcmp(d, dir) == 0) {
-            *size = a;
-            *avail = b;
-            found = 1;
-        }
-    }
-    free(buf);
-    return found;
 }
 
 int ncd_shm_probe(struct ncd_ctx *ctx, struct ncd_shm *out)
@@ -177,16 +135,12 @@ int ncd_shm_probe(struct ncd_ctx *ctx, struct ncd_shm *out)
     ncd_ctx_clear_error(ctx);
     if (out->mounted)
         out->readonly = ncd_mount_is_ro(out->m.opts);
-    if (ncd_ctx_is_live(ctx)) {
-        struct statvfs sv;
-        if (out->exists && statvfs("/dev/shm", &sv) == 0) {
-            out->size = (long long)sv.f_blocks * (long long)sv.f_frsize;
-            out->free = (long long)sv.f_bavail * (long long)sv.f_frsize;
-            out->size_source = "statvfs";
-            return 0;
-        }
-    } else if (read_statvfs_record(ctx, "/dev/shm", &out->size, &out->free)) {
-        out->size_source = ".ncd/statvfs";
+    struct ncd_sys_space sp;
+    ncd_sys_statvfs(ctx, "/dev/shm", &sp);
+    if (sp.known) {
+        out->size = sp.size_bytes;
+        out->free = sp.avail_bytes;
+        out->size_source = sp.source;
         return 0;
     }
     if (out->mounted && strcmp(out->m.type, "tmpfs") == 0) {
@@ -219,7 +173,7 @@ int ncd_logind_removeipc(const char *buf, size_t len)
     size_t pos = 0, l;
     const char *s;
     int in_login = 0, val = -1;
-    while (next_line(buf, len, &pos, &s, &l)) {
+    while (ncd_next_line(buf, len, &pos, &s, &l)) {
         while (l && isspace((unsigned char)*s))
             s++, l--;
         while (l && isspace((unsigned char)s[l - 1]))
@@ -266,7 +220,7 @@ int ncd_limits_parse(const char *buf, size_t len, const char *name,
     size_t pos = 0, l, nl = strlen(name);
     const char *s;
     memset(out, 0, sizeof *out);
-    while (next_line(buf, len, &pos, &s, &l)) {
+    while (ncd_next_line(buf, len, &pos, &s, &l)) {
         if (l <= nl || strncmp(s, name, nl) != 0 || s[nl] != ' ')
             continue;
         char line[256], a[32], b[32];
@@ -287,7 +241,7 @@ int ncd_status_capeff(const char *buf, size_t len, unsigned long long *cap)
 {
     size_t pos = 0, l;
     const char *s;
-    while (next_line(buf, len, &pos, &s, &l))
+    while (ncd_next_line(buf, len, &pos, &s, &l))
         if (l > 7 && strncmp(s, "CapEff:", 7) == 0) {
             char tmp[40];
             size_t c = l - 7 < sizeof tmp - 1 ? l - 7 : sizeof tmp - 1;

@@ -5,10 +5,9 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "node_internal.h"
-#include "topo_internal.h"
+#include "ncd/sysops.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <hwloc.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,6 +94,87 @@ enum ncd_link ncd_pci_link(const struct ncd_pci_list *l, int a, int b)
         }
     }
     return ns <= 1 ? NCD_LINK_PIX : NCD_LINK_PXB;
+}
+
+/* Bridges crossed on the path between two PCI functions (below their
+ * common ancestor, plus that ancestor).  Returns how many were stored. */
+static int path_bridges(const struct ncd_pci_list *l, int a, int b, int *out,
+                        int max)
+{
+    int ca[64], cb[64], na = 0, nb = 0;
+    for (int i = a; i >= 0 && na < 64; i = l->v[i].parent)
+        ca[na++] = i;
+    for (int i = b; i >= 0 && nb < 64; i = l->v[i].parent)
+        cb[nb++] = i;
+    int n = 0;
+    /* ca/cb are bottom-up; find the deepest common ancestor. */
+    int common = -1;
+    for (int i = 0; i < na && common < 0; i++)
+        for (int j = 0; j < nb; j++)
+            if (ca[i] == cb[j]) {
+                common = ca[i];
+                break;
+            }
+    for (int i = 1; i < na && ca[i] != common && n < max; i++)
+        out[n++] = ca[i];
+    for (int j = 1; j < nb && cb[j] != common && n < max; j++)
+        out[n++] = cb[j];
+    if (common >= 0 && n < max)
+        out[n++] = common;
+    return n;
+}
+
+
+int ncd_pci_acs_report(const struct ncd_pci_list *pl, struct ncd_acs_report *out)
+{
+    memset(out, 0, sizeof *out);
+    for (size_t i = 0; i < pl->n; i++) {
+        out->gpus += pl->v[i].role == NCD_PCI_GPU;
+        out->ends += pl->v[i].role == NCD_PCI_GPU || pl->v[i].role == NCD_PCI_NIC;
+    }
+    /* ACS on bridges between two endpoints that would otherwise talk
+     * through the switch (PIX/PXB), GPU-GPU or GPU-NIC. */
+    unsigned char *flag = calloc(pl->n + 1, 1);
+    if (!flag)
+        return NCD_ENOMEM;
+    for (size_t a = 0; a < pl->n; a++) {
+        if (pl->v[a].role != NCD_PCI_GPU)
+            continue;
+        for (size_t b = 0; b < pl->n; b++) {
+            if (b == a || (pl->v[b].role != NCD_PCI_GPU &&
+                           pl->v[b].role != NCD_PCI_NIC))
+                continue;
+            if (pl->v[b].role == NCD_PCI_GPU && b < a)
+                continue;
+            enum ncd_link l = ncd_pci_link(pl, (int)a, (int)b);
+            if (l != NCD_LINK_PIX && l != NCD_LINK_PXB)
+                continue;
+            int br[64];
+            int nbr = path_bridges(pl, (int)a, (int)b, br, 64);
+            int hit = 0;
+            for (int k = 0; k < nbr; k++) {
+                const struct ncd_pci_dev *d = &pl->v[br[k]];
+                if (d->acs == 1 && (d->acs_ctrl & NCD_ACS_P2P_BITS)) {
+                    hit = 1;
+                    if (!(flag[br[k]] & 1) && out->n_lines < 8) {
+                        char cs[120];
+                        snprintf(out->lines[out->n_lines],
+                                 sizeof out->lines[0], "bridge %s: ACSCtl: %s",
+                                 d->bdf,
+                                 ncd_acs_ctrl_str(d->acs_ctrl, cs, sizeof cs));
+                        out->n_lines++;
+                    }
+                    flag[br[k]] |= 1;
+                } else if (d->acs == -1 && !(flag[br[k]] & 2)) {
+                    flag[br[k]] |= 2;
+                    out->unknown++;
+                }
+            }
+            out->paths += hit;
+        }
+    }
+    free(flag);
+    return 0;
 }
 
 enum ncd_link ncd_topo_link(const struct ncd_topo *t, size_t a, size_t b,
@@ -252,18 +332,6 @@ static int gpu_index(const struct ncd_topo *t, const char *bdf)
     return -1;
 }
 
-/* NVML bus ids are "00000000:07:00.0" (8-digit domain): normalise. */
-static void norm_bdf(const char *in, char *out)
-{
-    const char *c = strchr(in, ':');
-    if (c && c - in > 4)
-        in = c - 4;
-    size_t k = 0;
-    for (; in[k] && k < 15; k++)
-        out[k] = (char)tolower((unsigned char)in[k]);
-    out[k] = '\0';
-}
-
 static int ensure_nvlinks(struct ncd_topo *t)
 {
     if (t->nvlinks || !t->n_gpu)
@@ -284,200 +352,44 @@ static void apply_switch_links(struct ncd_topo *t, const int *sw)
             }
 }
 
-int ncd_topo_parse_nvml(struct ncd_ctx *ctx, struct ncd_topo *t,
-                        const char *buf, size_t len)
+int ncd_topo_apply_nvml(struct ncd_topo *t, const struct ncd_nvml_answer *a)
 {
+    if (*a->driver)
+        snprintf(t->driver_version, sizeof t->driver_version, "%s",
+                 a->driver);
+    if (a->cuda)
+        t->cuda_driver_version = a->cuda;
     if (ensure_nvlinks(t) < 0)
         return NCD_ENOMEM;
+    for (size_t i = 0; i < a->n_gpu; i++) {
+        int g = gpu_index(t, a->gpu[i].bdf);
+        if (g >= 0 && *a->gpu[i].name)
+            ncd__scpy(t->dev[g].name, sizeof t->dev[g].name, a->gpu[i].name);
+    }
+    if (!a->known) {
+        snprintf(t->nvlink_source, sizeof t->nvlink_source, "%s", a->error);
+        return 0;
+    }
     int *sw = calloc(t->n_gpu + 1, sizeof *sw);
     if (!sw)
         return NCD_ENOMEM;
-    size_t i = 0;
-    int lineno = 0, rc = 0;
-    while (i < len) {
-        size_t s = i;
-        while (i < len && buf[i] != '\n')
-            i++;
-        char line[512];
-        size_t ll = i - s < sizeof line - 1 ? i - s : sizeof line - 1;
-        memcpy(line, buf + s, ll);
-        line[ll] = '\0';
-        i++;
-        lineno++;
-        if (!*line || *line == '#')
+    for (size_t i = 0; i < a->n_link; i++) {
+        int ga = gpu_index(t, a->link[i].bdf);
+        if (ga < 0)
+            continue; /* a GPU NVML sees but sysfs does not (or MIG) */
+        if (!*a->link[i].peer) {
+            sw[ga] += a->link[i].count;
             continue;
-        char key[16], a[64], b[64];
-        int cnt, off = 0;
-        if (sscanf(line, "%15s %n", key, &off) != 1)
-            continue;
-        const char *rest = line + off;
-        if (strcmp(key, "driver") == 0) {
-            ncd__scpy(t->driver_version, sizeof t->driver_version, rest);
-        } else if (strcmp(key, "cuda") == 0) {
-            t->cuda_driver_version = atoi(rest);
-        } else if (strcmp(key, "gpu") == 0) {
-            char nb[16];
-            int o2 = 0;
-            if (sscanf(rest, "%63s %n", a, &o2) < 1) {
-                rc = ncd_fail(ctx, NCD_EPARSE, ".ncd/nvml line %d: %s",
-                              lineno, line);
-                break;
-            }
-            norm_bdf(a, nb);
-            int g = gpu_index(t, nb);
-            if (g >= 0 && rest[o2])
-                snprintf(t->dev[g].name, sizeof t->dev[g].name, "%s",
-                         rest + o2);
-        } else if (strcmp(key, "nvlink") == 0) {
-            char na[16], nb[16];
-            if (sscanf(rest, "%63s %63s %d", a, b, &cnt) != 3 || cnt < 0) {
-                rc = ncd_fail(ctx, NCD_EPARSE, ".ncd/nvml line %d: %s",
-                              lineno, line);
-                break;
-            }
-            norm_bdf(a, na);
-            int ga = gpu_index(t, na);
-            if (ga < 0)
-                continue;
-            if (strcmp(b, "nvswitch") == 0) {
-                sw[ga] += cnt;
-                continue;
-            }
-            norm_bdf(b, nb);
-            int gb = gpu_index(t, nb);
-            if (gb >= 0)
-                t->nvlinks[(size_t)ga * t->n_gpu + (size_t)gb] = cnt;
-        } else if (strcmp(key, "error") == 0) {
-            snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                     "recorded NVML error: %.100s", rest);
         }
+        int gb = gpu_index(t, a->link[i].peer);
+        if (gb >= 0)
+            t->nvlinks[(size_t)ga * t->n_gpu + (size_t)gb] = a->link[i].count;
     }
-    if (!rc) {
-        apply_switch_links(t, sw);
-        if (strncmp(t->nvlink_source, "recorded NVML error", 19) != 0) {
-            t->nvlink_known = 1;
-            snprintf(t->nvlink_source, sizeof t->nvlink_source, ".ncd/nvml");
-        }
-    }
+    apply_switch_links(t, sw);
     free(sw);
-    return rc;
-}
-
-/* ---- NVML (live) ---------------------------------------------------------- */
-
-/* nvmlPciInfo_t (NVML API v3+): char busIdLegacy[16]; unsigned domain, bus,
- * device, pciDeviceId, pciSubSystemId; char busId[32].  A larger buffer is
- * passed so a grown struct cannot overrun. */
-struct nvml_pci {
-    char bus_legacy[16];
-    unsigned domain, bus, device, devid, subsys;
-    char bus_id[32];
-    char spare[256];
-};
-
-int ncd__topo_nvml_fill(struct ncd_topo *t, const struct ncd__nvml_api *api)
-{
-    int r = api->init();
-    if (r != 0) {
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "nvmlInit_v2 failed (NVML error %d)", r);
-        return 0;
-    }
-    if (api->driver_version)
-        api->driver_version(t->driver_version, sizeof t->driver_version);
-    if (api->cuda_version)
-        api->cuda_version(&t->cuda_driver_version);
-    unsigned n = 0;
-    int rc = 0;
-    int *sw = calloc(t->n_gpu + 1, sizeof *sw);
-    if (!sw || ensure_nvlinks(t) < 0) {
-        rc = NCD_ENOMEM;
-    } else if ((r = api->count(&n)) != 0) {
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "nvmlDeviceGetCount_v2 failed (NVML error %d)", r);
-    } else {
-        for (unsigned i = 0; i < n; i++) {
-            void *dev;
-            struct nvml_pci pi;
-            char bdf[16];
-            memset(&pi, 0, sizeof pi);
-            if (api->handle(i, &dev) != 0 || api->pci(dev, &pi) != 0)
-                continue;
-            pi.bus_id[sizeof pi.bus_id - 1] = '\0';
-            norm_bdf(pi.bus_id, bdf);
-            int g = gpu_index(t, bdf);
-            if (g < 0)
-                continue; /* a GPU NVML sees but sysfs does not (or MIG) */
-            char nm[96];
-            if (api->name && api->name(dev, nm, sizeof nm) == 0) {
-                nm[sizeof nm - 1] = '\0';
-                ncd__scpy(t->dev[g].name, sizeof t->dev[g].name, nm);
-            }
-            if (!api->link_state || !api->link_remote)
-                continue;
-            /* NVML_NVLINK_MAX_LINKS is 18 today; stop at the first link
-             * NVML refuses (NOT_SUPPORTED / INVALID_ARGUMENT). */
-            for (unsigned l = 0; l < 64; l++) {
-                int active = 0;
-                if (api->link_state(dev, l, &active) != 0)
-                    break;
-                if (!active)
-                    continue;
-                struct nvml_pci rp;
-                char rb[16];
-                memset(&rp, 0, sizeof rp);
-                if (api->link_remote(dev, l, &rp) != 0)
-                    continue;
-                rp.bus_id[sizeof rp.bus_id - 1] = '\0';
-                norm_bdf(rp.bus_id, rb);
-                int peer = gpu_index(t, rb);
-                if (peer >= 0)
-                    t->nvlinks[(size_t)g * t->n_gpu + (size_t)peer]++;
-                else
-                    sw[g]++; /* an NVSwitch (or a CPU on C2C systems) */
-            }
-        }
-        apply_switch_links(t, sw);
-        t->nvlink_known = 1;
-        snprintf(t->nvlink_source, sizeof t->nvlink_source, "NVML");
-    }
-    free(sw);
-    api->shutdown();
-    return rc;
-}
-
-static int nvml_live(struct ncd_topo *t)
-{
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "libnvidia-ml.so.1 not loadable: %.90s", e ? e : "?");
-        return 0;
-    }
-#define SYM(field, name)                                                      \
-    api.field = (__typeof__(api.field))(uintptr_t)dlsym(h, name)
-    struct ncd__nvml_api api;
-    memset(&api, 0, sizeof api);
-    SYM(init, "nvmlInit_v2");
-    SYM(shutdown, "nvmlShutdown");
-    SYM(count, "nvmlDeviceGetCount_v2");
-    SYM(handle, "nvmlDeviceGetHandleByIndex_v2");
-    SYM(name, "nvmlDeviceGetName");
-    SYM(pci, "nvmlDeviceGetPciInfo_v3");
-    SYM(link_state, "nvmlDeviceGetNvLinkState");
-    SYM(link_remote, "nvmlDeviceGetNvLinkRemotePciInfo_v2");
-    SYM(driver_version, "nvmlSystemGetDriverVersion");
-    SYM(cuda_version, "nvmlSystemGetCudaDriverVersion_v2");
-#undef SYM
-    int rc = 0;
-    if (!api.init || !api.shutdown || !api.count || !api.handle || !api.pci)
-        snprintf(t->nvlink_source, sizeof t->nvlink_source,
-                 "libnvidia-ml.so.1 lacks the NVML v2/v3 entry points");
-    else
-        rc = ncd__topo_nvml_fill(t, &api);
-    dlclose(h);
-    return rc;
+    t->nvlink_known = 1;
+    snprintf(t->nvlink_source, sizeof t->nvlink_source, "%s", a->source);
+    return 0;
 }
 
 /* "Model:  NVIDIA A100-SXM4-80GB" from the driver's per-GPU file: the GPU
@@ -535,12 +447,17 @@ int ncd_topo_probe(struct ncd_ctx *ctx, int use_nvml, struct ncd_topo *out)
         return rc;
     out->n_nic = out->n_dev - out->n_gpu;
     label_devs(out);
-    char v[64];
+    char v[200];
     if (ncd_fs_read_str(ctx, "/proc/driver/nvidia/version", v, sizeof v) == 0) {
+        out->nvrm_present = 1;
+        snprintf(out->nvrm_version, sizeof out->nvrm_version, "%.*s",
+                 (int)strcspn(v, "\n"), v);
         /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  535.104.05 ..." */
         char *k = strstr(v, "Kernel Module");
         if (k && sscanf(k + 13, " %31s", out->driver_version) != 1)
             out->driver_version[0] = '\0';
+    } else {
+        out->nvrm_present = ncd_fs_exists(ctx, "/proc/driver/nvidia/version");
     }
     ncd_ctx_clear_error(ctx);
     if (!out->n_gpu) {
@@ -560,26 +477,12 @@ int ncd_topo_nvml(struct ncd_ctx *ctx, struct ncd_topo *out)
 {
     if (!out->n_gpu || out->nvlink_known)
         return 0;
-    if (ncd_ctx_is_live(ctx))
-        return nvml_live(out);
-    char *buf;
-    size_t len;
-    if (ncd_fs_read(ctx, "/.ncd/nvml", 1 << 20, &buf, &len) == 0) {
-        int rc = ncd_topo_parse_nvml(ctx, out, buf, len);
-        free(buf);
-        if (rc == NCD_ENOMEM)
-            return rc;
-        if (rc < 0) {
-            snprintf(out->nvlink_source, sizeof out->nvlink_source,
-                     "%.120s", ncd_ctx_errdetail(ctx));
-            ncd_ctx_clear_error(ctx);
-        }
-    } else {
-        ncd_ctx_clear_error(ctx);
-        snprintf(out->nvlink_source, sizeof out->nvlink_source,
-                 "not visible in this capture (no .ncd/nvml)");
-    }
-    return 0;
+    struct ncd_nvml_answer a;
+    int rc = ncd_sys_nvml(ctx, &a);
+    if (rc == 0)
+        rc = ncd_topo_apply_nvml(out, &a);
+    ncd_nvml_answer_release(&a);
+    return rc;
 }
 
 void ncd_topo_release(struct ncd_topo *t)
@@ -856,134 +759,4 @@ int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
     free(objs);
     hwloc_topology_destroy(topo);
     return rc;
-}
-
-/* ---- rendering -------------------------------------------------------------- */
-
-void ncd_topo_matrix_text(const struct ncd_topo *t, struct ncd_strbuf *out)
-{
-    if (!t->n_dev) {
-        ncd_sb_puts(out, "No NVIDIA GPU and no NIC found on the PCI bus");
-        ncd_sb_printf(out, " (%s).\n", t->pci.present
-                                           ? "/sys/bus/pci/devices read"
-                                           : "/sys/bus/pci/devices missing");
-        return;
-    }
-    ncd_sb_puts(out, "\t");
-    for (size_t j = 0; j < t->n_dev; j++)
-        ncd_sb_printf(out, "%s\t", t->dev[j].label);
-    ncd_sb_puts(out, "CPU Affinity\tNUMA Affinity\n");
-    for (size_t i = 0; i < t->n_dev; i++) {
-        ncd_sb_printf(out, "%s\t", t->dev[i].label);
-        for (size_t j = 0; j < t->n_dev; j++) {
-            int nv;
-            enum ncd_link l = ncd_topo_link(t, i, j, &nv);
-            if (l == NCD_LINK_X)
-                ncd_sb_puts(out, " X \t");
-            else if (l == NCD_LINK_NV)
-                ncd_sb_printf(out, "NV%d\t", nv);
-            else
-                ncd_sb_printf(out, "%s\t", ncd_link_name(l));
-        }
-        const struct ncd_topo_dev *d = &t->dev[i];
-        if (d->kind == NCD_TOPO_GPU) {
-            ncd_sb_printf(out, "%s\t", *d->cpulist ? d->cpulist : "N/A");
-            if (d->numa_node >= 0)
-                ncd_sb_printf(out, "%d", d->numa_node);
-            else
-                ncd_sb_puts(out, "N/A");
-        }
-        ncd_sb_putc(out, '\n');
-    }
-    ncd_sb_puts(
-        out,
-        "\nLegend:\n\n"
-        "  X    = Self\n"
-        "  SYS  = Connection traversing PCIe as well as the SMP interconnect "
-        "between NUMA nodes (e.g., QPI/UPI)\n"
-        "  NODE = Connection traversing PCIe as well as the interconnect "
-        "between PCIe Host Bridges within a NUMA node\n"
-        "  PHB  = Connection traversing PCIe as well as a PCIe Host Bridge "
-        "(typically the CPU)\n"
-        "  PXB  = Connection traversing multiple PCIe bridges (without "
-        "traversing the PCIe Host Bridge)\n"
-        "  PIX  = Connection traversing at most a single PCIe bridge\n"
-        "  NV#  = Connection traversing a bonded set of # NVLinks\n");
-    if (t->n_nic) {
-        ncd_sb_puts(out, "\nNIC Legend:\n\n");
-        for (size_t i = t->n_gpu; i < t->n_dev; i++) {
-            const struct ncd_topo_dev *d = &t->dev[i];
-            ncd_sb_printf(out, "  %s: %s", d->label, d->name);
-            if (*d->netdev && strcmp(d->netdev, d->name) != 0)
-                ncd_sb_printf(out, " (%s)", d->netdev);
-            if (!d->rdma)
-                ncd_sb_puts(out, " [no RDMA]");
-            ncd_sb_putc(out, '\n');
-        }
-    }
-    if (t->n_gpu) {
-        ncd_sb_puts(out, "\nGPU Legend:\n\n");
-        for (size_t i = 0; i < t->n_gpu; i++)
-            ncd_sb_printf(out, "  %s: %s %s\n", t->dev[i].label,
-                          t->dev[i].bdf, t->dev[i].name);
-        ncd_sb_printf(out, "\nNVLink: %s\n",
-                      t->nvlink_known ? t->nvlink_source
-                                      : t->nvlink_source[0]
-                                            ? t->nvlink_source
-                                            : "unknown");
-    }
-}
-
-json_t *ncd_topo_to_json(const struct ncd_topo *t)
-{
-    json_t *o = json_object();
-    json_t *gpus = json_array(), *nics = json_array(), *mat = json_array();
-    if (!o || !gpus || !nics || !mat) {
-        json_decref(o);
-        json_decref(gpus);
-        json_decref(nics);
-        json_decref(mat);
-        return NULL;
-    }
-    json_object_set_new(o, "source", ncd__jstr(t->source));
-    for (size_t i = 0; i < t->n_dev; i++) {
-        const struct ncd_topo_dev *d = &t->dev[i];
-        json_t *e = json_pack("{s:s,s:o,s:o,s:o,s:o}", "label", d->label,
-                              "name", ncd__jstr(d->name), "bdf",
-                              ncd__jstr(d->bdf), "numa_node",
-                              d->numa_node >= 0 ? json_integer(d->numa_node)
-                                                : json_null(),
-                              "cpu_affinity",
-                              *d->cpulist ? ncd__jstr(d->cpulist)
-                                          : json_null());
-        if (!e)
-            continue;
-        if (d->kind == NCD_TOPO_NIC) {
-            json_object_set_new(e, "rdma", json_boolean(d->rdma));
-            json_object_set_new(e, "netdev", *d->netdev
-                                                 ? ncd__jstr(d->netdev)
-                                                 : json_null());
-        }
-        json_array_append_new(d->kind == NCD_TOPO_GPU ? gpus : nics, e);
-        json_t *row = json_array();
-        for (size_t j = 0; row && j < t->n_dev; j++) {
-            int nv;
-            enum ncd_link l = ncd_topo_link(t, i, j, &nv);
-            char s[16];
-            if (l == NCD_LINK_NV)
-                snprintf(s, sizeof s, "NV%d", nv);
-            else
-                ncd__scpy(s, sizeof s, ncd_link_name(l));
-            json_array_append_new(row, json_string(s));
-        }
-        json_array_append_new(mat, row);
-    }
-    json_object_set_new(o, "gpus", gpus);
-    json_object_set_new(o, "nics", nics);
-    json_object_set_new(o, "matrix", mat);
-    json_object_set_new(o, "nvlink_source", ncd__jstr(t->nvlink_source));
-    json_object_set_new(o, "driver_version", *t->driver_version
-                                                 ? ncd__jstr(t->driver_version)
-                                                 : json_null());
-    return o;
 }

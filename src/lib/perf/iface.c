@@ -16,6 +16,7 @@
 #include "ncd/error.h"
 #include "ncd/nccl.h"
 #include "ncd/netif.h"
+#include "ncd/node.h"
 #include "ncd/perf.h"
 #include "ncd/recommend.h"
 #include "ncd/sock.h"
@@ -91,25 +92,21 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
         }
         return 0;
     }
-    /* SEAM(issue 11, node snapshot): interfaces, NCCL's choice and the
-     * recommendation are probed here; at merge they come from the run's
-     * struct ncd_node (r11-node). */
-    struct ncd_netif_list nl;
-    memset(&nl, 0, sizeof nl);
-    int rc = ncd_netif_probe(ctx, &nl);
-    if (rc < 0) {
+    /* the interfaces, NCCL's choice (newest NCCL) and the recommendation:
+     * the node snapshot's NET part */
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    int rc = ncd_node_probe_net(ctx, 0, &node);
+    if (rc < 0)
         ncd_ctx_clear_error(ctx);
-        memset(&nl, 0, sizeof nl);
-    }
     /* 2. NCCL_SOCKET_IFNAME, exactly as NCCL would pick (ncd_nccl_select) */
     const char *spec = ncd_getenv(ctx, "NCCL_SOCKET_IFNAME");
     if (spec && strlen(spec) > 1) {
-        struct ncd_nccl_choice ch;
-        int ok = rc >= 0 && ncd_nccl_select(ctx, &nl, 0, &ch) == 0 &&
-                 ch.n_socket > 0;
+        const struct ncd_nccl_choice *ch = &node.net.ch;
+        int ok = rc >= 0 && ch->n_socket > 0;
         if (ok) {
-            snprintf(ifname, iflen, "%s", ch.socket[0]);
-            snprintf(addr, addrlen, "%s", ch.socket_addr[0]);
+            snprintf(ifname, iflen, "%s", ch->socket[0]);
+            snprintf(addr, addrlen, "%s", ch->socket_addr[0]);
         } else {
             snprintf(why, whylen,
                      "NCCL_SOCKET_IFNAME=%s matches no running interface "
@@ -117,28 +114,25 @@ int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
                      ": no socket interface found\")",
                      spec);
         }
-        ncd_netif_list_release(&nl);
+        ncd_node_release(&node);
         return ok ? 0 : NCD_ENOENT;
     }
     /* 3. one host (-np, a single process): loopback */
     if (local_only) {
-        ncd_netif_list_release(&nl);
+        ncd_node_release(&node);
         snprintf(ifname, iflen, "lo");
         snprintf(addr, addrlen, "127.0.0.1");
         return 0;
     }
     /* 4. the interface nccl-doctor recommends for NCCL */
     int ok = 0;
-    struct ncd_recommendation rec;
-    memset(&rec, 0, sizeof rec);
-    if (rc >= 0 && ncd_recommend(ctx, &nl, &rec) == 0 && rec.best &&
-        rec.best->addr) {
-        snprintf(ifname, iflen, "%s", rec.best->ni->name);
-        snprintf(addr, addrlen, "%s", rec.best->addr->addr);
+    const struct ncd_recommendation *rec = &node.net.rec;
+    if (rc >= 0 && rec->best && rec->best->addr) {
+        snprintf(ifname, iflen, "%s", rec->best->ni->name);
+        snprintf(addr, addrlen, "%s", rec->best->addr->addr);
         ok = 1;
     }
-    ncd_recommendation_release(&rec);
-    ncd_netif_list_release(&nl);
+    ncd_node_release(&node);
     ncd_ctx_clear_error(ctx);
     if (ok)
         return 0;

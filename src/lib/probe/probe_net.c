@@ -27,9 +27,11 @@
 #include "ncd/fs.h"
 #include "ncd/nccl.h"
 #include "ncd/netif.h"
+#include "ncd/node.h"
 #include "ncd/probe.h"
 #include "ncd/recommend.h"
 #include "ncd/sock.h"
+#include "ncd/sysops.h"
 
 #include "probe/probe_int.h"
 
@@ -189,8 +191,8 @@ static void *server_main(void *arg)
 static void local_facts(struct ncd_ctx *ctx, struct ncd_probe *p)
 {
     struct ncd_probe_rank *s = &p->self;
-    char hn[256] = "";
-    gethostname(hn, sizeof hn - 1);
+    char hn[256];
+    ncd_sys_live_hostname(hn, sizeof hn);
     snprintf(s->host, sizeof s->host, "%s", hn);
     ncd_fs_read_str(ctx, "/proc/sys/kernel/random/boot_id", s->boot_id,
                     sizeof s->boot_id);
@@ -212,48 +214,46 @@ static void local_facts(struct ncd_ctx *ctx, struct ncd_probe *p)
     snprintf(s->nccl_version_src, sizeof s->nccl_version_src, "%s",
              p->o.nccl_version_src ? p->o.nccl_version_src : "");
 
-    /* SEAM(issue 11, node snapshot): the interface list, NCCL's choice and
-     * the recommendation come from the probes directly here; at merge they
-     * come from the one struct ncd_node of the run (r11-node). */
-    struct ncd_netif_list nl = {0};
-    struct ncd_recommendation rec = {0};
-    struct ncd_nccl_choice ch;
-    memset(&ch, 0, sizeof ch);
-    if (ncd_netif_probe(ctx, &nl) == 0) {
-        if (ncd_nccl_select(ctx, &nl, p->o.nccl_version, &ch) == 0 &&
-            ch.n_socket > 0) {
-            snprintf(s->nccl_if, sizeof s->nccl_if, "%s", ch.socket[0]);
+    /* the interfaces, NCCL's choice and the recommendation: the node
+     * snapshot's NET part */
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    if (ncd_node_probe_net(ctx, p->o.nccl_version, &node) == 0) {
+        const struct ncd_netif_list *nl = &node.net.nl;
+        const struct ncd_recommendation *rec = &node.net.rec;
+        const struct ncd_nccl_choice *ch = &node.net.ch;
+        if (ch->n_socket > 0) {
+            snprintf(s->nccl_if, sizeof s->nccl_if, "%s", ch->socket[0]);
             snprintf(s->nccl_addr, sizeof s->nccl_addr, "%s",
-                     ch.socket_addr[0]);
+                     ch->socket_addr[0]);
         }
         snprintf(s->nccl_pass, sizeof s->nccl_pass, "%s",
-                 ch.pass == 0 && ch.ifname.set ? "NCCL_SOCKET_IFNAME"
-                 : ch.pass_name                ? ch.pass_name
-                                               : "");
-        if (ncd_recommend(ctx, &nl, &rec) == 0 && rec.best &&
-            rec.best->addr) {
-            snprintf(s->rec_if, sizeof s->rec_if, "%s", rec.best->ni->name);
+                 ch->pass == 0 && ch->ifname.set ? "NCCL_SOCKET_IFNAME"
+                 : ch->pass_name                 ? ch->pass_name
+                                                 : "");
+        if (rec->best && rec->best->addr) {
+            snprintf(s->rec_if, sizeof s->rec_if, "%s", rec->best->ni->name);
             snprintf(s->rec_addr, sizeof s->rec_addr, "%s",
-                     rec.best->addr->addr);
+                     rec->best->addr->addr);
             snprintf(s->rec_ifname, sizeof s->rec_ifname, "%s",
-                     rec.socket_ifname);
-            s->rec_mtu = rec.best->ni->mtu;
+                     rec->socket_ifname);
+            s->rec_mtu = rec->best->ni->mtu;
         }
-        for (size_t i = 0; i < rec.n && s->n_addrs < 8; i++) {
-            const struct ncd_if_rank *r = &rec.ranks[i];
+        for (size_t i = 0; i < rec->n && s->n_addrs < 8; i++) {
+            const struct ncd_if_rank *r = &rec->ranks[i];
             if (!r->usable || !r->addr)
                 continue;
             snprintf(s->addrs[s->n_addrs++], sizeof s->addrs[0], "%s",
                      r->addr->addr);
         }
         if (s->nccl_if[0]) {
-            const struct ncd_netif *ni = ncd_netif_find(&nl, s->nccl_if);
+            const struct ncd_netif *ni = ncd_netif_find(nl, s->nccl_if);
             if (ni)
                 s->mtu = ni->mtu;
         }
     }
-    ncd_recommendation_release(&rec);
-    ncd_netif_list_release(&nl);
+    ncd_node_release(&node);
+    ncd_ctx_clear_error(ctx);
     if (p->o.rdv_addr && *p->o.rdv_addr) {
         snprintf(s->rdv_addr, sizeof s->rdv_addr, "%s", p->o.rdv_addr);
         ncd_sock_iface_of(p->o.rdv_addr, s->rdv_if, sizeof s->rdv_if);
@@ -264,10 +264,9 @@ int ncd_probe_new(struct ncd_ctx *ctx, const struct ncd_probe_opts *o,
                   int rank, int nranks, struct ncd_probe **out)
 {
     *out = NULL;
-    if (!ncd_ctx_is_live(ctx))
-        return ncd_fail(ctx, NCD_ENOTLIVE,
-                        "probe opens sockets: it cannot run on a recorded "
-                        "sysroot");
+    int lrc = ncd_sys_require_live(ctx, "probe opens sockets");
+    if (lrc < 0)
+        return lrc;
     if (nranks < 1 || nranks > NCD_PROBE_MAX_RANKS || rank < 0 ||
         rank >= nranks)
         return ncd_fail(ctx, NCD_EINVAL, "rank %d of %d: out of range 1..%d",

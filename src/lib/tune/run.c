@@ -18,6 +18,7 @@
 #include "ncd/error.h"
 #include "ncd/job.h"
 #include "ncd/netif.h"
+#include "ncd/node.h"
 #include "ncd/recommend.h"
 #include "ncd/sock.h"
 #include "ncd/tune.h"
@@ -215,18 +216,14 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
 {
     if (cands)
         return ncd_tune_parse_file(ctx, cands, len, out);
-    /* SEAM(issue 11, node snapshot): interfaces and the recommendation are
-     * probed here; at merge they come from the run's struct ncd_node. */
-    struct ncd_netif_list nl = {0};
-    struct ncd_recommendation rec = {0};
-    int rc = ncd_netif_probe(ctx, &nl);
+    /* the interfaces and the recommendation: the node snapshot */
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
+    int rc = ncd_node_probe_net(ctx, 0, &node);
     if (rc == 0)
-        rc = ncd_recommend(ctx, &nl, &rec);
-    if (rc == 0)
-        rc = ncd_tune_default_set(ctx, &nl, &rec, families, local_only, common,
-                                  out);
-    ncd_recommendation_release(&rec);
-    ncd_netif_list_release(&nl);
+        rc = ncd_tune_default_set(ctx, &node.net.nl, &node.net.rec, families,
+                                  local_only, common, out);
+    ncd_node_release(&node);
     return rc == NCD_ERANGE ? 0 : rc;
 }
 
@@ -236,19 +233,19 @@ enum { NAMES = 512 };
 static void usable_names(struct ncd_ctx *ctx, char *out, size_t len)
 {
     memset(out, 0, len);
-    struct ncd_netif_list nl = {0};
-    struct ncd_recommendation rec = {0};
+    struct ncd_node node;
+    memset(&node, 0, sizeof node);
     size_t off = 0;
-    if (ncd_netif_probe(ctx, &nl) == 0 && ncd_recommend(ctx, &nl, &rec) == 0)
-        for (size_t i = 0; i < rec.n; i++) {
-            const char *n = rec.ranks[i].ni->name;
-            if (!rec.ranks[i].usable || off + strlen(n) + 2 > len)
+    const struct ncd_recommendation *rec = &node.net.rec;
+    if (ncd_node_probe_net(ctx, 0, &node) == 0)
+        for (size_t i = 0; i < rec->n; i++) {
+            const char *n = rec->ranks[i].ni->name;
+            if (!rec->ranks[i].usable || off + strlen(n) + 2 > len)
                 continue;
             memcpy(out + off, n, strlen(n) + 1);
             off += strlen(n) + 1;
         }
-    ncd_recommendation_release(&rec);
-    ncd_netif_list_release(&nl);
+    ncd_node_release(&node);
     ncd_ctx_clear_error(ctx);
 }
 

@@ -1,22 +1,17 @@
 /* SPDX-License-Identifier: MIT */
-/* `nccl-doctor gather`: the probed files plus recorded answers, as a tarball
- * (see ncd/gather.h; what is copied: paths.def). */
+/* `nccl-doctor gather`: the files the probes read (paths.def) plus the
+ * answers of the same probes run with the record table (sysops.h), as a
+ * tarball (see ncd/gather.h). */
 #define _GNU_SOURCE
 #include "ncd/gather.h"
+#include "ncd/node.h"
+#include "ncd/archive.h"
+#include "ncd/sysops.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
-#include "ncd/libs.h"
-#include "ncd/nccl.h"
-#include "ncd/netif.h"
-#include "ncd/ports.h"
-#include "ncd/rdma.h"
-#include "ncd/report.h"
+#include "ncd_version.h"
 #include "ncd/strbuf.h"
-#include "ncd/topo.h"
-#include "node_internal.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,8 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
-#include <time.h>
 #include <unistd.h>
 
 enum gkind { G_FILE, G_LINK, G_DIR };
@@ -356,232 +349,112 @@ static int expand(struct gather *g, const char *done, const char *rest,
 
 /* ---- recorded answers (.ncd/) -------------------------------------------- */
 
-int ncd_env_is_secret(const char *name)
+/* Probing with the record table: every answer the probes get is kept.
+ * The libraries a process could load are asked too (a replay answers any
+ * of them). */
+static int ask_probes(struct ncd_ctx *ctx)
 {
-    static const char *bad[] = {"TOKEN", "SECRET", "PASSWORD", "PASSWD",
-                                "KEY", "CREDENTIAL"};
-    char up[256];
-    size_t i = 0;
-    for (; name[i] && i < sizeof up - 1; i++)
-        up[i] = (char)(name[i] >= 'a' && name[i] <= 'z' ? name[i] - 32 : name[i]);
-    up[i] = '\0';
-    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
-        if (strstr(up, bad[k]))
-            return 1;
-    return 0;
+    struct ncd_node n = {0};
+    struct ncd_node_opts o = {.nvml = NCD_NVML_ALWAYS};
+    int rc = ncd_node_probe(ctx, &o, NCD_PARTS_ALL, &n);
+    ncd_node_release(&n);
+    static const char *const libs[] = {"libibverbs.so.1", "libibverbs.so",
+                                       "libnvidia-ml.so.1", "libcuda.so.1",
+                                       "libnccl.so.2"};
+    for (size_t i = 0; i < sizeof libs / sizeof *libs && rc >= 0; i++) {
+        struct ncd_dl_probe dp;
+        rc = ncd_sys_dlopen(ctx, libs[i], &dp);
+    }
+    ncd_ctx_clear_error(ctx);
+    return rc == NCD_ENOMEM ? rc : 0;
 }
 
-int ncd_gather_env_wanted(const char *name)
+static int add_record(void *arg, const char *name, const char *data,
+                      size_t len)
 {
-    static const char *prefixes[] = {
-        "NCCL_", "CUDA_", "NVIDIA_", "OMPI_", "PMI_", "PMIX_", "SLURM_",
-        "TORCH", "PADDLE_", "FLAGS_", "GLOO_", "UCX_", "HOROVOD_", "MPI_",
-        "KUBERNETES_", "MELLANOX_", "NV_", "LD_LIBRARY_PATH", "LD_PRELOAD",
-        "MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE", "GROUP_RANK", "NODE_RANK", "HOME", "CONDA_PREFIX",
-        "VIRTUAL_ENV", "HOSTNAME", "PATH"};
-    if (strcmp(name, "container") == 0)
-        return 1;
-    for (size_t i = 0; i < sizeof prefixes / sizeof *prefixes; i++) {
-        size_t l = strlen(prefixes[i]);
-        if (strncmp(name, prefixes[i], l) == 0 &&
-            (prefixes[i][l - 1] == '_' || name[l] == '\0' ||
-             strcmp(prefixes[i], "TORCH") == 0))
-            return 1;
-    }
-    return 0;
-}
-
-static int add_record(struct gather *g, const char *name, struct ncd_strbuf *sb)
-{
-    if (sb->oom) {
-        ncd_sb_release(sb);
-        return NCD_ENOMEM;
-    }
+    struct gather *g = arg;
     char path[128];
     snprintf(path, sizeof path, "/.ncd/%s", name);
-    size_t len = sb->len;
-    char *d = ncd_sb_detach(sb);
+    char *d = malloc(len + 1);
     if (!d)
         return NCD_ENOMEM;
+    memcpy(d, data, len);
+    d[len] = '\0';
     return g_add(g, path, G_FILE, d, len);
 }
 
-static int record_live(struct gather *g)
+static int record(struct gather *g)
 {
     struct ncd_ctx *ctx = g->ctx;
-    struct ncd_strbuf sb = {0};
-    int rc;
-    /* env */
-    for (size_t i = 0; i < ncd_env_count(ctx); i++) {
-        const char *n, *v;
-        ncd_env_at(ctx, i, &n, &v);
-        if (ncd_gather_env_wanted(n))
-            ncd_sb_printf(&sb, "%s=%s\n", n,
-                          ncd_env_is_secret(n) ? "<redacted>" : v);
-    }
-    if ((rc = add_record(g, "env", &sb)) < 0)
+    int rc = ncd_sys_record_begin(ctx, "nccl-doctor " NCD_VERSION_STRING);
+    if (rc < 0 || (rc = ask_probes(ctx)) < 0)
         return rc;
-    /* ifaddrs */
-    struct ncd_netif_list nl = {0};
-    if (ncd_netif_probe(ctx, &nl) == 0 && nl.ifa_known) {
-        ncd_sb_puts(&sb, "# getifaddrs() order: name family address prefix flags\n");
-        ncd_ifaddrs_format(&sb, nl.ifa, nl.n_ifa);
-        rc = add_record(g, "ifaddrs", &sb);
-    }
-    ncd_netif_list_release(&nl);
-    ncd_ctx_clear_error(ctx);
-    if (rc < 0)
-        return rc;
-    /* statvfs */
-    struct statvfs sv;
-    if (statvfs("/dev/shm", &sv) == 0) {
-        ncd_sb_printf(&sb, "/dev/shm %lld %lld\n",
-                      (long long)sv.f_blocks * (long long)sv.f_frsize,
-                      (long long)sv.f_bavail * (long long)sv.f_frsize);
-        if ((rc = add_record(g, "statvfs", &sb)) < 0)
-            return rc;
-    }
-    /* dlopen */
-    const char *libs[] = {"libibverbs.so.1", "libibverbs.so",
-                          "libnvidia-ml.so.1", "libcuda.so.1", "libnccl.so.2",
-                          ncd_getenv(ctx, "NCCL_IBVERBS_LIB")};
-    for (size_t i = 0; i < sizeof libs / sizeof *libs; i++) {
-        struct ncd_dl_probe dp;
-        if (!libs[i] || !*libs[i] || strchr(libs[i], ' '))
-            continue;
-        ncd_dl_probe(ctx, libs[i], &dp);
-        ncd_sb_printf(&sb, "%s %s %s\n", libs[i], dp.ok ? "ok" : "missing",
-                      dp.detail);
-    }
-    if ((rc = add_record(g, "dlopen", &sb)) < 0)
-        return rc;
-    /* libnccl */
-    struct ncd_nccl_scan scan;
-    if ((rc = ncd_nccl_scan(ctx, &scan)) == 0) {
-        ncd_nccl_scan_format(&scan, &sb);
-        rc = add_record(g, "nccl-libs", &sb);
-    }
-    ncd_nccl_scan_release(&scan);
-    if (rc < 0)
-        return rc;
-    struct ncd_nccl_lib lib;
-    if (ncd_nccl_lib_detect(ctx, &lib) == 0 && lib.found) {
-        char vb[24];
-        ncd_sb_printf(&sb, "%s\n", ncd_nccl_version_str(lib.version, vb, sizeof vb));
-        if ((rc = add_record(g, "nccl-version", &sb)) < 0)
-            return rc;
-    }
-    /* NVML */
-    struct ncd_topo t;
-    if ((rc = ncd_topo_probe(ctx, 1, &t)) == 0 && t.n_gpu) {
-        if (t.nvlink_known) {
-            if (*t.driver_version)
-                ncd_sb_printf(&sb, "driver %s\n", t.driver_version);
-            if (t.cuda_driver_version)
-                ncd_sb_printf(&sb, "cuda %d\n", t.cuda_driver_version);
-            for (size_t i = 0; i < t.n_gpu; i++)
-                ncd_sb_printf(&sb, "gpu %s %s\n", t.dev[i].bdf, t.dev[i].name);
-            for (size_t a = 0; a < t.n_gpu; a++)
-                for (size_t b = 0; b < t.n_gpu; b++)
-                    if (t.nvlinks && t.nvlinks[a * t.n_gpu + b])
-                        ncd_sb_printf(&sb, "nvlink %s %s %d\n", t.dev[a].bdf,
-                                      t.dev[b].bdf,
-                                      t.nvlinks[a * t.n_gpu + b]);
-        } else {
-            ncd_sb_printf(&sb, "error %s\n", t.nvlink_source);
-        }
-        rc = add_record(g, "nvml", &sb);
-    }
-    ncd_topo_release(&t);
-    ncd_ctx_clear_error(ctx);
-    if (rc < 0)
-        return rc;
-    /* nftables */
-    char *nft;
-    size_t nlen;
-    if (ncd_nft_run(ctx, 2000, &nft, &nlen) == 0) {
-        if ((rc = g_add(g, "/.ncd/nft.json", G_FILE, nft, nlen)) < 0)
-            return rc;
-    }
-    ncd_ctx_clear_error(ctx);
-    ncd_sb_printf(&sb, "uid %ld\n", (long)getuid());
-    if ((rc = add_record(g, "self", &sb)) < 0)
-        return rc;
-    time_t now = time(NULL);
-    struct tm tm;
-    char ts[64];
-    gmtime_r(&now, &tm);
-    strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
-    ncd_sb_printf(&sb, "tool nccl-doctor %s\ntime %s\n", ncd_version(), ts);
-    return add_record(g, "gather-info", &sb);
-}
-
-/* A recorded sysroot is re-captured with its .ncd/ answers as they are. */
-static int record_copy(struct gather *g)
-{
-    char **names;
-    int n = ncd_fs_list(g->ctx, "/.ncd", &names);
-    if (n < 0) {
-        ncd_ctx_clear_error(g->ctx);
-        return n == NCD_ENOMEM ? n : 0;
-    }
-    int rc = 0;
-    for (int i = 0; i < n && rc >= 0; i++) {
-        char p[300];
-        snprintf(p, sizeof p, "/.ncd/%s", names[i]);
-        rc = add_path(g, p, G_FILE);
-    }
-    ncd_fs_list_free(names, n);
-    return rc;
+    /* A recorded sysroot's own .ncd/ files were copied first and win. */
+    return rc < 0 ? rc : ncd_sys_record_each(ctx, add_record, g);
 }
 
 /* ---- writing ---------------------------------------------------------------- */
 
 static int write_archive(struct gather *g, int fd)
 {
-    struct archive *a = archive_write_new();
-    if (!a)
+    struct ncd_tar_entry *v = calloc(g->n + 1, sizeof *v);
+    if (!v)
         return NCD_ENOMEM;
-    int rc = 0;
-    if (archive_write_add_filter_gzip(a) != ARCHIVE_OK ||
-        archive_write_set_format_pax_restricted(a) != ARCHIVE_OK ||
-        archive_write_open_fd(a, fd) != ARCHIVE_OK) {
-        rc = ncd_fail(g->ctx, NCD_EIO, "archive: %s", archive_error_string(a));
-        archive_write_free(a);
-        return rc;
-    }
-    struct archive_entry *e = archive_entry_new();
-    time_t now = time(NULL);
-    for (size_t i = 0; i < g->n && !rc; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         const struct gentry *x = &g->v[i];
-        archive_entry_clear(e);
-        archive_entry_set_pathname(e, rel(x->path));
-        archive_entry_set_mtime(e, now, 0);
-        if (x->kind == G_DIR) {
-            archive_entry_set_filetype(e, AE_IFDIR);
-            archive_entry_set_perm(e, 0755);
-        } else if (x->kind == G_LINK) {
-            archive_entry_set_filetype(e, AE_IFLNK);
-            archive_entry_set_perm(e, 0777);
-            archive_entry_set_symlink(e, x->data);
-        } else {
-            archive_entry_set_filetype(e, AE_IFREG);
-            archive_entry_set_perm(e, 0644);
-            archive_entry_set_size(e, (la_int64_t)x->len);
-        }
-        if (archive_write_header(a, e) != ARCHIVE_OK ||
-            (x->kind == G_FILE && x->len &&
-             archive_write_data(a, x->data, x->len) != (la_ssize_t)x->len))
-            rc = ncd_fail(g->ctx, NCD_EIO, "writing the archive: %s",
-                          archive_error_string(a));
+        v[i].path = rel(x->path);
+        v[i].type = x->kind == G_DIR    ? NCD_TAR_DIR
+                    : x->kind == G_LINK ? NCD_TAR_LINK
+                                        : NCD_TAR_FILE;
+        v[i].data = x->data;
+        v[i].len = x->len;
     }
-    archive_entry_free(e);
-    if (archive_write_close(a) != ARCHIVE_OK && !rc)
-        rc = ncd_fail(g->ctx, NCD_EIO, "closing the archive: %s",
-                      archive_error_string(a));
-    archive_write_free(a);
+    int rc = ncd_tar_write(g->ctx, fd, v, g->n);
+    free(v);
     return rc;
+}
+
+/* The files of paths.def, and NCCL's config files named by the
+ * environment (NCCL src/misc/param.cc: NCCL_CONF_FILE, else ~/.nccl.conf). */
+static int copy_files(struct gather *g)
+{
+    int rc = 0;
+    for (size_t i = 0; i < sizeof gather_paths / sizeof *gather_paths && rc >= 0;
+         i++)
+        rc = expand(g, "", gather_paths[i].pattern, gather_paths[i].kind);
+    const char *cf = ncd_getenv(g->ctx, "NCCL_CONF_FILE");
+    const char *home = ncd_getenv(g->ctx, "HOME");
+    if (rc >= 0 && cf && *cf == '/')
+        rc = add_path(g, cf, G_FILE);
+    if (rc >= 0 && home && *home == '/') {
+        char p[PATH_MAX];
+        snprintf(p, sizeof p, "%s/.nccl.conf", home);
+        rc = add_path(g, p, G_FILE);
+    }
+    return rc;
+}
+
+static void gather_release(struct gather *g)
+{
+    for (size_t i = 0; i < g->n; i++) {
+        free(g->v[i].path);
+        free(g->v[i].data);
+    }
+    free(g->v);
+    free(g->hash);
+}
+
+int ncd_gather_paths(struct ncd_ctx *ctx,
+                     int (*fn)(void *arg, const char *path, int is_dir),
+                     void *arg)
+{
+    struct ncd_gather_stats st = {0};
+    struct gather g = {.ctx = ctx, .st = &st};
+    int rc = copy_files(&g);
+    for (size_t i = 0; i < g.n && rc >= 0; i++)
+        rc = fn(arg, g.v[i].path, g.v[i].kind == G_DIR);
+    gather_release(&g);
+    return rc < 0 ? rc : 0;
 }
 
 int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
@@ -592,22 +465,9 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
         stats = &dummy;
     memset(stats, 0, sizeof *stats);
     struct gather g = {.ctx = ctx, .st = stats};
-    int rc = 0;
-    for (size_t i = 0; i < sizeof gather_paths / sizeof *gather_paths && rc >= 0; i++)
-        rc = expand(&g, "", gather_paths[i].pattern, gather_paths[i].kind);
-    /* NCCL's config files named by the environment (NCCL
-     * src/misc/param.cc: NCCL_CONF_FILE, else ~/.nccl.conf). */
-    const char *cf = ncd_getenv(ctx, "NCCL_CONF_FILE");
-    const char *home = ncd_getenv(ctx, "HOME");
-    if (rc >= 0 && cf && *cf == '/')
-        rc = add_path(&g, cf, G_FILE);
-    if (rc >= 0 && home && *home == '/') {
-        char p[PATH_MAX];
-        snprintf(p, sizeof p, "%s/.nccl.conf", home);
-        rc = add_path(&g, p, G_FILE);
-    }
+    int rc = copy_files(&g);
     if (rc >= 0)
-        rc = ncd_ctx_is_live(ctx) ? record_live(&g) : record_copy(&g);
+        rc = record(&g);
     if (rc >= 0) {
         char tmp[PATH_MAX];
         if ((size_t)snprintf(tmp, sizeof tmp, "%s.tmp.XXXXXX", out_path) >=
@@ -642,11 +502,6 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
             }
         }
     }
-    for (size_t i = 0; i < g.n; i++) {
-        free(g.v[i].path);
-        free(g.v[i].data);
-    }
-    free(g.v);
-    free(g.hash);
+    gather_release(&g);
     return rc < 0 ? rc : 0;
 }

@@ -1,7 +1,12 @@
 /* SPDX-License-Identifier: MIT */
-/* Interface table renderers shared by `ifaces` and `check`. */
+/* The interface report (`ifaces`, the "network" facts of `check`): see
+ * ncd/node_report.h. */
 #define _GNU_SOURCE
+#include "ncd/node_report.h"
 #include "ncd/recommend.h"
+#include "render/render_internal.h"
+
+#include <stdio.h>
 
 #include <string.h>
 
@@ -68,10 +73,10 @@ static json_t *iface_json(const struct ncd_netif *ni,
     return o;
 }
 
-json_t *ncd_net_report_json(const struct ncd_netif_list *nl,
-                            const struct ncd_recommendation *rec,
-                            const struct ncd_nccl_choice *ch,
-                            const char *version_source)
+static json_t *net_report_json(const struct ncd_netif_list *nl,
+                               const struct ncd_recommendation *rec,
+                               const struct ncd_nccl_choice *ch,
+                               const char *version_source)
 {
     json_t *ifs = json_array();
     json_t *env = json_object();
@@ -131,12 +136,12 @@ static void human_bytes(char *buf, size_t n, unsigned long long v)
     snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", d, u[i]);
 }
 
-void ncd_net_render_text(struct ncd_strbuf *out,
-                         const struct ncd_netif_list *nl,
-                         const struct ncd_recommendation *rec,
-                         const struct ncd_nccl_choice *ch,
-                         const char *version_source, int detailed,
-                         const struct ncd_text_style *st)
+static void net_render_text(struct ncd_strbuf *out,
+                            const struct ncd_netif_list *nl,
+                            const struct ncd_recommendation *rec,
+                            const struct ncd_nccl_choice *ch,
+                            const char *version_source, int detailed,
+                            const struct ncd_text_style *st)
 {
     ncd_sb_printf(out, "  %-4s %-16s %-16s %-14s %-8s %-10s %s\n", "rank",
                   "interface", "kind", "state", "speed", "traffic",
@@ -204,4 +209,34 @@ void ncd_net_render_text(struct ncd_strbuf *out,
         ncd_sb_printf(out, "%s[%d]%s", i ? " " : "", i, ch->socket[i]);
     ncd_sb_printf(out, "\n    chosen from      %s\n",
                   ch->pass_name ? ch->pass_name : "-");
+}
+
+json_t *ncd_node_ifaces_json(const struct ncd_node *n)
+{
+    return net_report_json(&n->net.nl, &n->net.rec, &n->net.ch,
+                           n->sys.nccl_version_source);
+}
+
+void ncd_node_ifaces_text(struct ncd_strbuf *out, const struct ncd_node *n,
+                          const struct ncd_text_style *st)
+{
+    const struct ncd_recommendation *rec = &n->net.rec;
+    net_render_text(out, &n->net.nl, rec, &n->net.ch,
+                    n->sys.nccl_version_source, 1, st);
+    const char *names[8], *values[8];
+    int ne = ncd_recommend_env(rec, names, values);
+    if (ne) {
+        ncd_sb_puts(out, "\n  Recommended:\n");
+        for (int i = 0; i < ne; i++) {
+            ncd_sb_printf(out, "    export %s=", names[i]);
+            ncd_sb_shell_quote(out, values[i]);
+            ncd_sb_putc(out, '\n');
+        }
+        if (rec->ib_disable)
+            ncd_sb_printf(out, "    (NCCL_IB_DISABLE=1: %s)\n",
+                          rec->ib_reason);
+    } else {
+        ncd_sb_puts(out, "\n  No usable interface: nothing to "
+                         "recommend.\n");
+    }
 }

@@ -1,11 +1,14 @@
 /* SPDX-License-Identifier: MIT */
-/* Host name resolution as NCCL does it for NCCL_COMM_ID (see
- * include/ncd/resolve.h): live getaddrinfo(AF_UNSPEC) with a deadline, or
- * the capture's numeric forms, recorded answers and /etc/hosts. */
+/* The resolve operation of the live and replay tables (sysops.h): host
+ * names as NCCL resolves NCCL_COMM_ID's (see include/ncd/resolve.h): live
+ * getaddrinfo(AF_UNSPEC) with a deadline, or the capture's numeric forms,
+ * recorded answers (.ncd/resolve, records.c) and /etc/hosts. */
 #define _GNU_SOURCE
-#include "ncd/resolve.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/resolve.h"
+#include "ncd/sysops.h"
+#include "sys/sys_internal.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -80,9 +83,10 @@ static void *lookup_main(void *arg)
     return NULL;
 }
 
-static int resolve_live(const char *name, int timeout_ms,
-                        struct ncd_if_addr *out, char *why, size_t whylen)
+int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                      struct ncd_if_addr *out, char *why, size_t whylen)
 {
+    (void)ctx;
     struct lookup *l = calloc(1, sizeof *l);
     if (!l)
         return NCD_ENOMEM;
@@ -190,30 +194,21 @@ static int numeric(struct ncd_ctx *ctx, const char *name,
     return from_text(out, t, scope) == 0;
 }
 
-/* Recorded answers: "<name> <addr>..." or "<name> -".
+/* Recorded answers (.ncd/resolve, records.c).
  * @return 1 found (out set), 0 not recorded, -1 recorded as failing. */
 static int recorded(struct ncd_ctx *ctx, const char *name,
                     struct ncd_if_addr *out)
 {
-    char *buf;
-    if (ncd_fs_read(ctx, "/.ncd/resolve", 1 << 20, &buf, NULL) < 0) {
+    char *buf, addr[80];
+    size_t len;
+    if (ncd_fs_read(ctx, "/.ncd/resolve", 1 << 20, &buf, &len) < 0) {
         ncd_ctx_clear_error(ctx);
         return 0;
     }
-    int r = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line && !r;
-         line = strtok_r(NULL, "\n", &save)) {
-        char *s2 = NULL, *n = strtok_r(line, " \t", &s2);
-        if (!n || *n == '#' || strcmp(n, name) != 0)
-            continue;
-        char *a = strtok_r(NULL, " \t", &s2);
-        if (!a || strcmp(a, "-") == 0)
-            r = -1;
-        else
-            r = numeric(ctx, a, out) ? 1 : 0;
-    }
+    int r = ncd__record_resolve_lookup(buf, len, name, addr, sizeof addr);
     free(buf);
+    if (r > 0 && !numeric(ctx, addr, out))
+        r = 0;
     return r;
 }
 
@@ -222,43 +217,20 @@ static int hosts_file(struct ncd_ctx *ctx, const char *name,
                       struct ncd_if_addr *out)
 {
     char *buf;
-    if (ncd_fs_read(ctx, "/etc/hosts", 1 << 20, &buf, NULL) < 0) {
+    size_t len;
+    if (ncd_fs_read(ctx, "/etc/hosts", 1 << 20, &buf, &len) < 0) {
         ncd_ctx_clear_error(ctx);
         return 0;
     }
-    int found = 0;
-    char *save = NULL;
-    for (char *line = strtok_r(buf, "\n", &save); line && !found;
-         line = strtok_r(NULL, "\n", &save)) {
-        char *hash = strchr(line, '#');
-        if (hash)
-            *hash = '\0';
-        char *s2 = NULL, *addr = strtok_r(line, " \t\r", &s2);
-        if (!addr)
-            continue;
-        struct ncd_if_addr a;
-        if (from_text(&a, addr, 0) < 0)
-            continue; /* nss_files skips lines it cannot parse */
-        for (char *n = strtok_r(NULL, " \t\r", &s2); n && !found;
-             n = strtok_r(NULL, " \t\r", &s2))
-            if (strcasecmp(n, name) == 0) {
-                *out = a;
-                found = 1;
-            }
-    }
+    int found = ncd_hosts_lookup(buf, len, name, out);
     free(buf);
     return found;
 }
 
-int ncd_resolve_first(struct ncd_ctx *ctx, const char *name, int timeout_ms,
-                      struct ncd_if_addr *out, char *why, size_t whylen)
+int ncd__resolve_replay(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                        struct ncd_if_addr *out, char *why, size_t whylen)
 {
-    memset(out, 0, sizeof *out);
-    set_why(why, whylen, "");
-    if (timeout_ms <= 0)
-        timeout_ms = NCD_RESOLVE_TIMEOUT_MS;
-    if (ncd_ctx_is_live(ctx))
-        return resolve_live(name, timeout_ms, out, why, whylen);
+    (void)timeout_ms;
     if (numeric(ctx, name, out))
         return 0;
     int r = recorded(ctx, name, out);

@@ -1,35 +1,18 @@
 /* SPDX-License-Identifier: MIT */
-/* Unpacking a capture tarball into a private sysroot (see ncd/gather.h). */
+/* Unpacking a capture tarball into a private sysroot (see ncd/archive.h). */
 #define _GNU_SOURCE
+#include "archive/libarchive.h"
+#include "ncd/archive.h"
 #include "ncd/error.h"
-#include "ncd/gather.h"
-#include "node_internal.h"
-
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int seterr(char *err, size_t errsz, int code, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static int seterr(char *err, size_t errsz, int code, const char *fmt, ...)
-{
-    if (err && errsz) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errsz, fmt, ap);
-        va_end(ap);
-    }
-    return code;
-}
 
 /* Normalised entry path: no leading "./" or "/", no "." components.
  * Returns the number of components, -1 when unsafe ("..", absolute). */
@@ -144,7 +127,7 @@ static int cached_dir(int rootfd, struct dircache *dc, const char *path)
     if (dc->fd >= 0)
         close(dc->fd);
     dc->fd = fd;
-    ncd__scpy(dc->path, sizeof dc->path, path);
+    snprintf(dc->path, sizeof dc->path, "%s", path);
     return fd;
 }
 
@@ -191,44 +174,51 @@ int ncd_sysroot_remove(const char *top)
     return rc;
 }
 
-static int write_file(int rootfd, struct dircache *dc, const char *path,
-                      struct archive *a, long long size, char *err,
-                      size_t errsz)
+/* The directory an entry goes in (created as needed; cached), and the
+ * entry's own name in *base.  -1 when it cannot be made. */
+static int parent_dir(int rootfd, struct dircache *dc, const char *path,
+                      const char **base)
 {
     char dir[PATH_MAX];
     snprintf(dir, sizeof dir, "%s", path);
     char *slash = strrchr(dir, '/');
-    const char *base = path;
-    int dfd;
-    if (slash) {
-        *slash = '\0';
-        base = slash + 1;
-        dfd = cached_dir(rootfd, dc, dir);
-    } else {
-        dfd = rootfd;
+    if (!slash) {
+        *base = path;
+        return rootfd;
     }
+    *slash = '\0';
+    *base = path + (slash - dir) + 1;
+    return cached_dir(rootfd, dc, dir);
+}
+
+static int write_file(const struct ncd__archive_api *A, int rootfd,
+                      struct dircache *dc, const char *path, struct archive *a,
+                      long long size, char *err, size_t errsz)
+{
+    const char *base;
+    int dfd = parent_dir(rootfd, dc, path, &base);
     if (dfd < 0)
-        return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory "
+        return ncd_errbuf(err, errsz, NCD_EPARSE, "%s: cannot create its directory "
                       "(an entry above it is not a directory)", path);
     int fd = openat(dfd, base, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
                     0644);
     if (fd < 0)
-        return seterr(err, errsz, errno == EEXIST ? NCD_EPARSE : NCD_EIO,
+        return ncd_errbuf(err, errsz, errno == EEXIST ? NCD_EPARSE : NCD_EIO,
                       "%s: %s", path, strerror(errno));
     char buf[65536];
     long long left = size;
     int rc = 0;
     while (left > 0) {
-        la_ssize_t r = archive_read_data(a, buf, sizeof buf);
+        la_ssize_t r = A->read_data(a, buf, sizeof buf);
         if (r < 0) {
-            rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", path,
-                        archive_error_string(a));
+            rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", path,
+                        A->error_string(a));
             break;
         }
         if (r == 0)
             break;
         if (write(fd, buf, (size_t)r) != r) {
-            rc = seterr(err, errsz, errno == ENOSPC ? NCD_ENOSPC : NCD_EIO,
+            rc = ncd_errbuf(err, errsz, errno == ENOSPC ? NCD_ENOSPC : NCD_EIO,
                         "%s: %s", path, strerror(errno));
             break;
         }
@@ -241,25 +231,15 @@ static int write_file(int rootfd, struct dircache *dc, const char *path,
 static int make_link(int rootfd, struct dircache *dc, const char *path,
                      const char *target, char *err, size_t errsz)
 {
-    char dir[PATH_MAX];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *base = path;
-    int dfd;
-    if (slash) {
-        *slash = '\0';
-        base = slash + 1;
-        dfd = cached_dir(rootfd, dc, dir);
-    } else {
-        dfd = rootfd;
-    }
+    const char *base;
+    int dfd = parent_dir(rootfd, dc, path, &base);
     if (dfd < 0)
-        return seterr(err, errsz, NCD_EPARSE, "%s: cannot create its directory",
+        return ncd_errbuf(err, errsz, NCD_EPARSE, "%s: cannot create its directory",
                       path);
     int rc = symlinkat(target, dfd, base);
     int e = errno;
     if (rc < 0)
-        return seterr(err, errsz, e == EEXIST ? NCD_EPARSE : NCD_EIO, "%s: %s",
+        return ncd_errbuf(err, errsz, e == EEXIST ? NCD_EPARSE : NCD_EIO, "%s: %s",
                       path, strerror(e));
     return 0;
 }
@@ -304,76 +284,79 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
     dir[0] = top[0] = '\0';
     if (err && errsz)
         err[0] = '\0';
+    const struct ncd__archive_api *A = ncd__archive(err, errsz);
+    if (!A)
+        return NCD_EDLOPEN;
     const char *tmpd = getenv("TMPDIR");
     char tmpl[PATH_MAX];
     snprintf(tmpl, sizeof tmpl, "%s/ncd-sysroot-XXXXXX",
              tmpd && *tmpd ? tmpd : "/tmp");
     if (!mkdtemp(tmpl))
-        return seterr(err, errsz, NCD_EIO, "mkdtemp %s: %s", tmpl,
+        return ncd_errbuf(err, errsz, NCD_EIO, "mkdtemp %s: %s", tmpl,
                       strerror(errno));
     int rootfd = open(tmpl, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    struct archive *a = archive_read_new();
+    struct archive *a = A->read_new();
     struct dircache dc = {.fd = -1};
     int rc = 0;
     if (rootfd < 0 || !a) {
-        rc = seterr(err, errsz, a ? NCD_EIO : NCD_ENOMEM, "cannot set up %s",
+        rc = ncd_errbuf(err, errsz, a ? NCD_EIO : NCD_ENOMEM, "cannot set up %s",
                     tmpl);
         goto out;
     }
     /* tar only (gather writes pax; hwloc-gather-topology and users' own
      * `tar czf` give ustar/gnutar), any compression. */
-    archive_read_support_filter_all(a);
-    archive_read_support_format_tar(a);
-    archive_read_support_format_gnutar(a);
-    if (archive_read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
-        rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
-                    archive_error_string(a));
+    A->read_support_filter_all(a);
+    A->read_support_format_tar(a);
+    A->read_support_format_gnutar(a);
+    if (A->read_open_filename(a, tarball, 65536) != ARCHIVE_OK) {
+        rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
+                    A->error_string(a));
         goto out;
     }
     long long total = 0;
     long entries = 0;
     struct archive_entry *e;
     for (;;) {
-        int r = archive_read_next_header(a, &e);
+        int r = A->read_next_header(a, &e);
         if (r == ARCHIVE_EOF)
             break;
         if (r != ARCHIVE_OK && r != ARCHIVE_WARN) {
-            rc = seterr(err, errsz, NCD_EPARSE, "%s: %s", tarball,
-                        archive_error_string(a));
+            rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
+                        A->error_string(a));
             break;
         }
         if (++entries > NCD_SYSROOT_MAX_ENTRIES) {
-            rc = seterr(err, errsz, NCD_ERANGE, "%s: more than %d entries",
+            rc = ncd_errbuf(err, errsz, NCD_ERANGE, "%s: more than %d entries",
                         tarball, NCD_SYSROOT_MAX_ENTRIES);
             break;
         }
         char path[PATH_MAX];
-        const char *name = archive_entry_pathname(e);
+        const char *name = A->entry_pathname(e);
         int depth = name ? clean_path(name, path, sizeof path) : -1;
         if (depth < 0) {
-            rc = seterr(err, errsz, NCD_EPARSE,
+            rc = ncd_errbuf(err, errsz, NCD_EPARSE,
                         "%s: unsafe entry '%s' (absolute or '..')", tarball,
                         name ? name : "(null)");
             break;
         }
         if (depth == 0)
             continue; /* "./" itself */
-        if (archive_entry_hardlink(e)) {
-            rc = seterr(err, errsz, NCD_EPARSE, "%s: hard link '%s' refused",
+        if (A->entry_hardlink(e)) {
+            rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: hard link '%s' refused",
                         tarball, name);
             break;
         }
-        mode_t type = archive_entry_filetype(e);
+        mode_t type = A->entry_filetype(e);
         if (type == AE_IFDIR) {
             if (cached_dir(rootfd, &dc, path) < 0) {
-                rc = seterr(err, errsz, NCD_EPARSE, "%s: cannot create '%s'",
+                rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: cannot create '%s'",
                             tarball, path);
                 break;
             }
         } else if (type == AE_IFLNK) {
-            const char *t = archive_entry_symlink(e);
+            const char *t = A->entry_symlink(e);
             if (!t || !safe_link(t, depth)) {
-                rc = seterr(err, errsz, NCD_EPARSE,
+                rc = ncd_errbuf(err, errsz, NCD_EPARSE,
                             "%s: symlink '%s' -> '%s' points outside the "
                             "capture",
                             tarball, path, t ? t : "");
@@ -382,79 +365,39 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
             if ((rc = make_link(rootfd, &dc, path, t, err, errsz)) < 0)
                 break;
         } else if (type == AE_IFREG) {
-            long long sz = archive_entry_size(e);
+            long long sz = A->entry_size(e);
             if (sz > NCD_SYSROOT_MAX_FILE) {
-                rc = seterr(err, errsz, NCD_ERANGE, "%s: '%s' is %lld bytes "
+                rc = ncd_errbuf(err, errsz, NCD_ERANGE, "%s: '%s' is %lld bytes "
                             "(limit %lld)", tarball, path, sz,
                             (long long)NCD_SYSROOT_MAX_FILE);
                 break;
             }
             total += sz;
             if (total > NCD_SYSROOT_MAX_TOTAL) {
-                rc = seterr(err, errsz, NCD_ERANGE,
+                rc = ncd_errbuf(err, errsz, NCD_ERANGE,
                             "%s: more than %lld bytes unpacked", tarball,
                             (long long)NCD_SYSROOT_MAX_TOTAL);
                 break;
             }
-            if ((rc = write_file(rootfd, &dc, path, a, sz, err, errsz)) < 0)
+            if ((rc = write_file(A, rootfd, &dc, path, a, sz, err, errsz)) < 0)
                 break;
         }
         /* device nodes, FIFOs, sockets: skipped, never created */
     }
     if (!rc && entries == 0)
-        rc = seterr(err, errsz, NCD_EPARSE, "%s: empty archive", tarball);
+        rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: empty archive", tarball);
 out:
     if (dc.fd >= 0)
         close(dc.fd);
     if (a)
-        archive_read_free(a);
+        A->read_free(a);
     if (rootfd >= 0)
         close(rootfd);
     if (rc < 0) {
         ncd_sysroot_remove(tmpl);
         return rc;
     }
-    ncd__scpy(top, topsz, tmpl);
+    snprintf(top, topsz, "%s", tmpl);
     pick_root(tmpl, dir, dirsz);
-    return 0;
-}
-
-static void remove_cb(void *arg)
-{
-    ncd_sysroot_remove(arg);
-    free(arg);
-}
-
-int ncd_ctx_new_sysroot(const char *sysroot, char *const *envp,
-                        struct ncd_ctx **out, char *err, size_t errsz)
-{
-    struct stat st;
-    *out = NULL;
-    if (err && errsz)
-        err[0] = '\0';
-    if (!sysroot || !*sysroot || stat(sysroot, &st) < 0 || !S_ISREG(st.st_mode))
-        return ncd_ctx_new(sysroot, envp, out);
-    char dir[PATH_MAX], top[PATH_MAX];
-    int rc = ncd_sysroot_unpack(sysroot, dir, sizeof dir, top, sizeof top, err,
-                                errsz);
-    if (rc < 0)
-        return rc;
-    char *keep = strdup(top);
-    if (!keep) {
-        ncd_sysroot_remove(top);
-        return NCD_ENOMEM;
-    }
-    rc = ncd_ctx_new(dir, envp, out);
-    if (rc < 0) {
-        remove_cb(keep);
-        return rc;
-    }
-    ncd_ctx_on_free(*out, remove_cb, keep);
-    /* Reports name the capture the user gave, not the temporary tree. */
-    if (ncd_ctx_set_sysroot_label(*out, sysroot) < 0) {
-        ncd_ctx_free(*out);
-        *out = NULL;
-        return NCD_ENOMEM;
-    }
     return 0;
 }
