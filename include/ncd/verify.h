@@ -43,6 +43,7 @@
 #include <jansson.h>
 
 #include "ncd/check.h"
+#include "ncd/node.h"
 #include "ncd/ctx.h"
 #include "ncd/job.h"
 #include "ncd/report.h"
@@ -154,12 +155,17 @@ struct ncd_verify_opts {
                                    each exchange between processes (120) */
     double min_ratio;         /**< busbw below this share of the
                                    expectation fails "all-gpus" (0.5) */
-    struct ncd_check_opts check; /**< the "node" step's check run */
+    const char *nccl_version; /**< --nccl-version as given ("2.21.5") for
+                                   the "node" step's check run, or NULL
+                                   (node.h's version policy) */
+    int nccl_code;            /**< the version probe predicts (version.h
+                                   code; 0 = newest known) */
+    const char *nccl_source;  /**< where nccl_code came from, in words */
     ncd_verify_step_fn on_step; /**< may be NULL */
     void *arg;
 };
 
-/** Fills the defaults above (check: newest NCCL, no source). */
+/** Fills the defaults above (no --nccl-version, probe: newest known). */
 void ncd_verify_opts_default(struct ncd_verify_opts *o);
 
 /**

@@ -253,7 +253,9 @@ int ncd_cmd_verify(int argc, char **argv)
         return NCD_VERIFY_EXIT_TOOL;
     }
     st = NCD_VERIFY_EXIT_TOOL;
-    if (cli_nccl_version(ctx, V->c.nccl_version, &o->check, V->ver_src,
+    o->nccl_version = V->c.nccl_version;
+    o->nccl_source = V->ver_src;
+    if (cli_nccl_version(ctx, V->c.nccl_version, &o->nccl_code, V->ver_src,
                          sizeof V->ver_src) < 0)
         goto out;
     /* The launcher's variables are this process's own, also when the
@@ -261,7 +263,7 @@ int ncd_cmd_verify(int argc, char **argv)
     struct ncd_job_request req = {.np = V->np, .rendezvous = V->rendezvous};
     struct ncd_job_plan plan;
     struct ncd_ctx *live = ctx;
-    if (!ncd_ctx_is_live(ctx) && ncd_ctx_new(NULL, environ, &live)) {
+    if (V->c.sysroot && ncd_ctx_new(NULL, environ, &live)) {
         cli_err("verify: out of memory");
         goto out;
     }

@@ -14,6 +14,7 @@
 #include "ncd/error.h"
 #include "ncd/pg.h"
 #include "ncd/probe.h"
+#include "ncd/sysops.h"
 #include "verify/verify_int.h"
 
 /* What each process tells process 0 about its node's steps. */
@@ -95,19 +96,20 @@ static int add_hosts(struct ncd_verify_job *vj, struct host_summary *all,
 static int multi_probe(struct ncd_ctx *ctx, struct ncd_verify_job *vj,
                        const struct ncd_job *job, struct ncd_verify_step *s)
 {
-    if (!ncd_ctx_is_live(ctx)) { /* the same answer on every process */
+    if (ncd_sys_require_live(ctx, "probe")) { /* the same on every process */
         ncd_verify_evidence(s, "probe not run: the node's files come from "
                                "the recording %s, probe works on this "
                                "machine's sockets",
                             ncd_ctx_sysroot(ctx));
+        ncd_ctx_clear_error(ctx);
         return 1;
     }
     struct ncd_probe_opts po;
     ncd_probe_opts_default(&po);
     po.token = ncd_pg_token(job->pg);
     po.rdv_addr = ncd_pg_local_addr(job->pg);
-    po.nccl_version = vj->o.check.nccl_version;
-    po.nccl_version_src = vj->o.check.nccl_version_source;
+    po.nccl_version = vj->o.nccl_code;
+    po.nccl_version_src = vj->o.nccl_source;
     struct ncd_probe *p = NULL;
     int rc = ncd_probe_new(ctx, &po, job->proc, job->nprocs, &p);
     if (rc) {

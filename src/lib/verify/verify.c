@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "ncd/error.h"
+#include "ncd/node_report.h"
 #include "ncd/pg.h"
 #include "verify/verify_int.h"
 
@@ -24,7 +25,7 @@ void ncd_verify_opts_default(struct ncd_verify_opts *o)
     o->warmup_iters = 1;
     o->timeout_s = 120;
     o->min_ratio = 0.5;
-    o->check.nccl_version_source = "newest known";
+    o->nccl_source = "newest known";
 }
 
 /* ---- step "node" -------------------------------------------------------- */
@@ -33,13 +34,18 @@ void verify__step_node(struct ncd_ctx *ctx, const struct ncd_verify_opts *o,
                        struct ncd_verify_step *s)
 {
     struct ncd_findings l = {0};
-    json_t *facts = json_object();
-    int rc = facts ? ncd_run_checks(ctx, &o->check, &l, facts) : NCD_ENOMEM;
-    json_decref(facts);
+    struct ncd_node n = {0};
+    struct ncd_check_opts co = {0};
+    struct ncd_node_opts no = {.nccl_version = o->nccl_version};
+    int rc = ncd_node_probe(ctx, &no, ncd_checks_parts(&co), &n);
+    if (rc >= 0)
+        rc = ncd_run_checks(&n, &co, &l);
+    ncd_node_release(&n);
     if (rc < 0) {
         s->status = NCD_VERIFY_FAIL;
         ncd_verify_reason(s, "the node checks could not run: %s",
-                          ncd_strerror(rc));
+                          rc == NCD_EINVAL ? ncd_ctx_errdetail(ctx)
+                                           : ncd_strerror(rc));
         ncd_findings_release(&l);
         return;
     }
