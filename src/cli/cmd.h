@@ -168,6 +168,8 @@ int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
+int ncd_cmd_run(int argc, char **argv);
+int ncd_cmd_verify(int argc, char **argv);
 
 /* Usage texts kept next to their command's option table. */
 extern const char ncd_cmd_check_usage[];
@@ -179,5 +181,7 @@ extern const char ncd_cmd_perf_usage[];
 extern const char ncd_cmd_probe_usage[];
 extern const char ncd_cmd_tune_usage[];
 extern const char ncd_cmd_explain_usage[];
+extern const char ncd_cmd_run_usage[];
+extern const char ncd_cmd_verify_usage[];
 
 #endif
