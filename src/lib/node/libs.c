@@ -17,105 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
-                          char *cuda, size_t cudasz)
-{
-    int fd = ncd_fs_open(ctx, path, O_RDONLY);
-    if (fd < 0)
-        return fd;
-    int found = 0;
-    Elf64_Ehdr eh;
-    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
-        eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum) {
-        close(fd);
-        return 0;
-    }
-    size_t shsz = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
-    Elf64_Shdr *sh = malloc(shsz);
-    if (!sh) {
-        close(fd);
-        return NCD_ENOMEM;
-    }
-    if (pread(fd, sh, shsz, (off_t)eh.e_shoff) != (ssize_t)shsz)
-        goto out;
-    Elf64_Shdr *ss = &sh[eh.e_shstrndx];
-    if (ss->sh_size == 0 || ss->sh_size > (1u << 20))
-        goto out;
-    char *names = malloc(ss->sh_size + 1);
-    if (!names)
-        goto out;
-    if (pread(fd, names, ss->sh_size, (off_t)ss->sh_offset) !=
-        (ssize_t)ss->sh_size) {
-        free(names);
-        goto out;
-    }
-    names[ss->sh_size] = '\0';
-    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
-        if (sh[i].sh_name >= ss->sh_size ||
-            strcmp(names + sh[i].sh_name, ".rodata") != 0)
-            continue;
-        /* .rodata of libnccl is a few MB; refuse absurd sizes. */
-        if (sh[i].sh_size == 0 || sh[i].sh_size > (256u << 20))
-            break;
-        char *ro = malloc(sh[i].sh_size);
-        if (!ro)
-            break;
-        if (pread(fd, ro, sh[i].sh_size, (off_t)sh[i].sh_offset) ==
-            (ssize_t)sh[i].sh_size)
-            found = ncd_nccl_version_in_buf(ro, sh[i].sh_size, code, cuda,
-                                            cudasz);
-        free(ro);
-    }
-    free(names);
-out:
-    free(sh);
-    close(fd);
-    return found;
-}
-
-int ncd_ldcache_parse(const unsigned char *buf, size_t len,
-                      const char *prefix,
-                      void (*fn)(const char *name, const char *path,
-                                 void *arg),
-                      void *arg)
-{
-    static const char magic[] = "glibc-ld.so.cache1.1";
-    const size_t ml = sizeof magic - 1;
-    const unsigned char *h = memmem(buf, len, magic, ml);
-    if (!h)
-        return NCD_EPARSE;
-    size_t base = (size_t)(h - buf);
-    if (base + 48 > len)
-        return NCD_EPARSE;
-    uint32_t nlibs;
-    memcpy(&nlibs, buf + base + 20, 4);
-    if ((size_t)nlibs > (len - base - 48) / 24)
-        return NCD_EPARSE;
-    size_t pl = strlen(prefix);
-    int count = 0;
-    for (uint32_t i = 0; i < nlibs; i++) {
-        const unsigned char *e = buf + base + 48 + (size_t)i * 24;
-        uint32_t key, value;
-        memcpy(&key, e + 4, 4);
-        memcpy(&value, e + 8, 4);
-        if ((size_t)key + base >= len || (size_t)value + base >= len)
-            return NCD_EPARSE;
-        const char *k = (const char *)buf + base + key;
-        const char *v = (const char *)buf + base + value;
-        if (!memchr(k, 0, len - base - key) || !memchr(v, 0, len - base - value))
-            return NCD_EPARSE;
-        if (strncmp(k, prefix, pl) == 0) {
-            count++;
-            if (fn)
-                fn(k, v, arg);
-        }
-    }
-    return count;
-}
-
 /* ---- scan ------------------------------------------------------------------- */
 
 struct scan_state {
@@ -351,7 +252,8 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
                 }
             }
     }
-    /* A library this process really loaded confirms the pick. */
+    /* The live answer (the loader's order, version from the file) names
+     * the pick even where the scan does not look. */
     struct ncd_nccl_lib lib;
     if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.loaded) {
         if (lib.found && *lib.path) {
@@ -365,7 +267,7 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
             if (w >= 0) {
                 out->winner = w;
                 ncd__scpy(out->winner_why, sizeof out->winner_why,
-                          "dlopen(\"libnccl.so.2\") + ncclGetVersion()");
+                          "the dynamic loader's search order (live)");
                 out->v[w].version = lib.version;
             }
         }
