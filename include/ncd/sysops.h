@@ -84,6 +84,7 @@ struct ncd_nccl_lib {
                             loader would pick); 0 for a recorded version */
     int version;       /**< version code (version.h), 0 when unknown */
     char path[512];    /**< file the dynamic loader would load, if known */
+    char cuda[16];     /**< CUDA it was built for ("12.9"), "" unknown */
     char error[256];   /**< why not found, "" when found */
 };
 

@@ -24,6 +24,8 @@ struct scan_state {
     struct ncd_nccl_scan *s;
     int oom;
     const char *origin;
+    struct ncd_nccl_lib live; /* the loader's pick, answered live */
+    char live_real[512];      /* its real path, "" when none */
 };
 
 static void add_file(struct scan_state *st, const char *path)
@@ -49,8 +51,16 @@ static void add_file(struct scan_state *st, const char *path)
     ncd__scpy(f->path, sizeof f->path, path);
     ncd__scpy(f->real, sizeof f->real, real);
     ncd__scpy(f->origin, sizeof f->origin, st->origin);
-    int r = ncd_nccl_file_version(st->ctx, real, &f->version, f->cuda,
+    int r;
+    if (st->live_real[0] && strcmp(st->live_real, real) == 0) {
+        /* read already by the live answer: each file is read once */
+        f->version = st->live.version;
+        ncd__scpy(f->cuda, sizeof f->cuda, st->live.cuda);
+        r = 1;
+    } else {
+        r = ncd_nccl_file_version(st->ctx, real, &f->version, f->cuda,
                                   sizeof f->cuda);
+    }
     if (r == NCD_ENOMEM)
         st->oom = 1;
     if (r <= 0)
@@ -84,9 +94,10 @@ static void scan_dir(struct scan_state *st, const char *dir)
     ncd_fs_list_free(names, n);
 }
 
-/* Calls scan_dir on <base>/<entries starting with pfx>/<suffix>. */
+/* Calls scan_dir on <base>/<entries starting with pfx>/<suffix> for each
+ * suffix of the NULL-terminated list, in that order; `base` is listed once. */
 static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
-                      const char *suffix)
+                      const char *const *suffixes)
 {
     char **names;
     int n = ncd_fs_list(st->ctx, base, &names);
@@ -95,22 +106,26 @@ static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
         return;
     }
     char p[600];
-    for (int i = 0; i < n; i++) {
-        if (strncmp(names[i], pfx, strlen(pfx)) != 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s%s", base, names[i], suffix);
-        scan_dir(st, p);
-    }
+    for (const char *const *sfx = suffixes; *sfx; sfx++)
+        for (int i = 0; i < n; i++) {
+            if (strncmp(names[i], pfx, strlen(pfx)) != 0)
+                continue;
+            snprintf(p, sizeof p, "%s/%s%s", base, names[i], *sfx);
+            scan_dir(st, p);
+        }
     ncd_fs_list_free(names, n);
 }
+
+static const char *const lib_only[] = {"/lib", NULL};
 
 /* <prefix>/lib/python3.N/{site,dist}-packages/nvidia/nccl/lib */
 static void scan_python(struct scan_state *st, const char *prefix)
 {
+    static const char *const pkgs[] = {"/site-packages/nvidia/nccl/lib",
+                                       "/dist-packages/nvidia/nccl/lib", NULL};
     char lib[512];
     snprintf(lib, sizeof lib, "%s/lib", prefix);
-    scan_glob(st, lib, "python3", "/site-packages/nvidia/nccl/lib");
-    scan_glob(st, lib, "python3", "/dist-packages/nvidia/nccl/lib");
+    scan_glob(st, lib, "python3", pkgs);
 }
 
 static void ldcache_cb(const char *name, const char *path, void *arg)
@@ -149,6 +164,12 @@ static int find_real(const struct ncd_nccl_scan *s, struct ncd_ctx *ctx,
 static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
 {
     struct scan_state st = {.ctx = ctx, .s = out};
+    if (ncd_sys_nccl_version(ctx, &st.live) == 0 && st.live.loaded &&
+        st.live.found &&
+        ncd_fs_realpath(ctx, st.live.path, st.live_real,
+                        sizeof st.live_real) < 0)
+        st.live_real[0] = '\0';
+    ncd_ctx_clear_error(ctx);
     const char *v = ncd_getenv(ctx, "FLAGS_nccl_dir");
     if (v && *v) {
         st.origin = "FLAGS_nccl_dir";
@@ -195,10 +216,10 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     for (size_t i = 0; i < sizeof sysdirs / sizeof *sysdirs; i++)
         scan_dir(&st, sysdirs[i]);
     st.origin = "CUDA";
-    scan_glob(&st, "/usr/local", "cuda", "/lib64");
-    scan_glob(&st, "/usr/local", "cuda", "/lib");
-    scan_glob(&st, "/usr/local", "cuda", "/targets/x86_64-linux/lib");
-    scan_glob(&st, "/usr/local", "cuda", "/targets/sbsa-linux/lib");
+    static const char *const cuda_libs[] = {
+        "/lib64", "/lib", "/targets/x86_64-linux/lib",
+        "/targets/sbsa-linux/lib", NULL};
+    scan_glob(&st, "/usr/local", "cuda", cuda_libs);
     const char *home = ncd_getenv(ctx, "HOME");
     const char *conda = ncd_getenv(ctx, "CONDA_PREFIX");
     const char *venv = ncd_getenv(ctx, "VIRTUAL_ENV");
@@ -211,12 +232,12 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
         scan_dir(&st, p);
     }
     scan_dir(&st, "/opt/conda/lib");
-    scan_glob(&st, "/opt/conda/envs", "", "/lib");
+    scan_glob(&st, "/opt/conda/envs", "", lib_only);
     for (size_t i = 0; home && *home && i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s/lib", home, conda_names[i]);
         scan_dir(&st, p);
         snprintf(p, sizeof p, "%s/%s/envs", home, conda_names[i]);
-        scan_glob(&st, p, "", "/lib");
+        scan_glob(&st, p, "", lib_only);
     }
     st.origin = "site-packages";
     scan_python(&st, "/usr");
@@ -254,8 +275,8 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     }
     /* The live answer (the loader's order, version from the file) names
      * the pick even where the scan does not look. */
-    struct ncd_nccl_lib lib;
-    if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.loaded) {
+    const struct ncd_nccl_lib lib = st.live;
+    if (lib.loaded) {
         if (lib.found && *lib.path) {
             int w = find_real(out, ctx, lib.path);
             if (w < 0) {

@@ -174,9 +174,9 @@ static int live_nccl_version(struct ncd_ctx *ctx, struct ncd_nccl_lib *out)
         return 0;
     }
     out->loaded = 1;
-    char cuda[16];
     int code = 0;
-    r = ncd_nccl_file_version(ctx, out->path, &code, cuda, sizeof cuda);
+    r = ncd_nccl_file_version(ctx, out->path, &code, out->cuda,
+                              sizeof out->cuda);
     ncd_ctx_clear_error(ctx);
     if (r == NCD_ENOMEM)
         return r;
