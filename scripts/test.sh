@@ -15,8 +15,9 @@ UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
     ctest --test-dir "$BUILD" --output-on-failure -j "$(nproc)" "$@" || st=$?
 # A short, reproducible libFuzzer run (seed 1, NCD_FUZZ_RUNS inputs each,
 # default 3000) of every fuzz target (cmake/fuzz.cmake: the explain line
-# parser and rules loader, the rc-file editor): a separate small clang
-# build of just the fuzz targets.  Skipped without clang, with extra ctest
+# parser and rules loader, the rc-file editor, the perf/probe wire frames,
+# NCCL variable values, probe results, the --sysroot tarball reader): a
+# separate small clang build of just the fuzz targets.  Skipped without clang, with extra ctest
 # args, or with NCD_NO_FUZZ=1.
 if [ $# -eq 0 ] && [ -z "${NCD_NO_FUZZ:-}" ] && command -v clang >/dev/null 2>&1; then
     FUZZ=${NCD_FUZZ_BUILD_DIR:-build-fuzz}

@@ -13,7 +13,8 @@
  *   write them: "<2.18.3", ">=2.20.3 <2.20.5"), fixed ("2.18.3"), source
  *   (list); optional signature (list of regexes, each must match a line of
  *   the same process's log), signature_source (required with a
- *   signature), workaround.
+ *   signature), workaround, arch (the CPU architecture the bug is limited
+ *   to: "aarch64", "x86_64", "ppc64le").
  * explain ties a signature to the logged NCCL version; `check` can list the
  * known bugs of the installed libnccl.
  */
@@ -43,6 +44,8 @@ struct ncd_known_bug {
     size_t n_signature;
     char *signature_source; /**< NULL without a signature */
     char *workaround;       /**< NULL when no source states one */
+    char *arch;             /**< NULL: any CPU; else the only architecture
+                                 affected ("aarch64", as uname -m) */
     char **source;
     size_t n_source;
 };

@@ -29,6 +29,7 @@
 
 #include "ncd/container.h"
 #include "ncd/ctx.h"
+#include "ncd/knownbugs.h"
 #include "ncd/libs.h"
 #include "ncd/nccl.h"
 #include "ncd/ncclvars.h"
@@ -49,9 +50,10 @@ extern "C" {
 enum ncd_node_part {
     NCD_PART_ENV = 0,   /**< environment after NCCL's config files */
     NCD_PART_CATALOG,   /**< the NCCL variable catalog the environment is
-                             judged by (data compiled in, not read from the
-                             node; a part so that only the checks that need
-                             it pay for loading it) */
+                             judged by and the known bugs the installed
+                             libnccl is judged by (data compiled in, not
+                             read from the node; a part so that only the
+                             checks that need it pay for loading it) */
     NCD_PART_SYSTEM,    /**< host name, NCCL version to predict, who runs */
     NCD_PART_PLATFORM,  /**< VM / WSL (kernel, DMI), IOMMU */
     NCD_PART_PCI,       /**< PCI tree, GPUs, NICs, NVLink (topo.h) */
@@ -115,6 +117,9 @@ struct ncd_node {
 
     /** NCD_PART_CATALOG (data/nccl-vars.yaml). */
     struct ncd_var_catalog catalog;
+    /** NCD_PART_CATALOG (data/nccl-known-bugs.yaml; empty in a build
+     *  without it). */
+    struct ncd_known_bugs known_bugs;
 
     /** NCD_PART_SYSTEM. */
     struct {

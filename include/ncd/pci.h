@@ -169,9 +169,18 @@ struct ncd_virt {
                               "Xen"... or "" */
     int wsl;             /**< Windows Subsystem for Linux */
     char evidence[256];  /**< which file said so */
+    char arch[16];       /**< CPU architecture from /proc/cpuinfo:
+                              "x86_64", "aarch64", "ppc64le"; "" unknown */
 };
 
-/** Detects a VM or WSL.  Always 0. */
+/**
+ * The CPU architecture /proc/cpuinfo text describes (its field names differ
+ * per architecture: vendor_id/flags on x86, CPU implementer/Features on
+ * arm64, cpu: POWER on ppc64le).  Static string, "" when unknown.
+ */
+const char *ncd_cpuinfo_arch(const char *buf, size_t len);
+
+/** Detects a VM or WSL, and the CPU architecture.  Always 0. */
 int ncd_virt_probe(struct ncd_ctx *ctx, struct ncd_virt *out);
 
 #ifdef __cplusplus

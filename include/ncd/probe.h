@@ -12,14 +12,20 @@
  *     from the kernel's ephemeral range (as NCCL's own listeners get), a
  *     second TCP socket on a port outside that range (the control that
  *     tells a port filter from a dead path), a UDP echo socket for the
- *     don't-fragment probes, and a TCP socket on the recommended interface
- *     when it differs from NCCL's.  A server thread answers them.
+ *     don't-fragment probes, and the same two TCP sockets on the
+ *     recommended interface when it differs from NCCL's.  A server thread
+ *     answers them, one connection at a time.
  *  2. ncd_probe_run(): allgather of the rank records, name resolution of
- *     every host name on every rank, then n-1 steps separated by barriers:
- *     in step s rank r tests rank (r+s) mod n (connect with a timeout,
- *     identity handshake, round trips, a bandwidth burst, DF-marked UDP
- *     datagrams of increasing size), so each rank sends to one peer and
- *     receives from one peer at a time.  Finally an allgather of the result
+ *     every host name on every rank, then n-1 steps; in step s rank r tests
+ *     rank (r+s) mod n, so each rank sends to one peer and receives from
+ *     one peer at a time.  A step has two phases separated by barriers:
+ *     first the connections (on NCCL's address and on the recommended
+ *     interface: the listener in the ephemeral range, the control listener
+ *     outside it, and the control listener again from a source port
+ *     outside this host's range, all at once with one timeout), the
+ *     identity handshakes, the round trips and the DF-marked UDP datagrams
+ *     of increasing size; then the bandwidth bursts.  No round trip is
+ *     timed while a burst fills a link.  Finally an allgather of the result
  *     rows: every rank holds the whole matrix.
  *  3. ncd_probe_analyze(): findings (pure function of the result, so unit
  *     tests drive it with made-up results); ncd_probe_json() and
@@ -51,6 +57,9 @@ extern "C" {
 
 /** Most ranks a probe handles (the result matrix is nranks^2 cells). */
 #define NCD_PROBE_MAX_RANKS 512
+
+/** Largest bandwidth burst a rank sends or accepts, bytes. */
+#define NCD_PROBE_MAX_BURST (1ull << 30)
 
 /** How a connection attempt ended.  ncd_probe_status_name() = JSON text. */
 enum ncd_probe_status {
@@ -99,6 +108,7 @@ struct ncd_probe_rank {
     int32_t ctl_port;     /**< listener on nccl_addr outside it, 0 none */
     int32_t udp_port;     /**< UDP echo on nccl_addr, 0 none */
     int32_t rec_port;     /**< listener on rec_addr, 0 when rec = nccl */
+    int32_t rec_ctl_port; /**< control listener on rec_addr, 0 none */
     int32_t n_addrs;
     char addrs[8][48];    /**< this host's routable addresses */
     char rdv_addr[64];    /**< local address of the rendezvous connection */
@@ -106,27 +116,47 @@ struct ncd_probe_rank {
     char listen_error[128]; /**< why nccl_addr could not be listened on */
 };
 
+/**
+ * The connection tests of one ordered pair on one path (NCCL's address, or
+ * the recommended interface's).  Three listeners on the peer's address
+ * tell the causes apart: the data port is in the peer's ephemeral range
+ * (where NCCL's listeners are), the control port is outside it, and the
+ * control port is tried a second time from a source port outside this
+ * host's ephemeral range.  Data fails, control answers: a filter of the
+ * peer's ephemeral ports.  Both fail and the fixed source port answers: a
+ * firewall on this host drops the replies to its own connections (a
+ * stateless rule on its ephemeral range).  All fail: the path.
+ */
+struct ncd_probe_conn {
+    int32_t status;       /**< enum ncd_probe_status: the data port */
+    int32_t err;          /**< errno behind status, 0 none */
+    int32_t ctl_status;   /**< the control port, NOT_TRIED when none */
+    int32_t src_status;   /**< the control port from a source port outside
+                               this host's ephemeral range; NOT_TRIED when
+                               no such port could be bound */
+    int32_t port;         /**< data port tried on the peer */
+    float connect_us;     /**< TCP connect time to the data port, µs */
+    float bw_gbps;        /**< burst bandwidth, GB/s (0 when not run) */
+    char detail[96];      /**< words for the data port's failure */
+};
+
 /** One ordered pair (row rank -> column rank). */
 struct ncd_probe_cell {
-    int32_t status;       /**< enum ncd_probe_status, NCCL's address */
-    int32_t err;          /**< errno behind status, 0 none */
-    int32_t ctl_status;   /**< the control port (outside the ephemeral
-                               range) on the same address */
-    int32_t rec_status;   /**< the recommended interface (when it differs;
-                               NOT_TRIED otherwise) */
-    float connect_us;     /**< TCP connect time, µs (0 when failed) */
-    float rtt_us;         /**< median round trip of 8-byte messages, µs */
-    float bw_gbps;        /**< burst bandwidth, GB/s (0 when not run) */
-    float rec_bw_gbps;    /**< same on the recommended interface */
+    struct ncd_probe_conn nccl; /**< on the address NCCL would use */
+    struct ncd_probe_conn rec;  /**< on the recommended interface: a copy
+                                     of `nccl` when the peer recommends
+                                     NCCL's own address; NOT_TRIED between
+                                     ranks of one host and when the peer
+                                     recommends nothing */
+    float rtt_us;         /**< median round trip of 8-byte messages on
+                               NCCL's address, µs (no burst running) */
     int32_t mtu_ok;       /**< largest DF packet echoed, bytes; 0 none */
     int32_t mtu_lost;     /**< smallest DF packet lost, bytes; 0 none */
     int32_t mtu_local;    /**< largest size the local stack let out */
-    int32_t port;         /**< port tried on the peer */
     char src_addr[48];    /**< local address the kernel used */
     char resolved[48];    /**< the peer's host name as this rank resolves
                                it (first address), "" when it does not */
     char resolve_err[48]; /**< gai_strerror() when it does not resolve */
-    char detail[96];      /**< words for the failure */
 };
 
 /** The whole probe, as held by every rank after ncd_probe_run(). */
@@ -218,15 +248,26 @@ enum ncd_probe_status ncd_probe_host_status(const struct ncd_probe_result *r,
                                             int a, int b);
 
 /**
- * Findings from a result:
- *  - net.unreachable.*: pairs that cannot connect, grouped by cause: a
- *    port filter (the ephemeral-range port times out or is refused while
- *    the control port answers: names the host and its port range),
- *    whole-path drops, refusals, asymmetric reachability, DF probes that
- *    show an MTU mismatch;
- *  - net.iface-choice.*: NCCL's predicted interface does not reach a peer
- *    while the recommended one does (fix: NCCL_SOCKET_IFNAME), or the same
- *    address answers from another process (duplicate addresses);
+ * Findings from a result, one per cause (not per pair: 64 hosts with one
+ * bad host give one finding naming it).  Each failed pair is classified by
+ * its three connection tests (struct ncd_probe_conn), then the host x host
+ * matrix is explained by as few causes as fit:
+ *  - net.iface-choice.unreachable: NCCL's address is dead for some pairs
+ *    where the recommended interface carries traffic (and alive nowhere
+ *    the recommended one is not): set NCCL_SOCKET_IFNAME to it.  Every
+ *    finding below is then about that interface, so a second fault on it
+ *    (a firewall) is reported too;
+ *  - net.unreachable.port-filtered: a firewall blocks the ephemeral ports
+ *    of a host (or of hosts that behave alike, e.g. a rack, from the hosts
+ *    outside it) while its control port answers; "without tracking
+ *    connections" when it also drops the answers to the host's own
+ *    connections; net.unreachable.return-filtered when only that;
+ *  - net.iface-choice.duplicate-address: another process answers;
+ *  - net.unreachable.all / .host / .group / .pair / .asymmetric: dead
+ *    paths: nothing works at all (3+ hosts), a host no one reaches or that
+ *    reaches no one (3+ hosts), a group of hosts cut off from the others,
+ *    and what is left per host pair (16 at most, the rest summed up);
+ *  - net.unreachable.mtu: DF probes that show an MTU mismatch;
  *  - net.ifname.*: NCCL_SOCKET_IFNAME matches nothing on a host, or
  *    differs between hosts;
  *  - net.hostname.*: a host name that resolves differently on different
@@ -235,8 +276,9 @@ enum ncd_probe_status ncd_probe_host_status(const struct ncd_probe_result *r,
  *  - version.mismatch: different NCCL versions across ranks;
  *  - perf.config.slow-pair: a host pair more than 3x slower than the
  *    median burst bandwidth in both directions;
- *  - ok findings for what passed.
- * The list is sorted worst first.  @return 0 or NCD_ENOMEM.
+ *  - net.unreachable.none (ok) when every pair connects.
+ * Pure: the same result gives the same findings.  The list is sorted worst
+ * first.  @return 0 or NCD_ENOMEM.
  */
 int ncd_probe_analyze(const struct ncd_probe_result *r,
                       struct ncd_findings *out);

@@ -19,7 +19,11 @@
  *     when nothing else is usable.
  *  3. Higher link speed (sysfs speed, Mb/s; unknown counts as 0).
  *  4. Carries the default route (/proc/net/route, /proc/net/ipv6_route).
- *  5. More traffic so far (rx_bytes + tx_bytes).
+ *  5. Clearly the one that carries the traffic: rx_bytes + tx_bytes at
+ *     least NCD_RECOMMEND_BUSY_BYTES and NCD_RECOMMEND_BUSY_RATIO times the
+ *     other's.  Closer counters decide nothing: a probe's own bursts (or a
+ *     backup run) would otherwise flip the choice between twin links from
+ *     one run to the next.
  *  6. Lower ifindex.
  */
 #ifndef NCD_RECOMMEND_H
@@ -34,6 +38,11 @@ extern "C" {
 #endif
 
 #define NCD_RANK_MAX_REASONS 8
+
+/** Rule 5: bytes (rx + tx) an interface must have carried ... */
+#define NCD_RECOMMEND_BUSY_BYTES (1ull << 30)
+/** ... and how many times the other's, to win on traffic. */
+#define NCD_RECOMMEND_BUSY_RATIO 10
 
 /** The verdict on one interface. */
 struct ncd_if_rank {

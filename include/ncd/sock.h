@@ -129,6 +129,27 @@ int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
                              size_t srclen);
 
 /**
+ * Starts a non-blocking TCP connection to numeric `addr`:`port` (several
+ * can then be waited for at once with poll(POLLOUT)).  With `src_port` > 0
+ * the socket is first bound to that local port (any address,
+ * SO_REUSEADDR) instead of one the kernel draws from
+ * net.ipv4.ip_local_port_range.
+ * @param err  receives the errno of a failure (EADDRINUSE when src_port is
+ *             taken, EINVAL for a non-numeric address), 0 otherwise.
+ * @return the fd (connection in progress or made), or -1.
+ */
+int ncd_sock_connect_start(const char *addr, const char *ifname, int port,
+                           int src_port, int *err);
+
+/**
+ * Ends what ncd_sock_connect_start() began once poll() reported the fd
+ * writable (or the wait ended): the socket is blocking again on success.
+ * @return 0, or the errno of the failed connection (the fd stays open:
+ *         the caller closes it).
+ */
+int ncd_sock_connect_finish(int fd);
+
+/**
  * Connects to `host`:`port` (a name or a numeric address), retrying every
  * 100 ms while the peer is not listening yet, until `deadline`.  The
  * socket is non-blocking, close-on-exec, with TCP_NODELAY.

@@ -174,7 +174,7 @@ static void check_entry(yaml_document_t *d, yaml_node_t *e, const struct release
                                            "fixed", "source", NULL};
     static const char *const known[] = {"id",       "summary",   "kind",   "area",
                                         "affected", "fixed",     "source", "signature",
-                                        "signature_source",      "workaround", NULL};
+                                        "signature_source",      "workaround", "arch", NULL};
     static const char *const kinds[] = {"crash", "hang", "error", "data-corruption",
                                         "performance", NULL};
     if (e->type != YAML_MAPPING_NODE) {

@@ -52,6 +52,10 @@ static const struct {
     {"NCCL_IB_TIMEOUT", "22", NCD_SEV_OK, ""},
     {"NCCL_IB_TIMEOUT", "40", NCD_SEV_WARNING, ""},
     {"NCCL_IB_TIMEOUT", "010", NCD_SEV_WARNING, "10"},
+    /* strtoll skips blanks and a sign before the base (found by
+     * tests/fuzz/fuzz_ncclvars.c) */
+    {"NCCL_IB_TIMEOUT", " 022", NCD_SEV_WARNING, "22"},
+    {"NCCL_IB_TIMEOUT", "+010", NCD_SEV_WARNING, "10"},
     {"NCCL_IB_TIMEOUT", "0x10", NCD_SEV_OK, ""},
     {"NCCL_IB_TIMEOUT", "99999999999999999999999", NCD_SEV_WARNING, ""},
     {"NCCL_SHM_DISABLE", "1", NCD_SEV_OK, ""},

@@ -8,7 +8,9 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <net/if.h>
 #include <stdio.h>
+#include <sys/socket.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -55,12 +57,13 @@ static struct ncd_probe_result *mk(int n)
             snprintf(c->resolved, sizeof c->resolved, "10.0.0.%d", j + 1);
             if (i == j)
                 continue;
-            c->status = NCD_PROBE_OK;
-            c->ctl_status = NCD_PROBE_OK;
-            c->rec_status = NCD_PROBE_OK;
-            c->bw_gbps = 1.0f;
+            c->nccl.status = NCD_PROBE_OK;
+            c->nccl.ctl_status = NCD_PROBE_OK;
+            c->nccl.src_status = NCD_PROBE_OK;
+            c->nccl.bw_gbps = 1.0f;
+            c->nccl.port = 40000 + j;
+            c->rec = c->nccl; /* the peer recommends NCCL's address */
             c->rtt_us = 50;
-            c->port = 40000 + j;
             c->mtu_ok = 1500;
             snprintf(c->resolved, sizeof c->resolved, "10.0.0.%d", j + 1);
         }
@@ -93,6 +96,58 @@ static void test_all_ok(void **state)
     rel(r);
 }
 
+/* Which path set() changes. */
+enum { NCCL = 1, REC = 2, BOTH = 3 };
+
+/* The tests of rank i -> rank j: data port, control port, control port from
+ * a fixed source port (OK, TIMEOUT...). */
+static void set(struct ncd_probe_result *r, int i, int j, int which, int st,
+                int ctl, int src)
+{
+    struct ncd_probe_conn *v[2] = {&cell(r, i, j)->nccl, &cell(r, i, j)->rec};
+    for (int k = 0; k < 2; k++) {
+        if (!(which & (1 << k)))
+            continue;
+        v[k]->status = st;
+        v[k]->ctl_status = ctl;
+        v[k]->src_status = src;
+        if (st != NCD_PROBE_OK)
+            v[k]->bw_gbps = 0;
+    }
+}
+
+/* The findings, as "id: title" in order, are exactly `want` (NULL-ended). */
+static void expect(const struct ncd_findings *fl, const char *const *want)
+{
+    size_t n = 0;
+    while (want[n])
+        n++;
+    int ok = fl->n == n;
+    for (size_t i = 0; ok && i < n; i++) {
+        char line[1024];
+        snprintf(line, sizeof line, "%s: %s", fl->v[i].id, fl->v[i].title);
+        ok = !strcmp(line, want[i]);
+    }
+    if (ok)
+        return;
+    print_message("got %zu findings:\n", fl->n);
+    for (size_t i = 0; i < fl->n; i++)
+        print_message("  %s: %s\n", fl->v[i].id, fl->v[i].title);
+    print_message("want %zu:\n", n);
+    for (size_t i = 0; i < n; i++)
+        print_message("  %s\n", want[i]);
+    fail();
+}
+
+static void analyze_expect(struct ncd_probe_result *r,
+                           const char *const *want)
+{
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    expect(&fl, want);
+    ncd_findings_release(&fl);
+}
+
 /* node1's firewall drops its ephemeral range: every peer times out on the
  * data port and gets through on the control port */
 static void test_port_filter(void **state)
@@ -104,8 +159,8 @@ static void test_port_filter(void **state)
     r->ranks[1].tcp_port = 41017;
     for (int i = 0; i < 3; i++)
         if (i != 1) {
-            cell(r, i, 1)->status = NCD_PROBE_TIMEOUT;
-            cell(r, i, 1)->port = 41017;
+            set(r, i, 1, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+            cell(r, i, 1)->nccl.port = 41017;
         }
     struct ncd_findings fl = {0};
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
@@ -121,19 +176,27 @@ static void test_port_filter(void **state)
     assert_int_equal(ncd_probe_host_status(r, 0, 1), NCD_PROBE_TIMEOUT);
     assert_int_equal(ncd_probe_host_status(r, 1, 0), NCD_PROBE_OK);
     ncd_findings_release(&fl);
-    /* the control port also times out: not a port filter but a dead path,
-     * and asymmetric (node1 reaches the others) */
+    /* the control port also times out: not a port filter but a dead path;
+     * node1 still connects out */
     for (int i = 0; i < 3; i++)
         if (i != 1)
-            cell(r, i, 1)->ctl_status = NCD_PROBE_TIMEOUT;
-    for (int i = 0; i < 3; i++)
-        if (i != 1)
-            cell(r, i, 1)->rec_status = NCD_PROBE_TIMEOUT;
+            set(r, i, 1, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     assert_null(ncd_findings_find(&fl, "net.unreachable.port-filtered"));
+    f = ncd_findings_find(&fl, "net.unreachable.host");
+    assert_non_null(f);
+    assert_string_equal(f->title, "node1 cannot be reached by any other host "
+                                  "on ens3 (timed-out); it connects out");
+    ncd_findings_release(&fl);
+    /* two hosts: which end is at fault cannot be told: one pair finding */
+    rel(r);
+    r = mk(2);
+    set(r, 0, 1, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT);
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     f = ncd_findings_find(&fl, "net.unreachable.asymmetric");
     assert_non_null(f);
-    assert_non_null(strstr(f->title, "timed-out"));
+    assert_non_null(strstr(f->title, "timed-out (the other way works)"));
     ncd_findings_release(&fl);
     rel(r);
 }
@@ -148,10 +211,10 @@ static void test_iface_choice(void **state)
         snprintf(r->ranks[i].nccl_addr, sizeof r->ranks[i].nccl_addr,
                  "192.168.%d.1", i);
     }
-    cell(r, 0, 1)->status = NCD_PROBE_NO_ROUTE;
-    cell(r, 1, 0)->status = NCD_PROBE_NO_ROUTE;
-    cell(r, 0, 1)->ctl_status = NCD_PROBE_NO_ROUTE;
-    cell(r, 1, 0)->ctl_status = NCD_PROBE_NO_ROUTE;
+    set(r, 0, 1, NCCL, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+        NCD_PROBE_NO_ROUTE);
+    set(r, 1, 0, NCCL, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+        NCD_PROBE_NO_ROUTE);
     struct ncd_findings fl = {0};
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     struct ncd_finding *f = ncd_findings_find(&fl, "net.iface-choice.unreachable");
@@ -161,14 +224,25 @@ static void test_iface_choice(void **state)
     assert_string_equal(f->env[0].name, "NCCL_SOCKET_IFNAME");
     assert_string_equal(f->env[0].value, "ens3");
     ncd_findings_release(&fl);
-    /* the recommended one fails too: no interface advice, a pair error */
-    cell(r, 0, 1)->rec_status = NCD_PROBE_NO_ROUTE;
-    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
-    assert_null(ncd_findings_find(&fl, "net.iface-choice.unreachable"));
-    f = ncd_findings_find(&fl, "net.unreachable.pair");
-    assert_non_null(f);
-    assert_non_null(strstr(f->title, "no-route"));
-    ncd_findings_release(&fl);
+    /* the recommended one is dead one way: switch, and that way is the
+     * problem left on it */
+    set(r, 0, 1, REC, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+        NCD_PROBE_NO_ROUTE);
+    static const char *const want[] = {
+        "net.iface-choice.unreachable: The interface NCCL picks does not "
+        "reach the other hosts; ens3 does",
+        "net.unreachable.asymmetric: node0 cannot connect to node1 on "
+        "10.0.0.2:40001: no-route (the other way works)",
+        NULL};
+    analyze_expect(r, want);
+    /* dead both ways: no interface advice, a pair error on NCCL's */
+    set(r, 1, 0, REC, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+        NCD_PROBE_NO_ROUTE);
+    static const char *const want2[] = {
+        "net.unreachable.pair: node0 cannot connect to node1 on "
+        "192.168.1.1:40001: no-route (nor the other way)",
+        NULL};
+    analyze_expect(r, want2);
     rel(r);
 }
 
@@ -182,8 +256,8 @@ static void test_ifname_one_host(void **state)
     snprintf(r->ranks[1].socket_ifname, sizeof r->ranks[1].socket_ifname, "eth0");
     r->ranks[1].nccl_if[0] = 0;
     r->ranks[1].nccl_addr[0] = 0;
-    cell(r, 0, 1)->status = NCD_PROBE_NO_ADDR;
-    cell(r, 1, 0)->status = NCD_PROBE_NO_ADDR;
+    set(r, 0, 1, BOTH, NCD_PROBE_NO_ADDR, 0, 0);
+    set(r, 1, 0, BOTH, NCD_PROBE_NO_ADDR, 0, 0);
     struct ncd_findings fl = {0};
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     struct ncd_finding *f = ncd_findings_find(&fl, "net.ifname.no-match-host");
@@ -240,6 +314,21 @@ static void test_duplicate_and_mtu(void **state)
     assert_int_equal(f->severity, NCD_SEV_ERROR);
     assert_non_null(strstr(f->fix, "mtu 9000"));
     ncd_findings_release(&fl);
+    /* the same MTU at both ends and big DF packets lost: a hop in between
+     * carries less; never "MTU mismatch ... mtu 9000 and ... mtu 9000"
+     * (found by tests/fuzz/fuzz_probe_result.c) */
+    r->ranks[0].mtu = 9000;
+    cell(r, 1, 0)->mtu_ok = 1500;
+    cell(r, 1, 0)->mtu_lost = 8972;
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    f = ncd_findings_find(&fl, "net.unreachable.mtu");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_ERROR);
+    assert_string_equal(f->title, "Large packets are lost between node0 and "
+                                  "node0 (both mtu 9000): a hop between them "
+                                  "carries less");
+    assert_non_null(strstr(f->fix, "mtu 1500"));
+    ncd_findings_release(&fl);
     rel(r);
 }
 
@@ -247,12 +336,12 @@ static void test_slow_pair(void **state)
 {
     (void)state;
     struct ncd_probe_result *r = mk(3);
-    cell(r, 0, 2)->bw_gbps = 0.1f;
+    cell(r, 0, 2)->nccl.bw_gbps = 0.1f;
     struct ncd_findings fl = {0};
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     assert_null(ncd_findings_find(&fl, "perf.config.slow-pair"));
     ncd_findings_release(&fl);
-    cell(r, 2, 0)->bw_gbps = 0.2f;
+    cell(r, 2, 0)->nccl.bw_gbps = 0.2f;
     assert_int_equal(ncd_probe_analyze(r, &fl), 0);
     struct ncd_finding *f = ncd_findings_find(&fl, "perf.config.slow-pair");
     assert_non_null(f);
@@ -266,7 +355,7 @@ static void test_json(void **state)
 {
     (void)state;
     struct ncd_probe_result *r = mk(2);
-    cell(r, 0, 1)->status = NCD_PROBE_REFUSED;
+    cell(r, 0, 1)->nccl.status = NCD_PROBE_REFUSED;
     json_t *j = ncd_probe_json(r);
     assert_non_null(j);
     json_t *m = json_object_get(j, "matrix");
@@ -288,6 +377,314 @@ static void test_status_names(void **state)
     assert_string_equal(ncd_probe_status_name(NCD_PROBE_WRONG_PEER), "wrong-peer");
     assert_true(ncd_probe_status_badness(NCD_PROBE_TIMEOUT) >
                 ncd_probe_status_badness(NCD_PROBE_OK));
+}
+
+/* ---- 64 hosts: findings grow with causes, not with pairs ----------------- */
+
+static void filter_range(struct ncd_probe_result *r, int h)
+{
+    r->ranks[h].port_lo = 41000;
+    r->ranks[h].port_hi = 41099;
+    r->ranks[h].tcp_port = 41017;
+}
+
+/* one host's firewall drops its ephemeral ports: one finding naming it */
+static void test_64_one_bad_host(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    filter_range(r, 17);
+    for (int i = 0; i < 64; i++)
+        if (i != 17)
+            set(r, i, 17, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+    static const char *const want[] = {
+        "net.unreachable.port-filtered: A firewall on node17 blocks its "
+        "ephemeral ports 41000-41099 on ens3, where NCCL listens",
+        NULL};
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    expect(&fl, want);
+    /* 8 pairs, "and 55 more", the port range */
+    assert_int_equal(fl.v[0].n_evidence, 10);
+    assert_string_equal(fl.v[0].evidence[8],
+                        "... and 55 more host pairs alike");
+    assert_string_equal(fl.v[0].evidence[9],
+                        "node17: net.ipv4.ip_local_port_range = 41000 41099");
+    ncd_findings_release(&fl);
+    /* the same host unplugged: nothing gets in or out */
+    rel(r);
+    r = mk(64);
+    for (int i = 0; i < 64; i++)
+        if (i != 17) {
+            set(r, i, 17, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
+            set(r, 17, i, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
+        }
+    static const char *const want2[] = {
+        "net.unreachable.host: node17 neither reaches nor is reached by any "
+        "other host on ens3 (timed-out)",
+        NULL};
+    analyze_expect(r, want2);
+    rel(r);
+}
+
+/* one cable: node3 <-> node40 */
+static void test_64_one_bad_link(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    set(r, 3, 40, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+        NCD_PROBE_TIMEOUT);
+    set(r, 40, 3, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+        NCD_PROBE_TIMEOUT);
+    static const char *const want[] = {
+        "net.unreachable.pair: node3 cannot connect to node40 on "
+        "10.0.0.41:40040: timed-out (nor the other way)",
+        NULL};
+    analyze_expect(r, want);
+    rel(r);
+}
+
+/* two bad hosts of different causes: two findings */
+static void test_64_two_causes(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    filter_range(r, 5);
+    for (int i = 0; i < 64; i++) {
+        if (i != 5)
+            set(r, i, 5, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+        if (i != 50) /* node50 drops new inbound connections, any port */
+            set(r, i, 50, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
+    }
+    static const char *const want[] = {
+        "net.unreachable.port-filtered: A firewall on node5 blocks its "
+        "ephemeral ports 41000-41099 on ens3, where NCCL listens",
+        "net.unreachable.host: node50 cannot be reached by any other host on "
+        "ens3 (timed-out); it connects out",
+        NULL};
+    analyze_expect(r, want);
+    /* and a third cause: node9's firewall has no connection tracking */
+    for (int i = 0; i < 64; i++)
+        if (i != 9) {
+            set(r, i, 9, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+            if (i != 50) /* node9 -> node50 stays dead: node50's cause */
+                set(r, 9, i, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                    NCD_PROBE_OK);
+        }
+    static const char *const want3[] = {
+        "net.unreachable.port-filtered: A firewall on node5 blocks its "
+        "ephemeral ports 41000-41099 on ens3, where NCCL listens",
+        "net.unreachable.port-filtered: A firewall on node9 drops its "
+        "ephemeral ports 32768-60999 on ens3 without tracking connections: "
+        "no peer connects to it, and the replies to its own connections are "
+        "lost",
+        "net.unreachable.host: node50 cannot be reached by any other host on "
+        "ens3 (timed-out); it connects out",
+        NULL};
+    analyze_expect(r, want3);
+    rel(r);
+}
+
+/* a stateless firewall on one host is not blamed on its peers */
+static void test_64_stateless(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    for (int i = 0; i < 64; i++)
+        if (i != 9) {
+            set(r, i, 9, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+            set(r, 9, i, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_OK);
+        }
+    static const char *const want[] = {
+        "net.unreachable.port-filtered: A firewall on node9 drops its "
+        "ephemeral ports 32768-60999 on ens3 without tracking connections: "
+        "no peer connects to it, and the replies to its own connections are "
+        "lost",
+        NULL};
+    analyze_expect(r, want);
+    /* two hosts: the same, from both ends */
+    rel(r);
+    r = mk(2);
+    set(r, 0, 1, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+    set(r, 1, 0, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT, NCD_PROBE_OK);
+    static const char *const want2[] = {
+        "net.unreachable.port-filtered: A firewall on node1 drops its "
+        "ephemeral ports 32768-60999 on ens3 without tracking connections: "
+        "no peer connects to it, and the replies to its own connections are "
+        "lost",
+        NULL};
+    analyze_expect(r, want2);
+    /* only the replies (a rule on the source ports' range alone) */
+    set(r, 0, 1, BOTH, NCD_PROBE_OK, NCD_PROBE_OK, NCD_PROBE_OK);
+    static const char *const want3[] = {
+        "net.unreachable.return-filtered: A firewall on node1 drops the "
+        "replies to its own connections (its ephemeral ports 32768-60999 on "
+        "ens3)",
+        NULL};
+    analyze_expect(r, want3);
+    rel(r);
+}
+
+/* a rack (node48..node63) behind a firewall that drops what comes from the
+ * other racks; the rack's own connections out are answered */
+static void test_64_rack(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    for (int i = 0; i < 48; i++)
+        for (int j = 48; j < 64; j++)
+            set(r, i, j, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
+    static const char *const want[] = {
+        "net.unreachable.group: 16 hosts (node48, node49, node50, node51, "
+        "node52, node53 and 10 more) cannot be reached from the other 48 "
+        "hosts on ens3 (timed-out); among themselves they connect",
+        NULL};
+    analyze_expect(r, want);
+    /* no route between the racks: both ways */
+    for (int i = 0; i < 48; i++)
+        for (int j = 48; j < 64; j++)
+            set(r, j, i, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_TIMEOUT,
+                NCD_PROBE_TIMEOUT);
+    static const char *const want2[] = {
+        "net.unreachable.group: 48 hosts (node0, node1, node2, node3, node4, "
+        "node5 and 42 more) and the other 16 hosts cannot reach each other on "
+        "ens3 (timed-out); within each group they connect",
+        NULL};
+    analyze_expect(r, want2);
+    /* the rack's firewall drops only the ephemeral ports */
+    for (int i = 0; i < 48; i++)
+        for (int j = 48; j < 64; j++) {
+            set(r, i, j, BOTH, NCD_PROBE_TIMEOUT, NCD_PROBE_OK, NCD_PROBE_OK);
+            set(r, j, i, BOTH, NCD_PROBE_OK, NCD_PROBE_OK, NCD_PROBE_OK);
+        }
+    static const char *const want3[] = {
+        "net.unreachable.port-filtered: The ephemeral ports 32768-60999 of 16 "
+        "hosts (node48, node49, node50, node51, node52, node53 and 10 more) "
+        "on ens3 are blocked from 48 hosts (node0, node1, node2, node3, "
+        "node4, node5 and 42 more); other hosts connect",
+        NULL};
+    analyze_expect(r, want3);
+    rel(r);
+}
+
+/* item 9 of issue 10: NCCL's default interface leads nowhere on every host
+ * and node7's firewall drops its ephemeral ports on the interface that
+ * works: recommend that interface, and report the firewall on it */
+static void test_64_iface_and_firewall(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(64);
+    for (int i = 0; i < 64; i++) {
+        snprintf(r->ranks[i].nccl_if, sizeof r->ranks[i].nccl_if, "eno1");
+        snprintf(r->ranks[i].nccl_addr, sizeof r->ranks[i].nccl_addr,
+                 "10.99.%d.1", i);
+        snprintf(r->ranks[i].nccl_pass, sizeof r->ranks[i].nccl_pass,
+                 "any interface");
+    }
+    filter_range(r, 7);
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 64; j++)
+            if (i != j) {
+                set(r, i, j, NCCL, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+                    NCD_PROBE_NO_ROUTE);
+                if (j == 7)
+                    set(r, i, j, REC, NCD_PROBE_TIMEOUT, NCD_PROBE_OK,
+                        NCD_PROBE_OK);
+            }
+    static const char *const want[] = {
+        "net.iface-choice.unreachable: The interface NCCL picks does not "
+        "reach the other hosts; ens3 does",
+        "net.unreachable.port-filtered: A firewall on node7 blocks its "
+        "ephemeral ports 41000-41099 on ens3, where NCCL listens",
+        NULL};
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    expect(&fl, want);
+    assert_int_equal(fl.v[0].n_env, 1);
+    assert_string_equal(fl.v[0].env[0].value, "ens3");
+    assert_non_null(strstr(fl.v[0].fix, "NCCL_SOCKET_IFNAME=ens3"));
+    assert_non_null(strstr(fl.v[0].fix, "findings below"));
+    /* one line for the 64 hosts' identical choice */
+    assert_string_equal(fl.v[0].evidence[fl.v[0].n_evidence - 1],
+                        "64 hosts (node0, node1, node2, node3, node4, node5 "
+                        "and 58 more): NCCL picks eno1 (any interface); "
+                        "recommended ens3");
+    ncd_findings_release(&fl);
+    /* without the firewall the fix says every pair connected */
+    for (int i = 0; i < 64; i++)
+        if (i != 7)
+            set(r, i, 7, REC, NCD_PROBE_OK, NCD_PROBE_OK, NCD_PROBE_OK);
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    expect(&fl, (const char *const[]){want[0], NULL});
+    assert_non_null(strstr(fl.v[0].fix, "probe connected every pair on it"));
+    ncd_findings_release(&fl);
+    /* and with nothing alive on either interface: no advice, one finding */
+    for (int i = 0; i < 64; i++)
+        for (int j = 0; j < 64; j++)
+            if (i != j)
+                set(r, i, j, REC, NCD_PROBE_NO_ROUTE, NCD_PROBE_NO_ROUTE,
+                    NCD_PROBE_NO_ROUTE);
+    static const char *const want2[] = {
+        "net.unreachable.all: No host reaches any other on NCCL's interface "
+        "(no-route): the 64 hosts share no working network there",
+        NULL};
+    analyze_expect(r, want2);
+    rel(r);
+}
+
+static struct ncd_ctx *ctx_env(char **envp);
+
+/* The recommendation's last rules: traffic counters decide only when one
+ * twin clearly carries the traffic; else the lower ifindex, so a probe's
+ * own bursts do not flip the choice from one run to the next. */
+static void test_recommend_twins(void **state)
+{
+    (void)state;
+    struct ncd_netif nv[2];
+    struct ncd_if_addr ad[2];
+    memset(nv, 0, sizeof nv);
+    memset(ad, 0, sizeof ad);
+    for (int i = 0; i < 2; i++) {
+        nv[i].index = 20 + i;
+        snprintf(nv[i].name, sizeof nv[i].name, "twn%d", i);
+        nv[i].flags = IFF_UP | IFF_RUNNING;
+        nv[i].kind = NCD_IFK_PHYSICAL;
+        nv[i].speed_mbps = 25000;
+        nv[i].numa_node = -1;
+        ad[i].family = AF_INET;
+        snprintf(ad[i].addr, sizeof ad[i].addr, "10.%d.0.1", 40 + i);
+        ad[i].prefix = 24;
+        nv[i].addrs = &ad[i];
+        nv[i].n_addrs = 1;
+    }
+    struct ncd_netif_list nl = {.v = nv, .n = 2, .ifa_known = 1};
+    char *none[] = {NULL};
+    struct ncd_ctx *ctx = ctx_env(none);
+    static const struct {
+        unsigned long long b0, b1;
+        const char *best;
+    } cases[] = {
+        {0, 0, "twn0"},
+        {1000, 900000000, "twn0"},          /* a probe's bursts: no signal */
+        {300000001, 3000000000ull, "twn0"}, /* busy, but under 10x */
+        {200000000, 2000000001ull, "twn1"}, /* 10x and over 1 GiB */
+        {5000000000ull, 0, "twn0"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        nv[0].rx_bytes = cases[k].b0;
+        nv[1].rx_bytes = cases[k].b1;
+        struct ncd_recommendation rec = {0};
+        assert_int_equal(ncd_recommend(ctx, &nl, &rec), 0);
+        assert_non_null(rec.best);
+        assert_string_equal(rec.best->ni->name, cases[k].best);
+        ncd_recommendation_release(&rec);
+    }
+    ncd_ctx_free(ctx);
 }
 
 /* ---- tune ---------------------------------------------------------------- */
@@ -505,6 +902,13 @@ int main(void)
         cmocka_unit_test(test_slow_pair),
         cmocka_unit_test(test_json),
         cmocka_unit_test(test_status_names),
+        cmocka_unit_test(test_64_one_bad_host),
+        cmocka_unit_test(test_64_one_bad_link),
+        cmocka_unit_test(test_64_two_causes),
+        cmocka_unit_test(test_64_stateless),
+        cmocka_unit_test(test_64_rack),
+        cmocka_unit_test(test_64_iface_and_firewall),
+        cmocka_unit_test(test_recommend_twins),
         cmocka_unit_test(test_tune_file),
         cmocka_unit_test(test_tune_perf_json),
         cmocka_unit_test(test_tune_stats),

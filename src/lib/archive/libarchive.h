@@ -15,6 +15,7 @@
     X(read_support_format_tar, archive_read_support_format_tar)               \
     X(read_support_format_gnutar, archive_read_support_format_gnutar)         \
     X(read_open_filename, archive_read_open_filename)                         \
+    X(read_open_memory, archive_read_open_memory)                             \
     X(read_next_header, archive_read_next_header)                             \
     X(read_data, archive_read_data)                                           \
     X(read_free, archive_read_free)                                           \
@@ -51,5 +52,15 @@ struct ncd__archive_api {
 /* The loaded table, or NULL with a message in err (library or symbol
  * missing).  Loaded once per process; thread-safe. */
 const struct ncd__archive_api *ncd__archive(char *err, size_t errsz);
+
+/*
+ * ncd_sysroot_unpack() (ncd/archive.h) of a tarball held in memory (len
+ * bytes at buf, not copied, read only during the call); `label` names it
+ * in messages.  Same limits, results and cleanup; tests/fuzz/fuzz_archive.c
+ * drives it.
+ */
+int ncd__sysroot_unpack_mem(const void *buf, size_t len, const char *label,
+                            char *dir, size_t dirsz, char *top, size_t topsz,
+                            char *err, size_t errsz);
 
 #endif

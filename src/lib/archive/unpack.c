@@ -278,15 +278,18 @@ static void pick_root(const char *top, char *dir, size_t dirsz)
     }
 }
 
+typedef int (*open_fn_t)(const struct ncd__archive_api *A, struct archive *a,
+                         const void *arg);
+
 /* tar only (gather writes pax; hwloc-gather-topology and users' own
  * `tar czf` give ustar/gnutar), any compression. */
 static int open_tar(const struct ncd__archive_api *A, struct archive *a,
-                    const char *tarball)
+                    open_fn_t open_fn, const void *arg)
 {
     A->read_support_filter_all(a);
     A->read_support_format_tar(a);
     A->read_support_format_gnutar(a);
-    return A->read_open_filename(a, tarball, 65536) == ARCHIVE_OK ? 0 : -1;
+    return open_fn(A, a, arg);
 }
 
 /* Counts the entries, headers only, before anything is written: an archive
@@ -294,7 +297,8 @@ static int open_tar(const struct ncd__archive_api *A, struct archive *a,
  * after half a million files were created.  Read errors are left to the
  * unpacking pass, which reports them.  @return 0 or NCD_ERANGE/NCD_ENOMEM. */
 static int check_entry_count(const struct ncd__archive_api *A,
-                             const char *tarball, char *err, size_t errsz)
+                             const char *tarball, open_fn_t open_fn,
+                             const void *arg, char *err, size_t errsz)
 {
     struct archive *a = A->read_new();
     if (!a)
@@ -303,7 +307,7 @@ static int check_entry_count(const struct ncd__archive_api *A,
     int rc = 0;
     long entries = 0;
     struct archive_entry *e;
-    if (open_tar(A, a, tarball) == 0)
+    if (open_tar(A, a, open_fn, arg) == ARCHIVE_OK)
         while (A->read_next_header(a, &e) == ARCHIVE_OK)
             if (++entries > NCD_SYSROOT_MAX_ENTRIES) {
                 rc = ncd_errbuf(err, errsz, NCD_ERANGE,
@@ -317,8 +321,13 @@ static int check_entry_count(const struct ncd__archive_api *A,
     return rc;
 }
 
-int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
-                       char *top, size_t topsz, char *err, size_t errsz)
+/* Unpacks the archive open_fn(A, a, arg) opens; `tarball` names it in
+ * messages. */
+static int unpack(const char *tarball,
+                  int (*open_fn)(const struct ncd__archive_api *A,
+                                 struct archive *a, const void *arg),
+                  const void *arg, char *dir, size_t dirsz, char *top,
+                  size_t topsz, char *err, size_t errsz)
 {
     dir[0] = top[0] = '\0';
     if (err && errsz)
@@ -326,7 +335,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
     const struct ncd__archive_api *A = ncd__archive(err, errsz);
     if (!A)
         return NCD_EDLOPEN;
-    int crc = check_entry_count(A, tarball, err, errsz);
+    int crc = check_entry_count(A, tarball, open_fn, arg, err, errsz);
     if (crc < 0)
         return crc;
     const char *tmpd = getenv("TMPDIR");
@@ -345,7 +354,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                     tmpl);
         goto out;
     }
-    if (open_tar(A, a, tarball) < 0) {
+    if (open_tar(A, a, open_fn, arg) != ARCHIVE_OK) {
         rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
                     A->error_string(a));
         goto out;
@@ -362,7 +371,7 @@ int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
                         A->error_string(a));
             break;
         }
-        if (++entries > NCD_SYSROOT_MAX_ENTRIES) { /* grew since counted */
+        if (++entries > NCD_SYSROOT_MAX_ENTRIES) {
             rc = ncd_errbuf(err, errsz, NCD_ERANGE, "%s: more than %d entries",
                         tarball, NCD_SYSROOT_MAX_ENTRIES);
             break;
@@ -437,4 +446,37 @@ out:
     snprintf(top, topsz, "%s", tmpl);
     pick_root(tmpl, dir, dirsz);
     return 0;
+}
+
+static int open_file(const struct ncd__archive_api *A, struct archive *a,
+                     const void *arg)
+{
+    return A->read_open_filename(a, (const char *)arg, 65536);
+}
+
+int ncd_sysroot_unpack(const char *tarball, char *dir, size_t dirsz,
+                       char *top, size_t topsz, char *err, size_t errsz)
+{
+    return unpack(tarball, open_file, tarball, dir, dirsz, top, topsz, err,
+                  errsz);
+}
+
+struct membuf {
+    const void *buf;
+    size_t len;
+};
+
+static int open_mem(const struct ncd__archive_api *A, struct archive *a,
+                    const void *arg)
+{
+    const struct membuf *m = arg;
+    return A->read_open_memory(a, m->buf, m->len);
+}
+
+int ncd__sysroot_unpack_mem(const void *buf, size_t len, const char *label,
+                            char *dir, size_t dirsz, char *top, size_t topsz,
+                            char *err, size_t errsz)
+{
+    struct membuf m = {buf, len};
+    return unpack(label, open_mem, &m, dir, dirsz, top, topsz, err, errsz);
 }

@@ -24,6 +24,7 @@ void ncd__known_bug_free(struct ncd_known_bug *b)
     free(b->fixed);
     free(b->signature_source);
     free(b->workaround);
+    free(b->arch);
     ncd__strv_free(b->signature, b->n_signature);
     ncd__strv_free(b->source, b->n_source);
 }
@@ -59,8 +60,14 @@ static int load_bug(struct ncd__yaml *y, yaml_node_t *m, struct ncd_known_bug *b
         (rc = field(y, m, "affected", 1, &b->affected)) < 0 ||
         (rc = field(y, m, "fixed", 1, &b->fixed)) < 0 ||
         (rc = field(y, m, "signature_source", 0, &b->signature_source)) < 0 ||
-        (rc = field(y, m, "workaround", 0, &b->workaround)) < 0)
+        (rc = field(y, m, "workaround", 0, &b->workaround)) < 0 ||
+        (rc = field(y, m, "arch", 0, &b->arch)) < 0)
         return rc;
+    if (b->arch && strcmp(b->arch, "aarch64") != 0 &&
+        strcmp(b->arch, "x86_64") != 0 && strcmp(b->arch, "ppc64le") != 0)
+        return ncd__yaml_fail(y, ncd__yaml_get(y, m, "arch"), NCD_EPARSE,
+                              "%s: arch must be aarch64, x86_64 or ppc64le",
+                              b->id);
     int k = 0;
     while (kinds[k] && strcmp(kinds[k], b->kind) != 0)
         k++;

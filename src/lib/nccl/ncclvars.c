@@ -333,8 +333,13 @@ void ncd_var_check_value(const struct ncd_var_def *d, const char *value,
                     "'%s' overflows: NCCL logs 'Invalid value' and uses the "
                     "default",
                     value);
-        int lead = value[0] == '-' || value[0] == '+';
-        int octal = value[lead] == '0' && isdigit((unsigned char)value[lead + 1]);
+        /* strtoll skips blanks and a sign before the base prefix */
+        const char *digits = value;
+        while (isspace((unsigned char)*digits))
+            digits++;
+        if (*digits == '-' || *digits == '+')
+            digits++;
+        int octal = digits[0] == '0' && isdigit((unsigned char)digits[1]);
         if (junk) {
             if (!strcasecmp(value, "true") || !strcasecmp(value, "yes") ||
                 !strcasecmp(value, "on") || !strcasecmp(value, "y") ||

@@ -114,8 +114,10 @@ static int cmp_rank(const void *a, const void *b)
         return y->default_route - x->default_route;
     unsigned long long tx = x->ni->rx_bytes + x->ni->tx_bytes;
     unsigned long long ty = y->ni->rx_bytes + y->ni->tx_bytes;
-    if (tx != ty)
-        return tx > ty ? -1 : 1;
+    if (tx >= NCD_RECOMMEND_BUSY_BYTES && tx / NCD_RECOMMEND_BUSY_RATIO >= ty)
+        return -1;
+    if (ty >= NCD_RECOMMEND_BUSY_BYTES && ty / NCD_RECOMMEND_BUSY_RATIO >= tx)
+        return 1;
     return x->ni->index - y->ni->index;
 }
 

@@ -353,9 +353,51 @@ int ncd_iommu_probe(struct ncd_ctx *ctx, struct ncd_iommu *out)
 
 /* ---- virtualisation ------------------------------------------------------ */
 
+const char *ncd_cpuinfo_arch(const char *buf, size_t len)
+{
+    /* the field names of /proc/cpuinfo differ by architecture */
+#define HAS(lit) (memmem(buf, len, lit, sizeof(lit) - 1) != NULL)
+    const char *arch = "";
+    if (HAS("vendor_id") || HAS("\nflags"))
+        arch = "x86_64";
+    else if (HAS("CPU implementer") || HAS("\nFeatures"))
+        arch = "aarch64";
+    else if (HAS("\ncpu\t\t: POWER") || HAS("\nplatform\t: pSeries") ||
+             HAS("\nplatform\t: PowerNV"))
+        arch = "ppc64le";
+#undef HAS
+    return arch;
+}
+
+static int virt_detect(struct ncd_ctx *ctx, struct ncd_virt *out,
+                       const char *ci, size_t cilen);
+
+/* The CPU architecture from /proc/cpuinfo (read once here for it and for
+ * the hypervisor flag); "" when unknown.  Returns the buffer or NULL. */
+static char *cpuinfo_read(struct ncd_ctx *ctx, struct ncd_virt *out,
+                          size_t *len)
+{
+    char *ci = NULL;
+    if (ncd_fs_read(ctx, "/proc/cpuinfo", 16u << 20, &ci, len) != 0)
+        return NULL;
+    snprintf(out->arch, sizeof out->arch, "%s", ncd_cpuinfo_arch(ci, *len));
+    return ci;
+}
+
 int ncd_virt_probe(struct ncd_ctx *ctx, struct ncd_virt *out)
 {
     memset(out, 0, sizeof *out);
+    size_t cilen = 0;
+    char *ci = cpuinfo_read(ctx, out, &cilen);
+    int rc = virt_detect(ctx, out, ci, cilen);
+    free(ci);
+    ncd_ctx_clear_error(ctx);
+    return rc;
+}
+
+static int virt_detect(struct ncd_ctx *ctx, struct ncd_virt *out,
+                       const char *ci, size_t cilen)
+{
     char s[256];
     if (ncd_fs_read_str(ctx, "/proc/version", s, sizeof s) == 0 &&
         (strcasestr(s, "microsoft") || strcasestr(s, "WSL"))) {
@@ -403,21 +445,15 @@ int ncd_virt_probe(struct ncd_ctx *ctx, struct ncd_virt *out)
         return 0;
     }
     /* The CPUID hypervisor bit, as the kernel shows it in the flags. */
-    char *ci;
-    size_t len;
-    if (ncd_fs_read(ctx, "/proc/cpuinfo", 16u << 20, &ci, &len) == 0) {
-        const char *fl = strstr(ci, "\nflags");
-        if (fl) {
-            const char *eol = strchr(fl + 1, '\n');
-            size_t fl_len = eol ? (size_t)(eol - fl) : strlen(fl);
-            if (memmem(fl, fl_len, " hypervisor", 11)) {
-                out->vm = 1;
-                snprintf(out->evidence, sizeof out->evidence,
-                         "/proc/cpuinfo: CPU flag 'hypervisor'");
-            }
+    const char *fl = ci ? memmem(ci, cilen, "\nflags", 6) : NULL;
+    if (fl) {
+        const char *eol = memchr(fl + 1, '\n', (size_t)(ci + cilen - fl - 1));
+        size_t fl_len = eol ? (size_t)(eol - fl) : (size_t)(ci + cilen - fl);
+        if (memmem(fl, fl_len, " hypervisor", 11)) {
+            out->vm = 1;
+            snprintf(out->evidence, sizeof out->evidence,
+                     "/proc/cpuinfo: CPU flag 'hypervisor'");
         }
-        free(ci);
     }
-    ncd_ctx_clear_error(ctx);
     return 0;
 }

@@ -20,15 +20,34 @@
 #include "ncd/job.h"
 #include "ncd/perf.h"
 #include "ncd/sock.h"
+#include "perf/perf_int.h"
 
-#define PEER_MAGIC 0x4e434453u /* "NCDS" */
-#define PROTO_VERSION 1u
+/* The hello (struct ncd__peer_hello) and its decoder are in perf_int.h. */
 
-struct peer_hello {
-    uint32_t magic, version;
-    uint64_t token;
-    uint32_t from, to, sock, nsocks;
-};
+const char *ncd__peer_hello_check(const void *buf, size_t len, uint64_t token,
+                                  int rank, int nranks, int nsocks,
+                                  const int *fds, int *from, int *sock)
+{
+    struct ncd__peer_hello h;
+    if (len < sizeof h)
+        return "no hello";
+    memcpy(&h, buf, sizeof h);
+    if (h.magic != NCD_PEER_MAGIC || h.version != NCD_PEER_PROTO_VERSION)
+        return "not an nccl-doctor rank";
+    if (h.token != token)
+        return "another job";
+    /* unsigned compares: an index above INT_MAX is not a negative one */
+    if (h.to != (uint32_t)rank || h.from <= (uint32_t)rank ||
+        h.from >= (uint32_t)nranks)
+        return "rank out of range";
+    if (h.nsocks != (uint32_t)nsocks || h.sock >= (uint32_t)nsocks)
+        return "socket index out of range";
+    if (fds[(size_t)h.from * (size_t)nsocks + h.sock] >= 0)
+        return "that connection is already made";
+    *from = (int)h.from;
+    *sock = (int)h.sock;
+    return NULL;
+}
 
 struct ncd_peerset {
     int nranks, rank, nsocks;
@@ -116,7 +135,8 @@ int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
                 break;
             }
             ps->fds[p * nsocks + s] = fd;
-            struct peer_hello h = {PEER_MAGIC, PROTO_VERSION, token,
+            struct ncd__peer_hello h = {NCD_PEER_MAGIC, NCD_PEER_PROTO_VERSION,
+                                        token,
                                    (uint32_t)rank, (uint32_t)p, (uint32_t)s,
                                    (uint32_t)nsocks};
             int err;
@@ -149,21 +169,18 @@ int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
                           infos[rank].port);
             break;
         }
-        struct peer_hello h;
-        int err;
+        struct ncd__peer_hello h;
+        int err, from, sock;
         double hd = ncd_sock_now() + 5.0;
         if (hd > deadline)
             hd = deadline;
         int r = ncd_sock_io(fd, &h, sizeof h, 0, hd, NULL, &err);
-        if (r || h.magic != PEER_MAGIC || h.version != PROTO_VERSION ||
-            h.token != token || (int)h.to != rank || (int)h.from <= rank ||
-            (int)h.from >= nranks || (int)h.nsocks != nsocks ||
-            (int)h.sock >= nsocks ||
-            ps->fds[(int)h.from * nsocks + (int)h.sock] >= 0) {
+        if (ncd__peer_hello_check(&h, r ? 0 : sizeof h, token, rank, nranks,
+                                  nsocks, ps->fds, &from, &sock)) {
             close(fd); /* stray or foreign connection: reject */
             continue;
         }
-        ps->fds[(int)h.from * nsocks + (int)h.sock] = fd;
+        ps->fds[from * nsocks + sock] = fd;
         need--;
     }
     close(lfd);

@@ -32,6 +32,56 @@ struct ncd_pg {
     char local_addr[64];
 };
 
+/* ---- the TCP group's frames (pg_tcp.c) ---------------------------------
+ * Raw structs between processes of one build.  The decoders take buffers
+ * (the socket code feeds them; tests/fuzz/fuzz_wire.c drives them). */
+
+#define PG_MAGIC 0x4e434450u /* "NCDP" */
+#define PG_PROTO_VERSION 1u
+/* Longest error text a root's failure frame may announce, bytes. */
+#define PG_MAX_ERRTEXT 511
+
+/* process -> root, once */
+struct pg_hello {
+    uint32_t magic, version, nprocs, proc;
+    uint64_t token;
+};
+
+/* every allgather, both ways; the rendezvous answer carries the token in
+ * len */
+struct pg_hdr {
+    uint32_t magic, status; /* status: 0 ok, else error text follows */
+    uint32_t round, pad;
+    uint64_t len;
+};
+
+/*
+ * Root side: the hello of a process that connected (len < sizeof: none).
+ * NULL when it is a new member of this job (proc 1..nprocs-1, fds[proc]
+ * < 0, token 0 or ours); else why not, with *fatal set when it is this
+ * job's process disagreeing on the job size or a second one with an index
+ * that already checked in.  *out receives the frame as read.
+ */
+const char *ncd__pg_hello_check(const void *buf, size_t len, int nprocs,
+                                uint64_t token, const int *fds, int *fatal,
+                                struct pg_hello *out);
+
+/* Root side: a process's allgather header for `round` and `want_len`
+ * bytes.  0 or -1. */
+int ncd__pg_hdr_check(const void *buf, size_t len, uint32_t round,
+                      uint64_t want_len, struct pg_hdr *out);
+
+/* Process side: the root's answer to an allgather. */
+enum {
+    PG_REPLY_OK = 0,
+    PG_REPLY_ERROR,       /* error text of out->len (<= PG_MAX_ERRTEXT)
+                             bytes follows */
+    PG_REPLY_OUT_OF_STEP, /* another round or length */
+    PG_REPLY_BAD,         /* not a frame of ours */
+};
+int ncd__pg_reply_check(const void *buf, size_t len, uint32_t round,
+                        uint64_t want_len, struct pg_hdr *out);
+
 /* A random non-zero job token (getrandom, else pid and clock). */
 uint64_t ncd__pg_draw_token(void);
 

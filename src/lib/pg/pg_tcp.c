@@ -20,19 +20,74 @@
 #include "ncd/sock.h"
 #include "pg/pg_int.h"
 
-#define PG_MAGIC 0x4e434450u /* "NCDP" */
-#define PROTO_VERSION 1u
+/* The frames (struct pg_hello, struct pg_hdr) and their decoders are in
+ * pg_int.h; the decoders take buffers (tests/fuzz/fuzz_wire.c). */
 
-struct pg_hello {
-    uint32_t magic, version, nprocs, proc;
-    uint64_t token;
-};
+const char *ncd__pg_hello_check(const void *buf, size_t len, int nprocs,
+                                uint64_t token, const int *fds, int *fatal,
+                                struct pg_hello *out)
+{
+    struct pg_hello h;
+    *fatal = 0;
+    if (len < sizeof h)
+        return "no hello";
+    memcpy(&h, buf, sizeof h);
+    *out = h;
+    if (h.magic != PG_MAGIC)
+        return "bad magic (not an nccl-doctor process)";
+    if (h.version != PG_PROTO_VERSION)
+        return "protocol version mismatch";
+    /* A process of this job with the wrong job size or a duplicate index is
+     * fatal (NCCL's "Bootstrap Root : mismatch in info from procs" / "has
+     * already checked in"); anything else is a stray connection. */
+    if (h.nprocs != (uint32_t)nprocs) {
+        *fatal = 1;
+        return "mismatch in the number of processes";
+    }
+    if (h.proc == 0 || h.proc >= (uint32_t)nprocs)
+        return "process index out of range";
+    if (fds[h.proc] >= 0) {
+        *fatal = 1;
+        return "process index has already checked in";
+    }
+    if (h.token && h.token != token)
+        return "wrong job token";
+    return NULL;
+}
 
-struct pg_hdr {
-    uint32_t magic, status; /* status: 0 ok, else error text follows */
-    uint32_t round, pad;
-    uint64_t len;
-};
+int ncd__pg_hdr_check(const void *buf, size_t len, uint32_t round,
+                      uint64_t want_len, struct pg_hdr *out)
+{
+    struct pg_hdr h;
+    if (len < sizeof h)
+        return -1;
+    memcpy(&h, buf, sizeof h);
+    *out = h;
+    return h.magic == PG_MAGIC && h.status == 0 && h.round == round &&
+                   h.len == want_len
+               ? 0
+               : -1;
+}
+
+int ncd__pg_reply_check(const void *buf, size_t len, uint32_t round,
+                        uint64_t want_len, struct pg_hdr *out)
+{
+    struct pg_hdr h;
+    if (len < sizeof h)
+        return PG_REPLY_BAD;
+    memcpy(&h, buf, sizeof h);
+    *out = h;
+    if (h.magic != PG_MAGIC)
+        return PG_REPLY_BAD;
+    if (h.status != 0) {
+        if (out->len > PG_MAX_ERRTEXT)
+            out->len = PG_MAX_ERRTEXT;
+        return PG_REPLY_ERROR;
+    }
+    if (h.round != round || h.len != want_len)
+        return PG_REPLY_OUT_OF_STEP;
+    return PG_REPLY_OK;
+}
 
 struct pg_tcp {
     struct ncd_pg pg;   /* first: the common part */
@@ -90,18 +145,20 @@ static int tcp_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
                                   "through"
                                 : "lost the connection to",
                             t->root_addr);
-        if (rep.magic != PG_MAGIC)
+        int rk = ncd__pg_reply_check(&rep, sizeof rep, pg->round,
+                                     len * (size_t)pg->nprocs, &rep);
+        if (rk == PG_REPLY_BAD)
             return ncd_fail(ctx, NCD_EPROTO, "bad frame from the root %s",
                             t->root_addr);
-        if (rep.status != 0) {
-            char msg[512] = "";
-            size_t ml = rep.len < sizeof msg - 1 ? rep.len : sizeof msg - 1;
+        if (rk == PG_REPLY_ERROR) {
+            char msg[PG_MAX_ERRTEXT + 1] = "";
+            size_t ml = (size_t)rep.len;
             ncd_sock_io(t->root_fd, msg, ml, 0, ncd_sock_now() + 1.0, NULL,
                          &err);
             msg[ml] = '\0';
             return ncd_fail(ctx, NCD_EPEER, "%s", msg);
         }
-        if (rep.round != pg->round || rep.len != len * (size_t)pg->nprocs)
+        if (rk == PG_REPLY_OUT_OF_STEP)
             return ncd_fail(ctx, NCD_EPROTO,
                             "processes disagree on the allgather (round %u "
                             "len %llu, expected round %u len %zu)",
@@ -121,8 +178,7 @@ static int tcp_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
         char msg[400];
         rc = ncd_sock_io(t->fds[p], &h, sizeof h, 0, deadline,
                           pg->abort_flag, &err);
-        if (!rc && (h.magic != PG_MAGIC || h.round != pg->round ||
-                    h.len != len)) {
+        if (!rc && ncd__pg_hdr_check(&h, sizeof h, pg->round, len, &h)) {
             snprintf(msg, sizeof msg,
                      "process %d (%s) is out of step: round %u len %llu, "
                      "expected round %u len %zu",
@@ -201,36 +257,17 @@ static int pg_root_accept(struct ncd_ctx *ctx, struct pg_tcp *t, int lfd,
                             missing);
         }
         struct pg_hello h;
-        int err;
+        int err, fatal = 0;
         double hd = ncd_sock_now() + 5.0;
         if (hd > deadline)
             hd = deadline;
         int rc = ncd_sock_io(fd, &h, sizeof h, 0, hd, pg->abort_flag, &err);
-        const char *why = NULL;
-        if (rc)
-            why = "no hello";
-        else if (h.magic != PG_MAGIC)
-            why = "bad magic (not an nccl-doctor process)";
-        else if (h.version != PROTO_VERSION)
-            why = "protocol version mismatch";
-        else if ((int)h.nprocs != pg->nprocs)
-            why = "mismatch in the number of processes";
-        else if ((int)h.proc <= 0 || (int)h.proc >= pg->nprocs)
-            why = "process index out of range";
-        else if (t->fds[h.proc] >= 0)
-            why = "process index has already checked in";
-        else if (h.token && h.token != pg->token)
-            why = "wrong job token";
+        const char *why = ncd__pg_hello_check(&h, rc ? 0 : sizeof h,
+                                              pg->nprocs, pg->token, t->fds,
+                                              &fatal, &h);
         if (why) {
             close(fd);
-            /* A process of this job with the wrong job size or a duplicate
-             * index is fatal (NCCL's "Bootstrap Root : mismatch in info
-             * from procs" / "has already checked in"); anything else is a
-             * stray connection: drop it and keep waiting. */
-            if (rc == 0 && h.magic == PG_MAGIC && h.version == PROTO_VERSION &&
-                ((int)h.nprocs != pg->nprocs ||
-                 ((int)h.proc > 0 && (int)h.proc < pg->nprocs &&
-                  t->fds[h.proc] >= 0)))
+            if (fatal)
                 return ncd_fail(ctx, NCD_EPROTO,
                                 "rendezvous root: process %u from %s: %s "
                                 "(it says nprocs %u, root has %d): two jobs "
@@ -350,7 +387,7 @@ int ncd_pg_tcp(struct ncd_ctx *ctx, const struct ncd_pg_params *p,
         if (getsockname(fd, (struct sockaddr *)&ss, &sl) == 0)
             ncd_sock_addr_str((struct sockaddr *)&ss, pg->local_addr,
                           sizeof pg->local_addr, NULL);
-        struct pg_hello h = {PG_MAGIC, PROTO_VERSION, (uint32_t)p->nprocs,
+        struct pg_hello h = {PG_MAGIC, PG_PROTO_VERSION, (uint32_t)p->nprocs,
                              (uint32_t)p->proc, p->token};
         int err;
         rc = ncd_sock_io(fd, &h, sizeof h, 1, deadline, NULL, &err);

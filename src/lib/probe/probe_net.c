@@ -85,13 +85,16 @@ void ncd_probe_opts_default(struct ncd_probe_opts *o)
 
 /* ---- server ------------------------------------------------------------- */
 
-static void serve_conn(struct ncd_probe *p, int fd)
+static void serve_conn(struct ncd_probe *p, int fd, int kind)
 {
     ncd_sock_set_timeouts(fd, p->o.timeout_ms);
     ncd_sock_nodelay(fd);
+    unsigned char hb[sizeof(struct hello)];
     struct hello h;
-    if (ncd_sock_recv_all(fd, &h, sizeof h) || h.magic != PROBE_MAGIC ||
-        h.token != p->o.token)
+    if (ncd_sock_recv_all(fd, hb, sizeof hb) ||
+        ncd__probe_hello_decode(hb, sizeof hb, p->o.token, p->nranks,
+                                p->rank, &h) ||
+        h.kind != (uint32_t)kind)
         return; /* a stray connection: closed without an answer */
     struct hello a = {.magic = PROBE_MAGIC,
                       .kind = h.kind,
@@ -102,16 +105,18 @@ static void serve_conn(struct ncd_probe *p, int fd)
         return;
     static char sink[65536];
     for (;;) {
-        char op;
-        if (ncd_sock_recv_all(fd, &op, 1))
+        unsigned char rq[16];
+        uint64_t len = 0;
+        if (ncd_sock_recv_all(fd, rq, 1))
             return;
+        size_t need = ncd__probe_request_size(rq[0]);
+        if (need > 1 && ncd_sock_recv_all(fd, rq + 1, need - 1))
+            return;
+        int op = ncd__probe_request_decode(rq, need, &len);
         if (op == 'P') {
-            if (ncd_sock_send_all(fd, &op, 1))
+            if (ncd_sock_send_all(fd, rq, 1))
                 return;
         } else if (op == 'B') {
-            uint64_t len;
-            if (ncd_sock_recv_all(fd, &len, sizeof len))
-                return;
             while (len) {
                 size_t n = len < sizeof sink ? (size_t)len : sizeof sink;
                 ssize_t r = recv(fd, sink, n, 0);
@@ -121,8 +126,8 @@ static void serve_conn(struct ncd_probe *p, int fd)
                     return;
                 len -= (uint64_t)r;
             }
-            op = 'b';
-            if (ncd_sock_send_all(fd, &op, 1))
+            char done = 'b';
+            if (ncd_sock_send_all(fd, &done, 1))
                 return;
         } else {
             return; /* 'Q' or garbage */
@@ -137,11 +142,8 @@ static void serve_udp(struct ncd_probe *p)
     socklen_t sl = sizeof ss;
     ssize_t r = recvfrom(p->udp_fd, buf, sizeof buf, MSG_DONTWAIT,
                          (struct sockaddr *)&ss, &sl);
-    if (r < (ssize_t)sizeof(struct udp_hdr))
-        return;
     struct udp_hdr h;
-    memcpy(&h, buf, sizeof h);
-    if (h.magic != PROBE_MAGIC || h.token != p->o.token)
+    if (r < 0 || ncd__probe_udp_decode(buf, (size_t)r, p->o.token, &h))
         return;
     h.rank = p->rank;
     /* the answer is small: only the way out is tested at `size` */
@@ -153,13 +155,19 @@ static void *server_main(void *arg)
 {
     struct ncd_probe *p = arg;
     for (;;) {
-        struct pollfd pf[5];
+        struct pollfd pf[2 + PROBE_K_N];
+        int kinds[2 + PROBE_K_N];
         int n = 0;
         pf[n++] = (struct pollfd){.fd = p->stop_pipe[0], .events = POLLIN};
-        int lfds[3] = {p->tcp_fd, p->ctl_fd, p->rec_fd};
-        for (int i = 0; i < 3; i++)
-            if (lfds[i] >= 0)
+        int lfds[PROBE_K_N] = {[PROBE_K_DATA] = p->tcp_fd,
+                               [PROBE_K_CTL] = p->ctl_fd,
+                               [PROBE_K_REC] = p->rec_fd,
+                               [PROBE_K_REC_CTL] = p->rec_ctl_fd};
+        for (int i = 0; i < PROBE_K_N; i++)
+            if (lfds[i] >= 0) {
+                kinds[n] = i;
                 pf[n++] = (struct pollfd){.fd = lfds[i], .events = POLLIN};
+            }
         if (p->udp_fd >= 0)
             pf[n++] = (struct pollfd){.fd = p->udp_fd, .events = POLLIN};
         if (poll(pf, (nfds_t)n, -1) < 0) {
@@ -179,7 +187,7 @@ static void *server_main(void *arg)
             int c = accept4(pf[i].fd, NULL, NULL, SOCK_CLOEXEC);
             if (c < 0)
                 continue;
-            serve_conn(p, c);
+            serve_conn(p, c, kinds[i]);
             close(c);
         }
     }
@@ -260,6 +268,28 @@ static void local_facts(struct ncd_ctx *ctx, struct ncd_probe *p)
     }
 }
 
+/* A listener on addr on a port just outside the host's ephemeral range
+ * (below it when there is room, else above): the control that tells a
+ * filter of the range from a dead path.  -1 when none could be bound. */
+static int listen_outside(const struct ncd_probe_rank *s, const char *addr,
+                          const char *ifname, int32_t *port_out)
+{
+    for (int k = 0; k < 64; k++) {
+        int cand = s->port_lo > 1100
+                       ? s->port_lo - 1 - k * 7
+                       : (s->port_hi ? s->port_hi : 60999) + 1 + k * 7;
+        if (cand <= 1024 || cand > 65535)
+            continue;
+        int port;
+        int fd = ncd_sock_listen(addr, ifname, cand, SOCK_STREAM, 64, &port);
+        if (fd >= 0) {
+            *port_out = port;
+            return fd;
+        }
+    }
+    return -1;
+}
+
 int ncd_probe_new(struct ncd_ctx *ctx, const struct ncd_probe_opts *o,
                   int rank, int nranks, struct ncd_probe **out)
 {
@@ -277,7 +307,7 @@ int ncd_probe_new(struct ncd_ctx *ctx, const struct ncd_probe_opts *o,
     p->o = *o;
     p->rank = rank;
     p->nranks = nranks;
-    p->tcp_fd = p->ctl_fd = p->rec_fd = p->udp_fd = -1;
+    p->tcp_fd = p->ctl_fd = p->rec_fd = p->rec_ctl_fd = p->udp_fd = -1;
     p->stop_pipe[0] = p->stop_pipe[1] = -1;
     p->self.rank = rank;
     p->self.pid = (int32_t)getpid();
@@ -293,19 +323,8 @@ int ncd_probe_new(struct ncd_ctx *ctx, const struct ncd_probe_opts *o,
                      s->nccl_if, strerror(errno));
         } else {
             s->tcp_port = port;
-            /* control: a port just outside the ephemeral range */
-            for (int k = 0; k < 64 && p->ctl_fd < 0; k++) {
-                int cand = s->port_lo > 1100 ? s->port_lo - 1 - k * 7
-                                             : (s->port_hi ? s->port_hi
-                                                           : 60999) +
-                                                   1 + k * 7;
-                if (cand <= 1024 || cand > 65535)
-                    continue;
-                p->ctl_fd = ncd_sock_listen(s->nccl_addr, s->nccl_if, cand,
-                                           SOCK_STREAM, 64, &port);
-                if (p->ctl_fd >= 0)
-                    s->ctl_port = port;
-            }
+            p->ctl_fd = listen_outside(s, s->nccl_addr, s->nccl_if,
+                                       &s->ctl_port);
             if (o->mtu_probe) {
                 p->udp_fd = ncd_sock_listen(s->nccl_addr, s->nccl_if, 0,
                                            SOCK_DGRAM, 0, &port);
@@ -317,8 +336,11 @@ int ncd_probe_new(struct ncd_ctx *ctx, const struct ncd_probe_opts *o,
     if (s->rec_addr[0] && strcmp(s->rec_addr, s->nccl_addr) != 0) {
         p->rec_fd = ncd_sock_listen(s->rec_addr, s->rec_if, 0, SOCK_STREAM, 64,
                                    &port);
-        if (p->rec_fd >= 0)
+        if (p->rec_fd >= 0) {
             s->rec_port = port;
+            p->rec_ctl_fd = listen_outside(s, s->rec_addr, s->rec_if,
+                                           &s->rec_ctl_port);
+        }
     }
     if (pipe2(p->stop_pipe, O_CLOEXEC) < 0 ||
         pthread_create(&p->thr, NULL, server_main, p) != 0) {
@@ -348,9 +370,10 @@ void ncd_probe_free(struct ncd_probe *p)
         }
         pthread_join(p->thr, NULL);
     }
-    int fds[6] = {p->tcp_fd, p->ctl_fd, p->rec_fd, p->udp_fd, p->stop_pipe[0],
+    int fds[7] = {p->tcp_fd,     p->ctl_fd,        p->rec_fd,
+                  p->rec_ctl_fd, p->udp_fd,        p->stop_pipe[0],
                   p->stop_pipe[1]};
-    for (int i = 0; i < 6; i++)
+    for (int i = 0; i < 7; i++)
         if (fds[i] >= 0)
             close(fds[i]);
     if (p->have_res) {

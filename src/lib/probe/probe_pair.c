@@ -51,131 +51,228 @@ static int cmp_float(const void *a, const void *b)
 }
 
 /*
- * One TCP test to `peer`'s (addr, port): connect, handshake (the answer
- * must come from rank `peer` of this job), optionally round trips and a
- * burst.  Fills status/err/detail and the measures given non-NULL.
+ * One connection of the first phase: to one listener of the peer, from a
+ * port the kernel draws or from a fixed one.  All of a step's attempts are
+ * started together and waited for with one timeout.
  */
-struct tcp_out {
+struct attempt {
+    const char *addr; /* peer address */
+    const char *ifname;
+    int port, kind, src_port;
+    int fd;
     enum ncd_probe_status status;
     int err;
-    char detail[96];
-    float connect_us, rtt_us, bw_gbps;
+    double t0;
+    float connect_us;
     char src[48];
+    char detail[96];
 };
 
-static void tcp_test(struct ncd_probe *p, int peer, const char *addr,
-                     const char *ifname, int port, int kind, int rtt_iters,
-                     size_t burst, struct tcp_out *t)
+static void attempt_fail(struct attempt *a, int err, const char *what)
 {
-    memset(t, 0, sizeof *t);
-    int err = 0;
-    double t0 = ncd__probe_now_us();
-    int fd = ncd_sock_connect_timeout(addr, ifname, port, p->o.timeout_ms, &err,
-                                      t->src, sizeof t->src);
-    if (fd < 0) {
-        t->status = status_of_errno(err);
-        t->err = err;
-        if (t->status == NCD_PROBE_TIMEOUT)
-            snprintf(t->detail, sizeof t->detail,
-                     "no answer to the connection within %d ms",
-                     p->o.timeout_ms);
-        else
-            snprintf(t->detail, sizeof t->detail, "connect: %s",
-                     strerror(err));
-        return;
-    }
-    t->connect_us = (float)(ncd__probe_now_us() - t0);
-    ncd_sock_set_timeouts(fd, p->o.timeout_ms);
-    ncd_sock_nodelay(fd);
-    struct hello h = {.magic = PROBE_MAGIC,
-                      .kind = (uint32_t)kind,
-                      .token = p->o.token,
-                      .src = p->rank,
-                      .dst = peer},
-                 a;
-    err = ncd_sock_send_all(fd, &h, sizeof h);
-    if (!err)
-        err = ncd_sock_recv_all(fd, &a, sizeof a);
-    if (err) {
-        t->status = status_of_errno(err);
-        t->err = err;
-        if (err == ENODATA) {
-            t->status = NCD_PROBE_WRONG_PEER;
-            snprintf(t->detail, sizeof t->detail,
-                     "accepted, then closed without the probe's answer "
-                     "(another program or job on that address)");
+    a->status = status_of_errno(err);
+    a->err = err;
+    snprintf(a->detail, sizeof a->detail, "%s%s", what ? what : "connect: ",
+             strerror(err));
+    if (a->fd >= 0)
+        close(a->fd);
+    a->fd = -1;
+}
+
+/* A source port outside this host's ephemeral range, different from the
+ * control listeners' (probe_net.c: lo-1-7k), k-th candidate; 0 none. */
+static int src_port_candidate(const struct ncd_probe_rank *self, int k)
+{
+    int c = self->port_lo > 1100
+                ? self->port_lo - 4 - 7 * k
+                : (self->port_hi ? self->port_hi : 60999) + 4 + 7 * k;
+    return c > 1024 && c <= 65535 ? c : 0;
+}
+
+static void attempt_hello(struct ncd_probe *p, int peer, struct attempt *a,
+                          int more);
+static void attempt_answer(struct ncd_probe *p, int peer, struct attempt *a);
+static float round_trips(int fd, int iters);
+
+/*
+ * Starts every attempt, then waits for them together (one timeout).  Each
+ * connection gets its hello as soon as it is made, with 'Q' behind it,
+ * except attempt `rtt` (-1 none): once its hello is out, and those of all
+ * the others made so far, its answer is read and the round trips timed
+ * (*rtt_us).  So the peer's server, which takes one connection at a time
+ * in any order, never waits on a hello that is not coming.
+ */
+static void attempts_connect(struct ncd_probe *p, int peer, struct attempt *at,
+                             int n, int rtt, float *rtt_us)
+{
+    struct pollfd pf[8];
+    for (int i = 0; i < n; i++) {
+        struct attempt *a = &at[i];
+        a->fd = -1;
+        a->status = NCD_PROBE_NOT_TRIED;
+        int err = 0;
+        a->t0 = ncd__probe_now_us();
+        if (a->src_port < 0) {
+            /* a fixed source port: the next free candidate */
+            for (int k = 0; k < 16 && a->fd < 0; k++) {
+                int sp = src_port_candidate(&p->self, k);
+                if (!sp)
+                    break;
+                a->fd = ncd_sock_connect_start(a->addr, a->ifname, a->port, sp,
+                                               &err);
+                if (a->fd < 0 && err != EADDRINUSE && err != EADDRNOTAVAIL)
+                    break;
+            }
+            if (a->fd < 0 && (err == EADDRINUSE || err == EADDRNOTAVAIL ||
+                              err == 0)) {
+                a->status = NCD_PROBE_NOT_TRIED; /* no port to bind */
+                continue;
+            }
         } else {
-            snprintf(t->detail, sizeof t->detail,
-                     "connected, then the handshake failed: %s",
-                     strerror(err));
+            a->fd = ncd_sock_connect_start(a->addr, a->ifname, a->port, 0, &err);
         }
-        close(fd);
-        return;
-    }
-    if (a.magic != PROBE_MAGIC || a.token != p->o.token || a.src != peer) {
-        t->status = NCD_PROBE_WRONG_PEER;
-        if (a.magic != PROBE_MAGIC)
-            snprintf(t->detail, sizeof t->detail,
-                     "the answer is not nccl-doctor's: another program "
-                     "listens there");
-        else if (a.token != p->o.token)
-            snprintf(t->detail, sizeof t->detail,
-                     "answered by another nccl-doctor job");
+        if (a->fd < 0)
+            attempt_fail(a, err, NULL);
         else
-            snprintf(t->detail, sizeof t->detail,
-                     "answered by rank %d instead of rank %d (the same "
-                     "address on two hosts?)",
-                     a.src, peer);
-        close(fd);
+            a->status = NCD_PROBE_OK; /* pending */
+    }
+    double end = ncd__probe_now_us() + p->o.timeout_ms * 1e3;
+    for (;;) {
+        int np = 0, map[8];
+        for (int i = 0; i < n; i++)
+            if (at[i].fd >= 0 && at[i].connect_us == 0) {
+                map[np] = i;
+                pf[np++] = (struct pollfd){.fd = at[i].fd, .events = POLLOUT};
+            }
+        if (!np)
+            break;
+        int left = (int)((end - ncd__probe_now_us()) / 1e3);
+        int pr = left > 0 ? poll(pf, (nfds_t)np, left) : 0;
+        if (pr < 0 && errno == EINTR)
+            continue;
+        if (pr <= 0) {
+            for (int k = 0; k < np; k++) {
+                attempt_fail(&at[map[k]], ETIMEDOUT, NULL);
+                snprintf(at[map[k]].detail, sizeof at[map[k]].detail,
+                         "no answer to the connection within %d ms",
+                         p->o.timeout_ms);
+            }
+            break;
+        }
+        for (int k = 0; k < np; k++) {
+            struct attempt *a = &at[map[k]];
+            if (!pf[k].revents)
+                continue;
+            int e = ncd_sock_connect_finish(a->fd);
+            if (e) {
+                attempt_fail(a, e, NULL);
+                continue;
+            }
+            a->connect_us = (float)(ncd__probe_now_us() - a->t0);
+            if (a->connect_us <= 0)
+                a->connect_us = 0.001f;
+            struct sockaddr_storage ls;
+            socklen_t ll = sizeof ls;
+            if (getsockname(a->fd, (struct sockaddr *)&ls, &ll) == 0)
+                ncd_sock_addr_str((struct sockaddr *)&ls, a->src,
+                                  sizeof a->src, NULL);
+            ncd_sock_set_timeouts(a->fd, p->o.timeout_ms);
+            ncd_sock_nodelay(a->fd);
+            attempt_hello(p, peer, a, map[k] == rtt);
+        }
+        for (int k = 0; k < np; k++) {
+            struct attempt *a = &at[map[k]];
+            if (map[k] != rtt || !pf[k].revents || a->fd < 0)
+                continue;
+            attempt_answer(p, peer, a);
+            if (a->fd >= 0 && p->o.rtt_iters > 0)
+                *rtt_us = round_trips(a->fd, p->o.rtt_iters);
+            if (a->fd >= 0) {
+                char q = 'Q';
+                ncd_sock_send_all(a->fd, &q, 1);
+            }
+        }
+    }
+}
+
+/* Sends the hello on a connected attempt (and 'Q' right behind it when no
+ * request follows, so the peer's server never waits on it). */
+static void attempt_hello(struct ncd_probe *p, int peer, struct attempt *a,
+                          int more)
+{
+    if (a->fd < 0)
         return;
+    struct {
+        struct hello h;
+        char q;
+    } m = {.h = {.magic = PROBE_MAGIC,
+                 .kind = (uint32_t)a->kind,
+                 .token = p->o.token,
+                 .src = p->rank,
+                 .dst = peer},
+           .q = 'Q'};
+    int err = ncd_sock_send_all(a->fd, &m, sizeof m.h + (more ? 0 : 1));
+    if (err)
+        attempt_fail(a, err, "connected, then the handshake failed: ");
+}
+
+static void attempt_answer(struct ncd_probe *p, int peer, struct attempt *a)
+{
+    if (a->fd < 0)
+        return;
+    unsigned char ab[sizeof(struct hello)];
+    int err = ncd_sock_recv_all(a->fd, ab, sizeof ab);
+    if (err == ENODATA) {
+        a->status = NCD_PROBE_WRONG_PEER;
+        a->err = err;
+        snprintf(a->detail, sizeof a->detail,
+                 "accepted, then closed without the probe's answer (another "
+                 "program or job on that address)");
+    } else if (err) {
+        attempt_fail(a, err, "connected, then the handshake failed: ");
+        return;
+    } else {
+        a->status = ncd__probe_answer_decode(ab, sizeof ab, p->o.token, peer,
+                                             a->kind, a->detail,
+                                             sizeof a->detail);
     }
-    t->status = NCD_PROBE_OK;
-    if (rtt_iters > 0) {
-        float *v = calloc((size_t)rtt_iters, sizeof *v);
-        int ok = 0;
-        for (int i = 0; v && i < rtt_iters; i++) {
-            char op = 'P';
-            double s0 = ncd__probe_now_us();
-            if (ncd_sock_send_all(fd, &op, 1) || ncd_sock_recv_all(fd, &op, 1))
-                break;
-            v[ok++] = (float)(ncd__probe_now_us() - s0);
-        }
-        if (ok) {
-            qsort(v, (size_t)ok, sizeof *v, cmp_float);
-            t->rtt_us = v[ok / 2];
-        }
-        free(v);
+    if (a->status != NCD_PROBE_OK) {
+        close(a->fd);
+        a->fd = -1;
     }
-    if (burst > 0) {
-        static char buf[262144];
-        char op = 'B';
-        uint64_t len = burst;
+}
+
+/* Closes an attempt; a fixed source port closes with a reset, so no
+ * TIME_WAIT keeps that port from the next run. */
+static void attempt_close(struct attempt *a)
+{
+    if (a->fd < 0)
+        return;
+    if (a->src_port < 0) {
+        struct linger l = {.l_onoff = 1, .l_linger = 0};
+        setsockopt(a->fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    }
+    close(a->fd);
+    a->fd = -1;
+}
+
+static float round_trips(int fd, int iters)
+{
+    float *v = calloc((size_t)iters, sizeof *v), med = 0;
+    int ok = 0;
+    for (int i = 0; v && i < iters; i++) {
+        char op = 'P';
         double s0 = ncd__probe_now_us();
-        err = ncd_sock_send_all(fd, &op, 1);
-        if (!err)
-            err = ncd_sock_send_all(fd, &len, sizeof len);
-        size_t left = burst;
-        while (!err && left) {
-            size_t n = left < sizeof buf ? left : sizeof buf;
-            err = ncd_sock_send_all(fd, buf, n);
-            left -= n;
-        }
-        if (!err)
-            err = ncd_sock_recv_all(fd, &op, 1);
-        double dt = ncd__probe_now_us() - s0;
-        if (!err && dt > 0)
-            t->bw_gbps = (float)((double)burst / dt / 1e3);
-        if (err) {
-            t->status = status_of_errno(err);
-            t->err = err;
-            snprintf(t->detail, sizeof t->detail,
-                     "connected, but the %zu-byte burst failed: %s", burst,
-                     strerror(err));
-        }
+        if (ncd_sock_send_all(fd, &op, 1) || ncd_sock_recv_all(fd, &op, 1))
+            break;
+        v[ok++] = (float)(ncd__probe_now_us() - s0);
     }
-    char q = 'Q';
-    ncd_sock_send_all(fd, &q, 1);
-    close(fd);
+    if (ok) {
+        qsort(v, (size_t)ok, sizeof *v, cmp_float);
+        med = v[ok / 2];
+    }
+    free(v);
+    return med;
 }
 
 /*
@@ -255,9 +352,10 @@ static void mtu_test(struct ncd_probe *p, const struct ncd_probe_rank *peer,
                 if (poll(&pf, 1, left) <= 0)
                     break;
                 struct udp_hdr a;
-                ssize_t r = recv(fd, &a, sizeof a, MSG_DONTWAIT);
-                if (r == (ssize_t)sizeof a && a.magic == PROBE_MAGIC &&
-                    a.seq == h.seq && a.token == p->o.token) {
+                ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+                if (r >= 0 &&
+                    ncd__probe_udp_decode(buf, (size_t)r, p->o.token, &a) == 0 &&
+                    a.seq == h.seq) {
                     got = 1;
                     break;
                 }
@@ -281,54 +379,181 @@ static void mtu_test(struct ncd_probe *p, const struct ncd_probe_rank *peer,
     close(fd);
 }
 
-static void test_peer(struct ncd_probe *p, int j, struct ncd_probe_cell *c)
+static void aim(struct attempt *a, const char *addr, const char *ifname,
+                int port, int kind, int src_port)
+{
+    memset(a, 0, sizeof *a);
+    a->addr = addr;
+    a->ifname = ifname;
+    a->port = port;
+    a->kind = kind;
+    a->src_port = src_port;
+    a->fd = -1;
+}
+
+/* Which of a step's attempts is which. */
+enum { A_DATA, A_CTL, A_SRC, A_PER_PATH };
+
+static void conn_from(struct ncd_probe_conn *c, const struct attempt *a)
+{
+    c->status = a[A_DATA].status;
+    c->err = a[A_DATA].err;
+    c->port = a[A_DATA].port;
+    c->connect_us = a[A_DATA].status == NCD_PROBE_OK ? a[A_DATA].connect_us
+                                                     : 0;
+    snprintf(c->detail, sizeof c->detail, "%s", a[A_DATA].detail);
+    c->ctl_status = a[A_CTL].status;
+    c->src_status = a[A_SRC].status;
+}
+
+/* The path to test on the recommended interface: 0 none (same host, or
+ * the peer recommends nothing), 1 its own listeners, 2 NCCL's address
+ * (the peer recommends the address NCCL uses: same results). */
+static int rec_path(const struct ncd_probe *p, const struct ncd_probe_rank *pr)
+{
+    int same_host = !strcmp(pr->host, p->self.host) &&
+                    !strcmp(pr->boot_id, p->self.boot_id);
+    if (same_host || !pr->rec_addr[0])
+        return 0;
+    if (pr->rec_port)
+        return 1;
+    return !strcmp(pr->rec_addr, pr->nccl_addr) ? 2 : 0;
+}
+
+/*
+ * Phase 1 of a step: every connection to peer j at once (NCCL's address and
+ * the recommended interface: data, control, control from a fixed source
+ * port), the handshakes, the round trips and the DF probes.  Nothing else
+ * runs on the links of this pair meanwhile (every rank is in phase 1).
+ */
+static void test_peer_links(struct ncd_probe *p, int j,
+                            struct ncd_probe_cell *c)
 {
     const struct ncd_probe_rank *pr = &p->res.ranks[j];
-    struct tcp_out t;
-    c->port = pr->tcp_port;
+    struct attempt at[2 * A_PER_PATH];
+    memset(at, 0, sizeof at);
+    int n = 0, nccl = 0, rec = rec_path(p, pr);
+    c->nccl.port = pr->tcp_port;
     if (!pr->nccl_addr[0] || !pr->tcp_port) {
-        c->status = NCD_PROBE_NO_ADDR;
-        snprintf(c->detail, sizeof c->detail, "%s",
+        c->nccl.status = NCD_PROBE_NO_ADDR;
+        snprintf(c->nccl.detail, sizeof c->nccl.detail, "%s",
                  pr->nccl_addr[0] ? "the peer could not listen on it"
                                   : "NCCL finds no interface on the peer");
     } else if (!p->self.nccl_addr[0]) {
-        c->status = NCD_PROBE_NO_ADDR;
-        snprintf(c->detail, sizeof c->detail,
+        c->nccl.status = NCD_PROBE_NO_ADDR;
+        snprintf(c->nccl.detail, sizeof c->nccl.detail,
                  "NCCL finds no interface on this rank");
     } else {
-        tcp_test(p, j, pr->nccl_addr, p->self.nccl_if, pr->tcp_port, 0,
-                 p->o.rtt_iters, p->o.burst_bytes, &t);
-        c->status = t.status;
-        c->err = t.err;
-        c->connect_us = t.connect_us;
-        c->rtt_us = t.rtt_us;
-        c->bw_gbps = t.bw_gbps;
-        snprintf(c->src_addr, sizeof c->src_addr, "%s", t.src);
-        snprintf(c->detail, sizeof c->detail, "%s", t.detail);
-        if (pr->ctl_port) {
-            struct tcp_out u;
-            tcp_test(p, j, pr->nccl_addr, p->self.nccl_if, pr->ctl_port, 1,
-                     0, 0, &u);
-            c->ctl_status = u.status;
+        nccl = 1;
+        const char *ifn = p->self.nccl_if;
+        aim(&at[A_DATA], pr->nccl_addr, ifn, pr->tcp_port, PROBE_K_DATA, 0);
+        aim(&at[A_CTL], pr->nccl_addr, ifn, pr->ctl_port, PROBE_K_CTL, 0);
+        aim(&at[A_SRC], pr->nccl_addr, ifn, pr->ctl_port, PROBE_K_CTL, -1);
+        n = A_PER_PATH;
+    }
+    if (rec == 1) {
+        struct attempt *r = &at[n];
+        const char *ifn = p->self.rec_if;
+        aim(&r[A_DATA], pr->rec_addr, ifn, pr->rec_port, PROBE_K_REC, 0);
+        aim(&r[A_CTL], pr->rec_addr, ifn, pr->rec_ctl_port, PROBE_K_REC_CTL, 0);
+        aim(&r[A_SRC], pr->rec_addr, ifn, pr->rec_ctl_port, PROBE_K_REC_CTL, -1);
+        n += A_PER_PATH;
+    }
+    /* a listener the peer does not have is not tried */
+    struct attempt run[2 * A_PER_PATH];
+    int idx[2 * A_PER_PATH], nr = 0;
+    for (int i = 0; i < n; i++) {
+        at[i].fd = -1;
+        if (at[i].port > 0) {
+            idx[nr] = i;
+            run[nr++] = at[i];
         }
-        if (c->status == NCD_PROBE_OK && pr->udp_port && p->o.mtu_probe)
+    }
+    int rtt = -1;
+    for (int k = 0; k < nr; k++)
+        if (nccl && idx[k] == A_DATA)
+            rtt = k;
+    attempts_connect(p, j, run, nr, rtt, &c->rtt_us);
+    for (int k = 0; k < nr; k++) {
+        if (k != rtt)
+            attempt_answer(p, j, &run[k]);
+        attempt_close(&run[k]);
+        at[idx[k]] = run[k];
+    }
+    if (nccl) {
+        conn_from(&c->nccl, &at[0]);
+        snprintf(c->src_addr, sizeof c->src_addr, "%s", at[A_DATA].src);
+        if (c->nccl.status == NCD_PROBE_OK && pr->udp_port && p->o.mtu_probe)
             mtu_test(p, pr, c);
     }
-    /* the recommended interface matters between hosts only (ranks of one
-     * host talk through SHM/P2P; this also keeps -np runs on loopback) */
-    int same_host = !strcmp(pr->host, p->self.host) &&
-                    !strcmp(pr->boot_id, p->self.boot_id);
-    if (same_host) {
-        c->rec_status = NCD_PROBE_NOT_TRIED;
-    } else if (pr->rec_port && pr->rec_addr[0]) {
-        tcp_test(p, j, pr->rec_addr, p->self.rec_if, pr->rec_port, 2, 0,
-                 p->o.burst_bytes, &t);
-        c->rec_status = t.status;
-        c->rec_bw_gbps = t.bw_gbps;
-    } else if (pr->rec_addr[0] && !strcmp(pr->rec_addr, pr->nccl_addr)) {
-        c->rec_status = c->status;
-        c->rec_bw_gbps = c->bw_gbps;
+    if (rec == 1)
+        conn_from(&c->rec, &at[n - A_PER_PATH]);
+}
+
+/* One bandwidth burst on a fresh connection; 0 when it fails. */
+static float burst_test(struct ncd_probe *p, int peer, const char *addr,
+                        const char *ifname, int port, int kind, size_t burst)
+{
+    int err = 0;
+    int fd = ncd_sock_connect_timeout(addr, ifname, port, p->o.timeout_ms,
+                                      &err, NULL, 0);
+    if (fd < 0)
+        return 0;
+    ncd_sock_set_timeouts(fd, p->o.timeout_ms);
+    ncd_sock_nodelay(fd);
+    struct attempt a = {.addr = addr, .port = port, .kind = kind, .fd = fd};
+    attempt_hello(p, peer, &a, 1);
+    attempt_answer(p, peer, &a);
+    if (a.fd < 0)
+        return 0;
+    static char buf[262144];
+    unsigned char rq[1 + sizeof(uint64_t)] = {'B'};
+    uint64_t len = burst;
+    memcpy(rq + 1, &len, sizeof len);
+    double s0 = ncd__probe_now_us();
+    err = ncd_sock_send_all(fd, rq, sizeof rq);
+    size_t left = burst;
+    while (!err && left) {
+        size_t n = left < sizeof buf ? left : sizeof buf;
+        err = ncd_sock_send_all(fd, buf, n);
+        left -= n;
     }
+    char op;
+    if (!err)
+        err = ncd_sock_recv_all(fd, &op, 1);
+    double dt = ncd__probe_now_us() - s0;
+    float bw = !err && dt > 0 ? (float)((double)burst / dt / 1e3) : 0;
+    char q = 'Q';
+    ncd_sock_send_all(fd, &q, 1);
+    close(fd);
+    return bw;
+}
+
+/* Phase 2 of a step: the bursts, on every path whose data port answered. */
+static void test_peer_bandwidth(struct ncd_probe *p, int j,
+                                struct ncd_probe_cell *c)
+{
+    const struct ncd_probe_rank *pr = &p->res.ranks[j];
+    size_t b = p->o.burst_bytes;
+    if (b && c->nccl.status == NCD_PROBE_OK)
+        c->nccl.bw_gbps = burst_test(p, j, pr->nccl_addr, p->self.nccl_if,
+                                     pr->tcp_port, PROBE_K_DATA, b);
+    int rec = rec_path(p, pr);
+    if (b && rec == 1 && c->rec.status == NCD_PROBE_OK)
+        c->rec.bw_gbps = burst_test(p, j, pr->rec_addr, p->self.rec_if,
+                                    pr->rec_port, PROBE_K_REC, b);
+    if (rec == 2)
+        c->rec = c->nccl;
+}
+
+static int barrier(ncd_probe_allgather_fn ag, void *ag_arg, int n)
+{
+    char b = 1, *all = malloc((size_t)n);
+    if (!all)
+        return NCD_ENOMEM;
+    int rc = ag(ag_arg, &b, 1, all);
+    free(all);
+    return rc;
 }
 
 int ncd_probe_run(struct ncd_ctx *ctx, struct ncd_probe *p,
@@ -355,48 +580,26 @@ int ncd_probe_run(struct ncd_ctx *ctx, struct ncd_probe *p,
     rc = ag(ag_arg, &p->self, sizeof p->self, r->ranks);
     if (rc)
         goto fail;
-    for (int j = 0; j < n; j++) {
-        if (r->ranks[j].rank != j) {
-            rc = ncd_fail(ctx, NCD_EPROTO,
-                          "rank %d's record says rank %d: ranks of different "
-                          "builds or jobs",
-                          j, r->ranks[j].rank);
-            goto fail;
-        }
-        /* never trust a peer's strings to be terminated */
-        struct ncd_probe_rank *k = &r->ranks[j];
-#define TERM(f) k->f[sizeof k->f - 1] = 0
-        TERM(host);
-        TERM(boot_id);
-        TERM(nccl_if);
-        TERM(nccl_addr);
-        TERM(nccl_pass);
-        TERM(rec_if);
-        TERM(rec_addr);
-        TERM(rec_ifname);
-        TERM(socket_ifname);
-        TERM(nccl_version_src);
-        TERM(rdv_addr);
-        TERM(rdv_if);
-        TERM(listen_error);
-#undef TERM
-        if (k->n_addrs < 0 || k->n_addrs > 8)
-            k->n_addrs = 0;
-        for (int a = 0; a < 8; a++)
-            k->addrs[a][sizeof k->addrs[a] - 1] = 0;
+    if (ncd__probe_sanitize(r)) {
+        int j = 0;
+        while (j < n && r->ranks[j].rank == j)
+            j++;
+        rc = ncd_fail(ctx, NCD_EPROTO,
+                      "rank %d's record says rank %d: ranks of different "
+                      "builds or jobs",
+                      j, j < n ? r->ranks[j].rank : -1);
+        goto fail;
     }
     /* how this rank resolves every host name */
     ncd__probe_resolve_all(r, row, p->o.timeout_ms);
     for (int s = 1; s < n; s++) {
         int j = (p->rank + s) % n;
-        test_peer(p, j, &row[j]);
-        char b = 1, *all = malloc((size_t)n);
-        if (!all) {
-            rc = NCD_ENOMEM;
+        test_peer_links(p, j, &row[j]);
+        rc = barrier(ag, ag_arg, n);
+        if (rc)
             goto fail;
-        }
-        rc = ag(ag_arg, &b, 1, all);
-        free(all);
+        test_peer_bandwidth(p, j, &row[j]);
+        rc = barrier(ag, ag_arg, n);
         if (rc)
             goto fail;
     }
@@ -405,13 +608,7 @@ int ncd_probe_run(struct ncd_ctx *ctx, struct ncd_probe *p,
         goto fail;
     free(row);
     row = NULL;
-    for (int i = 0; i < n * n; i++) {
-        struct ncd_probe_cell *c = &r->cells[i];
-        c->detail[sizeof c->detail - 1] = 0;
-        c->resolved[sizeof c->resolved - 1] = 0;
-        c->resolve_err[sizeof c->resolve_err - 1] = 0;
-        c->src_addr[sizeof c->src_addr - 1] = 0;
-    }
+    ncd__probe_sanitize(r);
     rc = ncd_probe_result_index(r);
     if (rc)
         goto fail;

@@ -3,6 +3,7 @@
  * limits, container, libraries (see ncd/node.h). */
 #define _GNU_SOURCE
 #include "ncd/error.h"
+#include "ncd/knownbugs.h"
 #include "ncd/fs.h"
 #include "ncd/node.h"
 #include "snapshot/snapshot_internal.h"
@@ -40,7 +41,11 @@ int ncd__comp_catalog(struct ncd_ctx *ctx, const struct ncd_node_opts *o,
                       struct ncd_node *n)
 {
     (void)o;
-    return ncd_var_catalog_builtin(ctx, &n->catalog);
+    int rc = ncd_var_catalog_builtin(ctx, &n->catalog);
+    if (rc < 0)
+        return rc;
+    rc = ncd_known_bugs_builtin(ctx, &n->known_bugs);
+    return rc == NCD_ENOENT ? 0 : rc;
 }
 
 int ncd__comp_system(struct ncd_ctx *ctx, const struct ncd_node_opts *o,

@@ -121,6 +121,7 @@ void ncd_node_release(struct ncd_node *n)
     ncd_nccl_conf_release(&n->env.conf);
     if (n->filled & NCD_PART_BIT(NCD_PART_CATALOG))
         ncd_var_catalog_release(&n->catalog);
+    ncd_known_bugs_release(&n->known_bugs);
     ncd_topo_release(&n->topo);
     ncd_rdma_release(&n->rdma.r);
     free(n->rdma.prov);

@@ -249,12 +249,12 @@ int ncd_sock_free_port(const char *host)
     return port;
 }
 
-int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
-                             int timeout_ms, int *err, char *src,
-                             size_t srclen)
+int ncd_sock_connect_start(const char *addr, const char *ifname, int port,
+                           int src_port, int *err)
 {
     struct sockaddr_storage ss;
     socklen_t sl = ncd_sock_make_addr(addr, ifname, port, &ss);
+    *err = 0;
     if (!sl) {
         *err = EINVAL;
         return -1;
@@ -265,42 +265,71 @@ int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
         *err = errno;
         return -1;
     }
-    int rc = connect(fd, (struct sockaddr *)&ss, sl);
-    if (rc < 0 && errno != EINPROGRESS) {
-        *err = errno;
-        close(fd);
-        return -1;
-    }
-    if (rc < 0) {
-        struct pollfd pf = {.fd = fd, .events = POLLOUT};
-        double end = ncd_sock_now() + timeout_ms / 1000.0;
-        for (;;) {
-            int pr = poll(&pf, 1, ncd_sock_remaining_ms(end));
-            if (pr < 0 && errno == EINTR)
-                continue;
-            if (pr == 0) {
-                *err = ETIMEDOUT;
-                close(fd);
-                return -1;
-            }
-            break;
-        }
-        int so = 0;
-        socklen_t l = sizeof so;
-        getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &l);
-        if (so) {
-            *err = so;
+    if (src_port > 0) {
+        struct sockaddr_storage ls;
+        memset(&ls, 0, sizeof ls);
+        ls.ss_family = ss.ss_family;
+        if (ss.ss_family == AF_INET)
+            ((struct sockaddr_in *)&ls)->sin_port = htons((uint16_t)src_port);
+        else
+            ((struct sockaddr_in6 *)&ls)->sin6_port =
+                htons((uint16_t)src_port);
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, (struct sockaddr *)&ls,
+                 ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
+                                         : sizeof(struct sockaddr_in6)) < 0) {
+            *err = errno;
             close(fd);
             return -1;
         }
     }
+    if (connect(fd, (struct sockaddr *)&ss, sl) < 0 && errno != EINPROGRESS) {
+        *err = errno;
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int ncd_sock_connect_finish(int fd)
+{
+    int so = 0;
+    socklen_t l = sizeof so;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &l) < 0)
+        return errno;
+    if (so)
+        return so;
+    /* writable without an error but not connected: still in progress */
+    struct sockaddr_storage peer;
+    socklen_t pl = sizeof peer;
+    if (getpeername(fd, (struct sockaddr *)&peer, &pl) < 0)
+        return errno == ENOTCONN ? ETIMEDOUT : errno;
     int fl = fcntl(fd, F_GETFL);
     fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return 0;
+}
+
+int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
+                             int timeout_ms, int *err, char *src,
+                             size_t srclen)
+{
+    int fd = ncd_sock_connect_start(addr, ifname, port, 0, err);
+    if (fd < 0)
+        return -1;
+    struct pollfd pf = {.fd = fd, .events = POLLOUT};
+    double end = ncd_sock_now() + timeout_ms / 1000.0;
+    while (poll(&pf, 1, ncd_sock_remaining_ms(end)) < 0 && errno == EINTR)
+        ;
+    *err = ncd_sock_connect_finish(fd);
+    if (*err) {
+        close(fd);
+        return -1;
+    }
     struct sockaddr_storage ls;
     socklen_t ll = sizeof ls;
     if (src && getsockname(fd, (struct sockaddr *)&ls, &ll) == 0)
         ncd_sock_addr_str((struct sockaddr *)&ls, src, srclen, NULL);
-    *err = 0;
     return fd;
 }
 
