@@ -27,6 +27,19 @@ else
 test_expect_success 'strace is missing: skipped (install-deps installs it)' 'true'
 fi
 
+test_expect_success 'live: a listener on NCCL_COMM_ID port is seen (sock_diag)' '
+    python3 -c "
+import socket, sys, time
+s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(1)
+print(s.getsockname()[1]); sys.stdout.flush(); time.sleep(60)" >"$TEST_TMP/port" &
+    pid=$! ; i=0; while [ ! -s "$TEST_TMP/port" ] && [ $i -lt 100 ]; do sleep 0.1; i=$((i + 1)); done
+    port=$(cat "$TEST_TMP/port") &&
+    NCCL_COMM_ID=127.0.0.1:$port "$NCD_BIN" check --json >"$TEST_TMP/lj" 2>/dev/null ;
+    kill $pid 2>/dev/null; wait $pid 2>/dev/null
+    grep -q "net.ports.comm-id-busy" "$TEST_TMP/lj" &&
+    grep -q "1 TCP listener(s) on port $port" "$TEST_TMP/lj"
+'
+
 # The real libnccl.so.2 of the machine, if any: its version without dlopen.
 REAL=$(ls /usr/local/cuda*/lib*/libnccl.so.2 2>/dev/null | head -1)
 if [ -n "$REAL" ] && [ -n "$HAVE_STRACE" ]; then
