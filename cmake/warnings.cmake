@@ -2,7 +2,11 @@
 function(ncd_set_warnings tgt)
   target_compile_options(${tgt} PRIVATE -Wall -Wextra -Wshadow -Wformat=2
     -Wstrict-prototypes -Wmissing-prototypes -Wno-unused-parameter
-    -Wvla -fno-common -Wno-format-truncation)
+    -Wvla -fno-common)
+  if(CMAKE_C_COMPILER_ID STREQUAL "GNU")
+    # gcc's guesses about snprintf truncation (clang has no such warning)
+    target_compile_options(${tgt} PRIVATE -Wno-format-truncation)
+  endif()
   if(NCD_WERROR)
     target_compile_options(${tgt} PRIVATE -Werror)
   endif()

@@ -172,7 +172,8 @@ int ncd_fail(struct ncd_ctx *ctx, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /** Like ncd_fail() with a va_list. */
-int ncd_vfail(struct ncd_ctx *ctx, int code, const char *fmt, va_list ap);
+int ncd_vfail(struct ncd_ctx *ctx, int code, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 
 /**
  * The recorded detail ("" when none).  Owned by ctx, valid until the next

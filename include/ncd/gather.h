@@ -12,8 +12,10 @@
  * probe as `check`, with the record table of sysops.h, and writes what it
  * recorded (formats: sysops.h, all in src/lib/sys/records.c):
  *   .ncd/env          NCCL_*, CUDA_*, launcher variables, NAME=value per
- *                     line; values of names containing TOKEN, SECRET,
- *                     PASSWORD, PASSWD, KEY or CREDENTIAL are "<redacted>"
+ *                     line, redacted by ncd_env_redact() (sysops.h): values
+ *                     of names containing TOKEN, SECRET, PASSWORD, PASSWD,
+ *                     KEY or CREDENTIAL are "<redacted>", and so are
+ *                     credentials inside URLs ("user:pass@")
  *   .ncd/ifaddrs      getifaddrs() list
  *   .ncd/statvfs      "<dir> <size bytes> <free bytes>" for /dev/shm
  *   .ncd/dlopen       dlopen results (libibverbs, NVML, libcuda, libnccl)

@@ -40,6 +40,8 @@
 extern "C" {
 #endif
 
+struct ncd_ctx;
+
 /* ------------------------------------------------------------------ */
 /* 1. Collectives, datatypes, ops                                      */
 /* ------------------------------------------------------------------ */
@@ -47,7 +49,7 @@ extern "C" {
 /**
  * The collectives of nccl-tests (one binary each, `<name>_perf`):
  * NCD_COLL_ALL_GATHER, NCD_COLL_ALL_REDUCE, NCD_COLL_ALLTOALL,
- * NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
+ * NCD_COLL_ALLTOALLV, NCD_COLL_BROADCAST, NCD_COLL_GATHER, NCD_COLL_HYPERCUBE,
  * NCD_COLL_REDUCE, NCD_COLL_REDUCE_SCATTER, NCD_COLL_SCATTER,
  * NCD_COLL_SENDRECV.  One row per collective (src/lib/perf/coll/<name>.c,
  * see src/lib/perf/coll.h); the build lists the rows in ncd_colls.def
@@ -144,14 +146,85 @@ int ncd_perf_coll_checks_inplace(enum ncd_perf_coll c);
  */
 const char *ncd_perf_redop_label(enum ncd_perf_coll c, enum ncd_perf_op o);
 
+/**
+ * alltoallv's traffic: how many bytes each rank sends each peer, from
+ * nccl-tests' variables (src/alltoallv.cu, v2.19.6):
+ *  - generated (default): for a size S, per-peer count c = (S / esize /
+ *    nranks) rounded down to 16 bytes, total T = c x nranks x esize; rank
+ *    i sends rank j ((1 - spread) x T / n + spread x d x T / (n(n-1)/2))
+ *    bytes rounded down to 16, d = (j - i) mod n (spread 1: nothing to
+ *    itself, most to the farthest rank; spread 0: uniform);
+ *    NCCL_TESTS_ALLTOALLV_SPREAD (strtod, whole value, clamped to 0..1,
+ *    default 1.0);
+ *  - matrix: NCCL_TESTS_ALLTOALLV_MATRIX_FILE, a square whitespace-
+ *    separated matrix of bytes, cell [i][j] = rank i to rank j, each value
+ *    x NCCL_TESTS_ALLTOALLV_MATRIX_SCALE (default 1.0, negative = 0),
+ *    truncated and rounded down to 16; the first nranks rows and columns
+ *    are used; the sizes come from the matrix, not -b/-e (which must be
+ *    equal and at least the largest per-rank total), and the count
+ *    column is 0;
+ *  - NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY (atoi != 0): per-rank bytes and
+ *    bandwidths after each measurement (ncd_perf_fmt_traffic_summary()).
+ */
+struct ncd_perf_traffic {
+    int matrix;         /**< 1: matrix mode */
+    double spread;      /**< generated: 0..1 */
+    double scale;       /**< matrix: factor applied to every cell, >= 0 */
+    int print_summary;  /**< NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY */
+    int dim;            /**< matrix: rows (= columns) */
+    size_t *bytes;      /**< matrix: dim x dim, [i * dim + j] (owned) */
+    char *path;         /**< matrix: the file (owned), for messages */
+};
+
+/** Generated mode with nccl-tests' defaults (spread 1, scale 1). */
+void ncd_perf_traffic_default(struct ncd_perf_traffic *t);
+
+/**
+ * Reads nccl-tests' NCCL_TESTS_ALLTOALLV_* variables from ctx's
+ * environment into `t` and, when MATRIX_FILE is set, reads and parses that
+ * file (ncd_perf_traffic_parse()).
+ * @return 0; NCD_EPARSE / NCD_ENOENT... with nccl-tests' message in ctx
+ *         ("Unable to open alltoallv traffic matrix file X.", "Invalid
+ *         alltoallv traffic matrix ..."); NCD_ENOMEM.
+ */
+int ncd_perf_traffic_load(struct ncd_ctx *ctx, struct ncd_perf_traffic *t);
+
+/**
+ * Parses a traffic matrix (the file's bytes; need not be NUL-terminated)
+ * as nccl-tests does: strtod values separated by white space, rows ended
+ * by newlines, every row as long as the first, square; each value must be
+ * a number followed by white space or the end, >= 0, and value x t->scale
+ * must fit a size_t.  Fills t->dim and t->bytes (cells x scale, truncated,
+ * rounded down to 16).  `name` appears in the messages.
+ * @return 0, or NCD_EPARSE with nccl-tests' message in `why`; NCD_ENOMEM.
+ */
+int ncd_perf_traffic_parse(struct ncd_perf_traffic *t, const char *buf,
+                           size_t len, const char *name, char *why,
+                           size_t whylen);
+
+/**
+ * Bytes rank i sends rank j: the matrix cell, or the generated count for
+ * a per-rank total of `total` bytes (see struct ncd_perf_traffic).  `t`
+ * NULL means generated with spread 1.
+ */
+size_t ncd_perf_traffic_peer(const struct ncd_perf_traffic *t, int i, int j,
+                             int nranks, size_t total);
+
+/** Frees the matrix and path; `t` becomes generated mode. */
+void ncd_perf_traffic_release(struct ncd_perf_traffic *t);
+
 /** Element counts and offsets of one size of one collective (per rank). */
 struct ncd_perf_counts {
-    size_t sendcount;        /**< elements in each rank's send buffer */
-    size_t recvcount;        /**< elements in each rank's recv buffer */
+    size_t sendcount;        /**< elements in this rank's send buffer */
+    size_t recvcount;        /**< elements in this rank's recv buffer */
     size_t paramcount;       /**< the count passed to NCCL: `count` column */
     size_t send_inplace_off; /**< in-place: sendbuf = recvbuf + this (elements) */
     size_t recv_inplace_off; /**< in-place: recvbuf = sendbuf + this (elements) */
-    size_t bytes;            /**< `size` column: max(send, recv) * esize */
+    size_t bytes;            /**< `size` column: max(send, recv) * esize
+                                  over all ranks */
+    const struct ncd_perf_traffic *traffic; /**< the traffic given to
+                                  ncd_perf_counts_traffic() (only alltoallv
+                                  reads it; NULL: generated, spread 1) */
 };
 
 /**
@@ -164,6 +237,19 @@ struct ncd_perf_counts {
  */
 void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
                      int nranks, int rank, struct ncd_perf_counts *out);
+
+/**
+ * ncd_perf_counts() for alltoallv's `traffic` (ignored by the other
+ * collectives; NULL = generated, spread 1): paramcount is the per-peer
+ * count c (0 in matrix mode), send/recvcount this rank's totals over its
+ * peers, bytes the largest send or receive total of any rank x esize
+ * (nccl-tests AlltoAllvGetCollByteCount / ComputeMaxCounts).  `traffic`
+ * must outlive `out`.
+ */
+void ncd_perf_counts_traffic(enum ncd_perf_coll c, size_t bytes,
+                             size_t esize, int nranks, int rank,
+                             const struct ncd_perf_traffic *traffic,
+                             struct ncd_perf_counts *out);
 
 /**
  * Bus-bandwidth factor (doc/PERFORMANCE.md; src/<coll>.cu GetBw):
@@ -272,15 +358,25 @@ struct ncd_perf_opts {
     int blocking;          /**< -z (0) */
     int stream_null;       /**< -y (0) */
     int timeout_s;         /**< -T (0 = off) */
-    int cudagraph;         /**< -G (0) */
-    int report_cputime;    /**< -C (0) */
+    int cudagraph;         /**< graph launches done: always 0 (nccl-doctor
+                                captures no CUDA graph) */
+    int cudagraph_asked;   /**< -G as given (0): the header says what
+                                became of it */
+    int report_cputime;    /**< -C (0): the time column is the host time
+                                spent issuing the operations (nccl-tests'
+                                cputimeSec), rank 0's own */
     int report_timestamps; /**< -S (0) */
     int average;           /**< -a (1): 0 rank 0, 1 avg, 2 min, 3 max */
     int local_register;    /**< -R (0) */
     int memory_report;     /**< -M (0) */
     int unalign;           /**< -u (0) elements */
+    int per_iter_timing;   /**< -I (0): per-iteration statistics columns */
+    int per_iter_skip;     /**< -K (0): leading iterations left out of the
+                                -I statistics */
     const char *json_path; /**< -J, NULL = none */
     double min_bw;         /**< NCCL_TESTS_MIN_BW in GB/s, < 0 = unset */
+    const struct ncd_perf_traffic *traffic; /**< alltoallv (NULL:
+                                generated, spread 1); not owned */
 };
 
 /** Fills `o` with nccl-tests' defaults. */
@@ -317,8 +413,10 @@ struct ncd_perf_optmsg {
  * -m at least 1; -n, -w, -N, -c, -T at least 0; -z, -a 0..3; -u 0..1024);
  * sizes with ncd_perf_parse_size(); an unknown -o/-d falls back to
  * sum/float with nccl-tests' message; -r -1 = every root (a word reads as
- * 0, as strtol does); -J keeps `arg` (not copied); -G and the GPU-only
- * -x -D -V -I -K are accepted and ignored with a note.
+ * 0, as strtol does); -J keeps `arg` (not copied); -I and -K are kept
+ * (ncd_perf_opts_settle() applies nccl-tests' rules between them); -G N
+ * is kept in cudagraph_asked (no graph is captured: the header says so);
+ * the GPU-only -x -D -V are accepted and ignored with a note.
  * @param m  receives a message to show, also on success (a note).
  * @return 0; nccl-tests' exit status for a bad value: 6 (usage) or 255
  *         (a bad size); NCD_ENOENT when `letter` is not an nccl-tests
@@ -327,12 +425,52 @@ struct ncd_perf_optmsg {
 int ncd_perf_opt_apply(struct ncd_perf_opts *o, int letter, const char *arg,
                        struct ncd_perf_optmsg *m);
 
+/**
+ * -I statistics of one side of a row (nccl-tests src/util.cu
+ * computeIterStats / writePerIterReport, v2.19.6).  Each iteration's time
+ * is its -m operations' time / agg_iters, the largest over the ranks of a
+ * process (one row per process), then over the processes.
+ */
+struct ncd_perf_iterstats {
+    int n;              /**< iterations (times_us entries) */
+    int skipped;        /**< -K: leading iterations not in the statistics */
+    double min_us, max_us, avg_us, p50_us, p95_us, p99_us, stdev_us;
+    double cv_pct;      /**< stdev / avg x 100 (0 when avg is 0) */
+    const double *times_us;      /**< n: per iteration, max over processes */
+    int nprocs;                  /**< rows of proc_times_us; 0 with one
+                                      process (nccl-tests writes none) */
+    const double *proc_times_us; /**< nprocs x n, row-major */
+};
+
+/**
+ * Statistics of times_us[skip..n): min, max, mean, p50 = sorted[m / 2],
+ * p95/p99 by nearest rank (index min(m - 1, (m x p + 99) / 100 - 1)),
+ * population standard deviation, cv; m = n - skip >= 1.  Sets n, skipped
+ * and times_us (not copied); leaves nprocs / proc_times_us alone.
+ * @return 0, or NCD_EINVAL when m < 1; NCD_ENOMEM.
+ */
+int ncd_perf_iter_stats(const double *times_us, int n, int skip,
+                        struct ncd_perf_iterstats *st);
+
+/**
+ * nccl-tests' checks after parsing (src/common.cu main(), v2.19.6): -I
+ * other than 0/1, -K outside 0..iters-1, and -K without -I are disabled
+ * with nccl-tests' message ("per-iteration skip (-K) requires
+ * per-iteration timing (-I 1). Disabling."); -I with -n 0 too.  One line
+ * per message is appended to `notes` (for stderr).
+ */
+void ncd_perf_opts_settle(struct ncd_perf_opts *o, struct ncd_strbuf *notes);
+
 /** One side (out-of-place or in-place) of a table row. */
 struct ncd_perf_cell {
     double time_us; /**< time (or CPU time with -C) per op, µs */
     double algbw;   /**< GB/s */
     double busbw;   /**< GB/s */
     int64_t wrong;  /**< wrong elements summed over ranks; -1 = N/A */
+    double bw_time_us; /**< the time per op algbw/busbw come from: time_us
+                            unless -C (0 = time_us) */
+    const struct ncd_perf_iterstats *iter; /**< -I: statistics, else NULL
+                            (owned by the caller of the row callback) */
 };
 
 /** One row of the table. */
@@ -364,18 +502,26 @@ void ncd_perf_fmt_num(double v, int width, char *out);
 
 /**
  * Appends the preamble: version line, "Collective test starting", the
- * nThread line, optional Blocking/Parallel lines, "#", "# Using devices"
- * and one line per device.  `nccl_version` is NCCL's version code
- * (23007), 0 on the socket backend.
+ * nThread line, optional Blocking / Per-Iteration / Parallel lines, with
+ * -G a line saying that no CUDA graph is captured (not applicable on the
+ * socket backend; on nccl every operation is launched on its own, so the
+ * nThread line says graph: 0), "#", "# Using devices" and one line per
+ * device.  `nccl_version` is NCCL's version code (23007), 0 on the socket
+ * backend (the -I line then says "host clock timing" where nccl-tests says
+ * "CUDA event timing").
  */
 void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
                            const struct ncd_perf_opts *o, int nccl_version,
                            const struct ncd_perf_device *devs, int ndevs);
 
-/** Appends "#" and the three table header lines (trailing spaces kept). */
+/** Appends "#" and the three table header lines (trailing spaces kept);
+ *  with -I the per-iteration header of nccl-tests (i_min i_max i_p99
+ *  i_cv% after each side's #wrong). */
 void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o);
 
-/** Appends one table row with its newline. */
+/** Appends one table row with its newline; with -I each side's #wrong
+ *  is followed by "  %7s  %7s  %7s  %7s" of i_min, i_max, i_p99 (µs) and
+ *  i_cv% (cell.iter; "N/A" when NULL). */
 void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
                       const struct ncd_perf_row *r);
 
@@ -394,17 +540,46 @@ void ncd_perf_fmt_footer(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
                          const char *error);
 
 /**
+ * Appends NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY's lines for one measurement
+ * (nccl-tests src/alltoallv.cu AlltoAllvPrintRankBandwidths): the mode
+ * line ("mode=generated nranks=N total_bytes=T spread=S time_usec=U" or
+ * "mode=matrix nranks=N matrix_dim=D scale=S time_usec=U") and per rank
+ * "#   rank=R send_bytes=.. recv_bytes=.. alg_bw=.. bus_bw=..".
+ * nccl-tests prints them in the middle of the row line; nccl-doctor
+ * prints them on their own lines before the row.
+ * @param total  the generated per-rank total (count column x nranks x
+ *               element size; 0 in matrix mode).
+ * @param sec    seconds per operation (the time algbw comes from).
+ */
+void ncd_perf_fmt_traffic_summary(struct ncd_strbuf *sb,
+                                  const struct ncd_perf_traffic *t,
+                                  int nranks, size_t total, double sec);
+
+/**
  * JSON document of nccl-tests -J (src/util.cu, version 3).  Build with
  * _new, add rows, finish.  Booleans are the strings "true"/"false" and NaN
  * is "nan" as in nccl-tests.  Caller frees with json_decref().
+ * Differences from nccl-tests: "env" holds only the variables that matter
+ * to the run (ncd_gather_env_wanted(): NCCL_*, CUDA_*, launcher and
+ * framework variables), each "NAME=value" redacted by ncd_env_redact()
+ * (include/ncd/gather.h), never a token, key or password; after
+ * "nccl_version" come "backend" ("nccl" or "socket") and "backend_info"
+ * (the preamble's description).
  * @param argv,envp  NULL-terminated; copied.
  * @return NULL when out of memory.
  */
 json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
                           char *const *envp, int nccl_version,
+                          const char *backend, const char *backend_desc,
                           const struct ncd_perf_device *devs, int ndevs,
                           const char *start_time);
-/** Appends a row to "results".  @return 0 or NCD_ENOMEM. */
+/**
+ * Appends a row to "results"; with -I each side is followed by its
+ * "<side>_per_iter" object (skipped_iterations, min_us, max_us, avg_us,
+ * p50_us, p95_us, p99_us, stdev_us, cv_pct, times_us[] and, with several
+ * processes, per_process_max_times_us[][]), which nccl-tests'
+ * tools/analyze_perf_json.py reads.  @return 0 or NCD_ENOMEM.
+ */
 int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
                           const struct ncd_perf_row *r, const char *name);
 /** Adds out_of_bounds, average_bus_bandwidth, errors, end_time. */
@@ -481,11 +656,15 @@ void ncd_peerset_free(struct ncd_peerset *ps);
 /* 4. Runner and backends                                              */
 /* ------------------------------------------------------------------ */
 
-/** Backends. */
+/**
+ * Backends.  nccl is the default: a plain invocation exercises NCCL's path
+ * and fails (nccl-tests' failure lines, exit 2 or 3) when NCCL or CUDA
+ * cannot run; there is no silent fallback.  socket (TCP between ranks on
+ * NCCL's interface, no GPU) runs only when asked for.
+ */
 enum ncd_perf_backend_kind {
-    NCD_PERF_BACKEND_AUTO,
-    NCD_PERF_BACKEND_SOCKET,
     NCD_PERF_BACKEND_NCCL,
+    NCD_PERF_BACKEND_SOCKET,
 };
 
 /** Algorithms of the socket backend. */
@@ -506,6 +685,7 @@ struct ncd_perf_job {
     enum ncd_perf_algo algo;
     char bind_addr[64];     /**< socket: address to listen on ("" any) */
     char ifname[64];        /**< socket: its interface name (for display) */
+    char iface_origin[256]; /**< socket: why that interface (for display) */
     int sock_nthreads;      /**< NCCL_SOCKET_NTHREADS (0..16) */
     int sock_nsocks;        /**< NCCL_NSOCKS_PERTHREAD (>= 1) */
     int peer_timeout_ms;    /**< max time without progress on a socket */
@@ -527,6 +707,26 @@ struct ncd_perf_sink {
     void (*progress)(void *arg, size_t i, size_t n, size_t bytes);
 };
 
+/**
+ * Where a run stopped, each standing for the nccl-tests v2.19.6 call that
+ * fails there (the failure lines of ncd_perf_fmt_failure() name its
+ * src/common.cu / util.cu line).
+ */
+enum ncd_perf_stage {
+    NCD_PERF_STAGE_NONE,      /**< no failure */
+    NCD_PERF_STAGE_OPEN,      /**< loading NCCL and CUDA, counting devices
+                                   (writeDeviceReport) */
+    NCD_PERF_STAGE_UNIQUE_ID, /**< ncclGetUniqueId */
+    NCD_PERF_STAGE_DEVICE,    /**< cudaSetDevice, the rank's stream */
+    NCD_PERF_STAGE_INIT,      /**< the communicator; socket: the rank mesh
+                                   (initComms) */
+    NCD_PERF_STAGE_ALLOC,     /**< the buffers (AllocateBuffs) */
+    NCD_PERF_STAGE_RUN,       /**< starting a collective (runColl) */
+    NCD_PERF_STAGE_SYNC,      /**< waiting for it: asynchronous and network
+                                   errors, -T (testStreamSynchronize) */
+    NCD_PERF_STAGE_RESULT,    /**< wrong data or below NCCL_TESTS_MIN_BW */
+};
+
 /** What a run ended with. */
 struct ncd_perf_summary {
     int oob;             /**< failing (thread x row side) instances */
@@ -537,7 +737,14 @@ struct ncd_perf_summary {
                               set-up), user-allocated (send + recv
                               buffers), collective (staging and scratch);
                               device memory on nccl, host on socket */
-    char error[512];     /**< first error text ("" when none) */
+    int nccl_version;    /**< NCCL's version code, 0 when not loaded */
+    enum ncd_perf_stage stage; /**< where it stopped (NONE when it ran) */
+    char error[512];     /**< first error text ("" when none): what went
+                              wrong, in words */
+    char quote[512];     /**< the text nccl-tests quotes in its failure
+                              line ("no CUDA-capable device is detected",
+                              "<ncclGetErrorString> / <last error>"); ""
+                              = error */
 };
 
 /**
@@ -555,10 +762,10 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
 /**
  * The output of one run on global rank 0, assembled event by event from
  * the runner's sink: nccl-tests' text (the preamble with nccl-doctor's
- * "#  Backend: <desc>" line and, when auto fell back to sockets,
- * "#  (no usable NCCL/GPU: <why>)"; the header; rows; the footer) and the
- * JSON document (-J, or --json on stdout) with nccl-tests' local-time
- * stamps.
+ * "#  Backend: <desc>" line; the header; rows; the footer) and the JSON
+ * document (-J, or --json on stdout) with nccl-tests' local-time stamps,
+ * its "backend" key and the environment filtered and redacted
+ * (ncd_perf_json_new()).
  */
 struct ncd_perf_report;
 
@@ -568,22 +775,33 @@ struct ncd_perf_report;
  *                     file nccl-tests would, ncd_perf_json_pick_path()).
  * @param argv,envp    recorded in the document (not copied: must outlive
  *                     r).
- * @param fallback     why auto did not pick nccl, or NULL / "".
+ * @param backend      the backend that runs (its name goes in the JSON).
  * @return NULL when out of memory; free with ncd_perf_report_free().
  */
 struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
                                             int json_stdout, char *const *argv,
                                             char *const *envp,
-                                            const char *fallback);
+                                            enum ncd_perf_backend_kind backend);
+/**
+ * The CPUs this process may run on (sched_getaffinity), 0 unknown: when
+ * rank 0's host runs more ranks than that, the preamble says so in a
+ * "#  Warning: N ranks on HOST share M CPUs ..." line and the JSON
+ * document gets a "warnings" array (nccl-doctor's key, after nccl-tests').
+ */
+void ncd_perf_report_cpus(struct ncd_perf_report *r, int ncpus);
+/** That warning once the preamble is out ("" when none); owned by r. */
+const char *ncd_perf_report_warning(const struct ncd_perf_report *r);
 /** Appends what nccl-tests prints about -J first: "# Writing JSON output
  *  to PATH", or "# skipping json output; failed to probe destination". */
 void ncd_perf_report_start(struct ncd_perf_report *r, struct ncd_strbuf *sb);
-/** Appends the preamble and the table header (sink.preamble). */
+/** Appends the preamble and the table header (sink.preamble), with
+ *  nccl-doctor's "#  Backend:", fallback, CPU warning and -C lines. */
 void ncd_perf_report_preamble(struct ncd_perf_report *r,
                               struct ncd_strbuf *sb, int nccl_version,
                               const char *backend_desc,
                               const struct ncd_perf_device *devs, int ndevs);
-/** Appends a row (sink.row). */
+/** Appends a row (sink.row), after alltoallv's PRINT_SUMMARY lines
+ *  when the traffic asks for them. */
 void ncd_perf_report_row(struct ncd_perf_report *r, struct ncd_strbuf *sb,
                          const struct ncd_perf_row *row);
 /**
@@ -609,71 +827,80 @@ int ncd_perf_report_finish(struct ncd_perf_report *r, struct ncd_ctx *ctx,
 void ncd_perf_report_free(struct ncd_perf_report *r);
 
 /**
- * Checks whether the nccl backend can run here, without running anything:
- * loads libnccl.so.2 and libcudart.so and counts CUDA devices.
- * @param why       receives the reason when it cannot (library not found
- *                  and where it looked, CUDA error name and number).
- * @param version   receives NCCL's version code when the library loads.
- * @return 1 usable, 0 not usable.
+ * The failure lines of a run that stopped, exactly as nccl-tests v2.19.6
+ * prints them on stdout (src/common.h CUDACHECK / NCCLCHECK / TESTCHECK,
+ * src/common.cu testStreamSynchronize), so that health checks that grep
+ * stdout for "Test failure" and explain recognise them:
+ *  - "<host>: Test CUDA failure <file>:<line> '<quote>'" (status 2),
+ *    "<host>: Test NCCL failure <file>:<line> '<quote>'" (3; the socket
+ *    backend's quote starts with ncclRemoteError's string, "remote process
+ *    exited or there was a network error / "), "<host>: Test timeout
+ *    (<timeout_s>s) common.cu:526" (4 while waiting for a collective);
+ *    none for status 5 (nccl-tests prints "Invalid number of GPUs" on
+ *    stderr) and 7 (wrong data: the footer says so);
+ *  - then one " .. <host> pid <pid>: Test failure <file>:<line>" per
+ *    TESTCHECK level up to main().
+ * <file>:<line> are those of the v2.19.6 call that fails at `stage`
+ * (util.cu:674 cudaGetDeviceCount, common.cu:1550 ncclGetUniqueId,
+ * common.cu:222 the ncclGroupEnd of initComms, common.cu:1111 cudaMalloc,
+ * <coll>.cu runColl, common.cu:514 ncclCommGetAsyncError), with that
+ * call's stack.  `coll` names the <coll>.cu frames.  Appends nothing for
+ * status 0.
  */
-int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
-                         char *why, size_t whylen, int *version,
-                         int *ndevices);
-
-/**
- * Appends the failure line of a run that stopped (one line, newline
- * ended), in the form of nccl-tests' CHECK macros so that health checks
- * that grep "Test ... failure" and explain recognise it:
- * "<host>: Test <CUDA failure|timeout|NCCL failure|failure> perf/<backend>
- * '<text>'" (kind from the nccl-tests status 2, 4, 3, other); on the
- * socket backend a status 3 text starts with ncclRemoteError's string,
- * "remote process exited or there was a network error / ".
- */
-void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int pid,
+                          int status, enum ncd_perf_stage stage,
+                          enum ncd_perf_coll coll, int timeout_s,
                           enum ncd_perf_backend_kind backend,
-                          const char *error);
+                          const char *quote);
 
 /* ------------------------------------------------------------------ */
 /* 5. The data interface of the socket backend                         */
 /* ------------------------------------------------------------------ */
 
+/** Where the socket backend's ranks listen and what they advertise. */
+struct ncd_perf_iface {
+    char ifname[64];      /**< interface of the data sockets */
+    char addr[64];        /**< its numeric address (no port: ephemeral) */
+    char boot_ifname[64]; /**< NCCL's bootstrap interface ("" with --iface) */
+    char boot_addr[64];
+    char origin[160];     /**< why this interface, in words ("NCCL 2.28.9's
+                               Socket interface, chosen from ...") */
+};
+
 /**
- * Picks the interface and address the socket backend listens on, in this
- * order: `iface` (--iface); NCCL_SOCKET_IFNAME from ctx's environment,
- * resolved exactly as NCCL would (ncd_nccl_select(), include/ncd/nccl.h);
- * loopback when `local_only` (all ranks on this host); the interface
- * nccl-doctor recommends (ncd_recommend(), include/ncd/recommend.h); the
- * address this process used to reach the rendezvous root (`local_addr`).
- * @return 0 with ifname/addr filled, or NCD_ENOENT with why filled.
+ * The interface and address the socket backend's ranks listen on and
+ * advertise: `iface` (--iface) when given, else exactly the one NCCL
+ * `nccl_version` (0 = newest known) would use on this host for its Socket
+ * transport (the first device of ncd_nccl_select(), include/ncd/nccl.h:
+ * NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY, NCCL_COMM_ID's subnet and the
+ * release's selection order), never another guess: a wrong default
+ * interface then fails here as it fails in NCCL.
+ * @return 0 with `out` filled, or NCD_ENOENT with `why` saying what NCCL
+ *         would say (no interface matches NCCL_SOCKET_IFNAME, an invalid
+ *         NCCL_COMM_ID, no interface at all).
  */
 int ncd_perf_pick_iface(struct ncd_ctx *ctx, const char *iface,
-                        const char *local_addr, int local_only, char *ifname,
-                        size_t iflen, char *addr, size_t addrlen, char *why,
-                        size_t whylen);
+                        int nccl_version, struct ncd_perf_iface *out,
+                        char *why, size_t whylen);
 
 /* ------------------------------------------------------------------ */
 /* 6. Setting up a run                                                 */
 /* ------------------------------------------------------------------ */
 
-/** --backend names: "socket", "nccl", "auto" (NULL = auto); -1 unknown. */
+/** --backend names: "nccl" (also NULL: the default) and "socket"; -1 for
+ *  anything else ("auto" included: nothing falls back silently). */
 int ncd_perf_backend_from_name(const char *s);
+/** "nccl" or "socket" (static). */
+const char *ncd_perf_backend_name(enum ncd_perf_backend_kind b);
 /** --algo names: "ring", "direct", "auto" (NULL = auto); -1 unknown. */
 int ncd_perf_algo_from_name(const char *s);
 
 /**
- * The backend to run: `asked` unless it is AUTO; AUTO is nccl when
- * ncd_perf_nccl_usable() says libnccl.so.2 and a CUDA device are usable
- * here, else socket, with the reason nccl was not usable in `why` ("" when
- * none).
- */
-enum ncd_perf_backend_kind
-ncd_perf_select_backend(enum ncd_perf_backend_kind asked,
-                        const char *nccl_path, const char *cudart_path,
-                        char *why, size_t whylen);
-
-/**
- * Whether the run fits a job of `nranks` ranks on backend `be` (not
- * AUTO): 0, or nccl-tests' status with the message in `why`: 6 when the
+ * Whether the run fits a job of `nranks` ranks on backend `be`: 0, or
+ * nccl-tests' status with the message in `why`: the collective's own rules
+ * first (alltoallv with a traffic matrix: status 1 with nccl-tests' message
+ * when nranks exceeds the matrix, -e is below the largest per-rank total
+ * or -b differs from -e); 6 when the
  * collective needs a power-of-two number of ranks; 3 when the root is not
  * a rank (NCCL's ncclInvalidArgument, as nccl-tests reports it); 5 for
  * fp8 types on the socket backend.
@@ -683,31 +910,78 @@ int ncd_perf_validate(const struct ncd_perf_opts *o, int nranks,
                       size_t whylen);
 
 /**
+ * Bytes of each rank's send and of its receive buffer for this sweep: the
+ * largest send or receive count over the sizes and the types it runs,
+ * times the element size, plus -u elements of 8 bytes.  Pure.
+ */
+size_t ncd_perf_buffer_bytes(const struct ncd_perf_opts *o, int nranks);
+
+/**
+ * Host buffers one rank holds for this sweep, in bytes: its send and
+ * receive buffers (ncd_perf_buffer_bytes()) and, on the socket backend,
+ * the scratch buffer of the collectives that forward through one
+ * (reduce_scatter, scatter, in-place alltoall), as large again.  *nbufs =
+ * how many buffers that is.  0 for the nccl backend (device memory).
+ * Excludes the program itself and the socket backend's 512 KiB staging
+ * per socket, so it is a floor: a sweep above it cannot fit.  Pure.
+ */
+uint64_t ncd_perf_rank_host_bytes(const struct ncd_perf_opts *o, int nranks,
+                                  enum ncd_perf_backend_kind be, int *nbufs);
+
+/**
+ * Whether the buffers of `local_ranks` ranks of this sweep (of `nranks` in
+ * all) fit this host: their ncd_perf_rank_host_bytes() against
+ * MemAvailable of /proc/meminfo, read through ctx's file layer (kernel
+ * 3.14+; without the field the check passes).  Made before any rank
+ * starts, so that a sweep that cannot fit is refused with the figure it
+ * needs rather than walking the host into the OOM killer.
+ * @return 0 (fits, or nothing to check), or 6 with a message in `why`
+ *         naming the bytes needed (ranks x buffers x size) and available.
+ */
+int ncd_perf_mem_fit(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
+                     int nranks, int local_ranks,
+                     enum ncd_perf_backend_kind be, char *why, size_t whylen);
+
+/**
  * NCCL_SOCKET_NTHREADS and NCCL_NSOCKS_PERTHREAD from ctx's environment
  * as NCCL's socket transport reads them (NCCL src/transport/net_socket.cc
  * ncclNetSocketGetNsockNthread, 2.30): integers parsed as NCCL_PARAM does
- * (ncd_nccl_int_parse()); unset, empty or unparsable means 0 threads and
- * 1 socket per thread; NTHREADS above the catalog's maximum (16, NCCL's
- * MAX_THREADS) is clamped; when threads x sockets exceed the catalog's
+ * (ncd_nccl_int_parse()); unset, empty, unparsable or -2 is NCCL's default
+ * NCD_PERF_SOCK_AUTO (detected per interface: ncd_perf_socket_auto());
+ * NTHREADS above the catalog's maximum (16, NCCL's MAX_THREADS) is
+ * clamped; when threads x sockets exceed the catalog's
  * NCCL_NSOCKS_PERTHREAD maximum (64, NCCL's MAX_SOCKETS), NSOCKS_PERTHREAD
- * becomes 64 / NTHREADS.  Negative threads count as 0, fewer than one
- * socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
+ * becomes 64 / NTHREADS.  Other negative threads count as 0, fewer than
+ * one socket per thread as 1.  The maxima come from data/nccl-vars.yaml.
  * @return 0, or NCD_EPARSE / NCD_ENOMEM when the catalog cannot be read.
  */
 int ncd_perf_socket_settings(struct ncd_ctx *ctx, int *nthreads, int *nsocks);
 
+/** NCCL's default (-2) of NCCL_SOCKET_NTHREADS / NCCL_NSOCKS_PERTHREAD. */
+#define NCD_PERF_SOCK_AUTO (-2)
+
+/**
+ * Resolves NCD_PERF_SOCK_AUTO in *nthreads / *nsocks for interface
+ * `ifname` as NCCL does (src/transport/net_socket.cc, 2.12+): PCI vendor
+ * /sys/class/net/IF/device/vendor 0x1d0f (AWS) gives 2 threads x 8
+ * sockets, 0x1ae0 (GCP) 4 x 1, anything else (or no PCI device) 0 x 1;
+ * then clamps as ncd_perf_socket_settings().  Values already set stay.
+ * Reads through ctx's file layer (sysroot, replay).
+ * @return 0, or the catalog's error.
+ */
+int ncd_perf_socket_auto(struct ncd_ctx *ctx, const char *ifname,
+                         int *nthreads, int *nsocks);
+
 /**
  * The socket backend's data interface and address in `pj` for this
- * process (ncd_perf_pick_iface() with `iface`, the address this process
- * reached the rendezvous from, and `all_local`).  A no-op for nccl.  The
- * thread and socket counts are the caller's (ncd_perf_socket_settings(),
- * read once per job).
+ * process (ncd_perf_pick_iface() with `iface` and `nccl_version`).  A
+ * no-op for nccl.  The thread and socket counts are the caller's
+ * (ncd_perf_socket_settings(), read once per job).
  * @return 0, or 3 (nccl-tests' status: no usable interface) with the
  *         message in ctx.
  */
 int ncd_perf_prepare_socket(struct ncd_ctx *ctx, const char *iface,
-                            const char *local_addr, int all_local,
-                            struct ncd_perf_job *pj);
+                            int nccl_version, struct ncd_perf_job *pj);
 
 /**
  * nccl-tests' variables from ctx's environment: NCCL_TESTS_MIN_BW into

@@ -76,6 +76,10 @@ int ncd_mount_is_ro(const char *opts);
 /** MemTotal from /proc/meminfo, bytes; -1 when absent.  Pure. */
 long long ncd_meminfo_total(const char *buf, size_t len);
 
+/** The /proc/meminfo field `name` (without the colon, e.g. "MemAvailable"),
+ *  a kB figure, in bytes; -1 when absent.  Pure. */
+long long ncd_meminfo_field(const char *buf, size_t len, const char *name);
+
 /** The /dev/shm state. */
 struct ncd_shm {
     int mounted;          /**< /dev/shm is a mount point */

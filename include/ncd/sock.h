@@ -128,6 +128,14 @@ int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
                              int timeout_ms, int *err, char *src,
                              size_t srclen);
 
+/** ncd_sock_connect_retry() flags. */
+enum {
+    /** Retry only what NCCL's sockets retry (ECONNREFUSED, ETIMEDOUT: NCCL
+     *  src/misc/socket.cc socketPollConnect, 2.24+) and fail at once on any
+     *  other error ("No route to host", "Network is unreachable"). */
+    NCD_SOCK_RETRY_NCCL = 1,
+};
+
 /**
  * Starts a non-blocking TCP connection to numeric `addr`:`port` (several
  * can then be waited for at once with poll(POLLOUT)).  With `src_port` > 0
@@ -153,13 +161,14 @@ int ncd_sock_connect_finish(int fd);
  * Connects to `host`:`port` (a name or a numeric address), retrying every
  * 100 ms while the peer is not listening yet, until `deadline`.  The
  * socket is non-blocking, close-on-exec, with TCP_NODELAY.
- * @param what  words for the peer in the message ("rendezvous root").
+ * @param what   words for the peer in the message ("rendezvous root").
+ * @param flags  0, or NCD_SOCK_RETRY_NCCL.
  * @return the fd, or NCD_ECONNREFUSED / NCD_ETIMEOUT / NCD_EUNREACH /
  *         NCD_ESYS with a detail naming host:port, the last error and the
  *         number of attempts.
  */
 int ncd_sock_connect_retry(struct ncd_ctx *ctx, const char *host, int port,
-                           double deadline, const char *what);
+                           double deadline, const char *what, unsigned flags);
 
 /**
  * Accepts one connection on listening socket `lfd` before `deadline`;
@@ -172,6 +181,58 @@ int ncd_sock_connect_retry(struct ncd_ctx *ctx, const char *host, int port,
 int ncd_sock_accept(struct ncd_ctx *ctx, int lfd, double deadline,
                     const atomic_int *abort_flag, char *peer, size_t peerlen,
                     const char *what);
+
+/* ---- Accepting a job's members among strangers -------------------------- */
+
+/** Rejected and silent connections remembered for messages. */
+#define NCD_HELLO_NOTED 4
+
+/** What ncd_sock_accept_hellos() dropped. */
+struct ncd_hello_stats {
+    int silent;   /**< connections that sent no whole hello before their
+                       deadline, or closed first */
+    int rejected; /**< whole hellos the caller refused */
+    char silent_from[NCD_HELLO_NOTED][64];   /**< "addr:port" of the first */
+    char rejected_from[NCD_HELLO_NOTED][64];
+    char rejected_why[NCD_HELLO_NOTED][128]; /**< the caller's reason */
+};
+
+/**
+ * Judges one whole hello read from `fd` (non-blocking) coming from
+ * `peer` ("addr:port").
+ * @return 1: accepted, the callee keeps `fd`; 0: refused, `why` says why
+ *         (it may write an answer on `fd` first), fd is then closed; a
+ *         negative NCD_E*: the wait ends with that code (detail in ctx).
+ */
+typedef int (*ncd_hello_fn)(void *arg, int fd, const void *hello,
+                            const char *peer, char *why, size_t whylen);
+
+/**
+ * Accepts connections on listening socket `lfd` until `need` hellos of
+ * `hello_len` bytes (<= 256) were accepted by `fn`.  The hellos of all
+ * pending connections are read at once (one poll()), each connection
+ * within `hello_ms` of its accept (and before `deadline`): a connection
+ * that is silent, too slow (slowloris) or closes early is dropped and
+ * counted, so strangers never delay the members.  At most 256 connections
+ * wait at once (the oldest is dropped for a new one).  `abort_flag` (may
+ * be NULL) stops the wait.  `st` (zeroed by the caller) counts what was
+ * dropped; ncd_hello_stats_text() words it.
+ * @return 0; NCD_ETIMEOUT at `deadline` (detail names `what`); NCD_EPEER
+ *         when aborted; NCD_ESYS; NCD_ENOMEM; or `fn`'s negative code.
+ */
+int ncd_sock_accept_hellos(struct ncd_ctx *ctx, int lfd, size_t hello_len,
+                           int need, double deadline, int hello_ms,
+                           const atomic_int *abort_flag, ncd_hello_fn fn,
+                           void *arg, struct ncd_hello_stats *st,
+                           const char *what);
+
+/**
+ * "10 connections sent no hello within 2.0 s (from a:p, ...); 1
+ * connection rejected (a:p: wrong job token)", or "" when nothing was
+ * dropped.
+ */
+void ncd_hello_stats_text(const struct ncd_hello_stats *st, int hello_ms,
+                          char *out, size_t len);
 
 /** SO_RCVTIMEO and SO_SNDTIMEO of `ms` on a blocking socket. */
 void ncd_sock_set_timeouts(int fd, int ms);

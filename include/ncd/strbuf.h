@@ -34,7 +34,8 @@ void ncd_sb_putc(struct ncd_strbuf *sb, char c);
 void ncd_sb_printf(struct ncd_strbuf *sb, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 /** Appends vprintf-formatted text. */
-void ncd_sb_vprintf(struct ncd_strbuf *sb, const char *fmt, va_list ap);
+void ncd_sb_vprintf(struct ncd_strbuf *sb, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 /** Content as a string; "" while empty.  Owned by sb. */
 const char *ncd_sb_str(const struct ncd_strbuf *sb);
 /** Empties the buffer but keeps its memory. */

@@ -353,6 +353,21 @@ int ncd_gather_env_wanted(const char *name);
  *  TOKEN, SECRET, PASSWORD, PASSWD, KEY or CREDENTIAL.  Pure. */
 int ncd_env_is_secret(const char *name);
 
+struct ncd_strbuf;
+
+/**
+ * Appends `value` of variable `name` as nccl-doctor writes any value down
+ * (.ncd/env, perf's -J "env"): "<redacted>" when ncd_env_is_secret(name);
+ * else the value with the user information of every URL or host spec
+ * that carries credentials replaced by "<redacted>":
+ * "https://user:pass@host/x" -> "https://<redacted>@host/x",
+ * "s3://TOKEN@bucket" -> "s3://<redacted>@bucket", "user:pw@host:29500"
+ * -> "<redacted>@host:29500".  An '@' inside a path or a plain
+ * "user@host" is kept.  `name` may be NULL (value only).  Pure.
+ */
+void ncd_env_redact(const char *name, const char *value,
+                    struct ncd_strbuf *out);
+
 /**
  * .ncd/ifaddrs: one getifaddrs() entry per line, in getifaddrs order,
  * AF_INET/AF_INET6 only:

@@ -39,20 +39,29 @@ extern "C" {
 #define NCD_TUNE_MAX_CANDS 32
 #define NCD_TUNE_MAX_VARS 8
 #define NCD_TUNE_MAX_RUNS 64
+/** Longest name and value of a setting, and longest label (characters);
+ *  longer ones are refused, never cut.  A label holds every setting of a
+ *  candidate: 8 x (47 + 1 + 255) + 7 < 2560. */
+#define NCD_TUNE_NAME_MAX 47
+#define NCD_TUNE_VALUE_MAX 255
+#define NCD_TUNE_LABEL_MAX 2559
 
 /** One setting of a candidate. */
 struct ncd_tune_var {
-    char name[48];
-    char value[200];
+    char name[NCD_TUNE_NAME_MAX + 1];
+    char value[NCD_TUNE_VALUE_MAX + 1];
     int unset; /**< 1: remove the variable (value ignored) */
 };
 
 /** A candidate environment: the current one plus these changes. */
 struct ncd_tune_cand {
-    char label[96]; /**< "NCCL_SOCKET_IFNAME==ens3", "current" */
+    char label[NCD_TUNE_LABEL_MAX + 1]; /**< "NCCL_SOCKET_IFNAME==ens3",
+                                             "(current)" */
     int nvars;
     struct ncd_tune_var vars[NCD_TUNE_MAX_VARS];
     int baseline;   /**< 1 for the current environment (no changes) */
+    char skip[240]; /**< why it cannot change the measurement and is not
+                         run (ncd_tune_mark_skips()); "" = run it */
 };
 
 /** A list of candidates, baseline first.  Plain data (sent between ranks
@@ -106,10 +115,66 @@ int ncd_tune_default_set(struct ncd_ctx *ctx, const struct ncd_netif_list *nl,
  * ignored; values may be quoted with '...' or "...".  The current
  * environment is added first as the baseline.
  * @return 0 or NCD_EPARSE (detail names the line) / NCD_ERANGE (too many
- *         candidates or variables).
+ *         candidates or variables; a label, name or value longer than
+ *         NCD_TUNE_LABEL_MAX / _NAME_MAX / _VALUE_MAX: nothing is cut).
  */
 int ncd_tune_parse_file(struct ncd_ctx *ctx, const char *buf, size_t len,
                         struct ncd_tune_set *out);
+
+/**
+ * What the runs measure, and so which settings can matter: the backend
+ * perf runs (ncd_perf_select_backend() of tune's --backend) and whether
+ * every rank is on this host.
+ */
+struct ncd_tune_scope {
+    int backend;  /**< enum ncd_perf_backend_kind: SOCKET or NCCL */
+    int one_host; /**< every rank on this host (-np, one process, or a
+                       launcher that placed every process here) */
+};
+
+/**
+ * One paragraph saying what the runs measure: with the socket backend,
+ * TCP between the ranks (over loopback on one host) exercising only the
+ * socket-transport settings NCCL shares with it, not NCCL's GPU path; with
+ * nccl, NCCL on the GPUs (on one host P2P/SHM, no network).
+ */
+void ncd_tune_scope_text(const struct ncd_tune_scope *sc,
+                         struct ncd_strbuf *out);
+
+/**
+ * Marks the candidates whose settings cannot change what the runs measure
+ * (c->skip gets the reason; the baseline is never skipped).  A candidate
+ * is skipped when none of its settings can matter:
+ *  - NCCL_SOCKET_IFNAME on one host, when the value selects an interface
+ *    of `names` (or unsets it): every rank is local, so connections to any
+ *    interface's address are routed through loopback; a value selecting
+ *    none is kept (the run then fails, as NCCL would);
+ *  - socket backend: any other NCCL_* variable (NCCL_TESTS_* excepted)
+ *    than the ones it reads (NCCL_SOCKET_IFNAME, NCCL_SOCKET_FAMILY,
+ *    NCCL_COMM_ID, NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD): NCCL_SHM_*,
+ *    NCCL_IB_*, NCCL_ALGO... act inside NCCL only;
+ *  - nccl backend on one host: network settings (NCCL_IB_*, NCCL_NET_*,
+ *    NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD), since NCCL joins the GPUs
+ *    of one host by P2P/SHM, unless the environment or the candidate
+ *    disables both P2P and SHM.
+ * @param ctx    the current environment (NCCL_P2P_DISABLE, NCCL_SHM_DISABLE).
+ * @param names  NUL-separated names of the interfaces NCCL could select
+ *               on this host (ncd_tune_usable_names() with loopback),
+ *               ended by an empty name; NULL: unknown (NCCL_SOCKET_IFNAME
+ *               candidates are then kept).
+ * @return the number of candidates skipped.
+ */
+int ncd_tune_mark_skips(struct ncd_ctx *ctx, struct ncd_tune_set *set,
+                        const struct ncd_tune_scope *sc, const char *names);
+
+/**
+ * The command that keeps a candidate's settings in a shell rc file, as
+ * `nccl-doctor env --write` writes them (the same managed block and value
+ * syntax): "nccl-doctor env --write ~/.bashrc --set NAME=VALUE ...
+ * --unset NAME", each argument shell-quoted where needed.
+ */
+void ncd_tune_keep_command(const struct ncd_tune_cand *c,
+                           struct ncd_strbuf *out);
 
 /** Measured runs of one candidate. */
 struct ncd_tune_runs {
@@ -134,13 +199,17 @@ struct ncd_tune_stat {
  * highest median whose range lies entirely above the baseline's (not
  * within noise); -1 means "keep the current settings".
  * @param stats   receives set->n entries.
+ * @param interrupted  the measuring was stopped (a signal to tune): no
+ *                winner is chosen from the incomplete runs and an info
+ *                finding says so instead of the winner's; the runs that
+ *                did fail before are still reported.
  * @param out     gets a perf.config finding for the winner (with its env)
  *                or an ok finding when nothing beats the current settings,
  *                and a warning per candidate that failed.
  * @return the winner's index or -1.
  */
 int ncd_tune_summarize(const struct ncd_tune_set *set,
-                       const struct ncd_tune_runs *runs,
+                       const struct ncd_tune_runs *runs, int interrupted,
                        struct ncd_tune_stat *stats, struct ncd_findings *out);
 
 /** The candidate's changes as one line "A=x B=y -C" ("(current)"). */
@@ -148,14 +217,23 @@ void ncd_tune_cand_str(const struct ncd_tune_cand *c, struct ncd_strbuf *out);
 
 /**
  * JSON: {"candidates":[{"label","env":{NAME:value|null},"runs":[GB/s],
- * "failed","error","median","min","max","spread","ratio","within_noise"}],
- * "winner":label|null}.  New reference, NULL on ENOMEM.
+ * "failed","error","skipped":reason|null,"keep_command" (not on the
+ * baseline),"median","min","max","spread","ratio","within_noise"}],
+ * "winner":label|null,"keep_command":the winner's|null}.
+ * New reference, NULL on ENOMEM.
  */
 json_t *ncd_tune_json(const struct ncd_tune_set *set,
                       const struct ncd_tune_runs *runs,
                       const struct ncd_tune_stat *stats, int winner);
 
-/** The table as text (GB/s with 4 significant digits). */
+/**
+ * The table as text (GB/s with 4 significant digits).  Labels are never
+ * cut: the label column is as wide as the longest label up to 60
+ * characters; a longer label takes its own line, the figures follow on
+ * the next.  Skipped candidates show "skipped [k]" and the reasons follow
+ * the table as numbered notes; a candidate with neither a successful nor
+ * a failed run (the measuring was interrupted first) shows "not run".
+ */
 void ncd_tune_render_text(struct ncd_strbuf *out,
                           const struct ncd_tune_set *set,
                           const struct ncd_tune_runs *runs,
@@ -181,11 +259,17 @@ struct ncd_tune_exec {
     int metric_avg;               /**< 1: nccl-tests' average bus bandwidth;
                                        0: busbw at the largest size */
     const atomic_int *cancel;     /**< may be NULL: a non-zero value stops
-                                       the running perf ("interrupted") */
+                                       the running perf and the measuring
+                                       (tune sets it from SIGINT/SIGTERM/
+                                       SIGHUP); the stopped run counts
+                                       against no candidate */
     /** Called after each run (rank 0): candidate label, repetition
      *  (0-based), whether it failed, its busbw.  May be NULL. */
     void (*progress)(void *arg, const char *label, int rep, int failed,
                      double busbw);
+    /** Called once on rank 0 when the set is known, before any run (may
+     *  be NULL): the runs to come are reps x the candidates not skipped. */
+    void (*planned)(void *arg, const struct ncd_tune_set *set, int reps);
     void *progress_arg;
 };
 
@@ -193,7 +277,9 @@ struct ncd_tune_exec {
 struct ncd_tune_result {
     int32_t status; /**< perf's exit status; -1 killed, timed out,
                          interrupted or unreadable */
-    int32_t pad;
+    int32_t interrupted; /**< 1: *ex->cancel was set when the run ended
+                              (a signal to tune): the run is not counted,
+                              its settings are not blamed */
     double busbw;   /**< GB/s (when its JSON was read) */
     char error[200];/**< the first line of perf's error output */
 };
@@ -218,10 +304,13 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                        struct ncd_tune_result *out);
 
 /**
- * Every candidate `reps` times on this host (interleaved, so drift hits
- * all candidates alike); runs[] receives set->n records.
+ * Every candidate not skipped (c->skip) `reps` times on this host
+ * (interleaved, so drift hits all candidates alike); runs[] receives
+ * set->n records.  Stops when *ex->cancel becomes non-zero: the run it
+ * stopped is not recorded (no candidate is charged with it).
+ * @return the number of runs recorded (successful or failed).
  */
-void ncd_tune_measure_local(struct ncd_ctx *ctx,
+int ncd_tune_measure_local(struct ncd_ctx *ctx,
                             const struct ncd_tune_exec *ex,
                             const struct ncd_tune_set *set, int reps, int np,
                             struct ncd_tune_runs *runs);
@@ -237,9 +326,12 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
                        struct ncd_tune_set *out);
 
 /**
- * Measures on every process of a multi-host job: the interface names
+ * Measures on every process of a multi-host job (stopping, on every
+ * process alike, after a run that ended on some process while its
+ * *ex->cancel was set; that run is not recorded): the interface names
  * usable everywhere are gathered, rank 0 builds the set (from `cands`,
- * read on rank 0 only, or the defaults) and shares it; then for every
+ * read on rank 0 only, or the defaults), marks what cannot matter for
+ * `sc` (ncd_tune_mark_skips()) and shares it; then for every
  * repetition and candidate rank 0 picks a free port on its rendezvous
  * host and every process runs its perf child against it.  On rank 0,
  * set and runs[] hold the results (a failure is charged to the first
@@ -251,7 +343,18 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
 int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                          const struct ncd_job *job, const char *cands,
                          size_t len, int families, int reps,
+                         const struct ncd_tune_scope *sc,
                          struct ncd_tune_set *set, struct ncd_tune_runs *runs);
+
+/**
+ * The names of this host's usable interfaces (recommend.h; with
+ * `loopback`, also loopback interfaces that have an address: what NCCL
+ * could select on a one-host run), NUL-separated and ended by an empty
+ * name, within `len` bytes (names that do not fit are left out); "" when
+ * the probe fails.  For ncd_tune_mark_skips().
+ */
+void ncd_tune_usable_names(struct ncd_ctx *ctx, int loopback, char *out,
+                           size_t len);
 
 #ifdef __cplusplus
 }

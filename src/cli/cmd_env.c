@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /* nccl-doctor env: print, or keep in an rc file, the recommended NCCL_*
  * settings for this node. */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,13 +19,69 @@ enum {
     OPT_WRITE,
     OPT_REMOVE,
     OPT_DRY_RUN,
+    OPT_SET,
+    OPT_UNSET,
 };
+
+/* At most this many --set/--unset (tune's candidates have 8 variables). */
+#define MAX_OVERRIDES 64
 
 struct env_args {
     const char *write_to, *remove_from;
     enum ncd_env_format fmt;
     int profile, dry;
+    /* --set NAME=VALUE / --unset NAME, in order: arg, and whether unset */
+    const char *over[MAX_OVERRIDES];
+    int over_unset[MAX_OVERRIDES];
+    int nover;
 };
+
+/* A variable name the shell can export: [A-Za-z_][A-Za-z0-9_]*. */
+static int shell_name(const char *s, size_t n)
+{
+    if (!n || !(isalpha((unsigned char)s[0]) || s[0] == '_'))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_'))
+            return 0;
+    return 1;
+}
+
+static int add_override(struct env_args *a, const char *arg, int unset)
+{
+    size_t n = unset ? strlen(arg) : strcspn(arg, "=");
+    if (!unset && !arg[n]) {
+        cli_err("--set takes NAME=VALUE, not '%s'", arg);
+        return -1;
+    }
+    if (!shell_name(arg, n) || n > 255) {
+        cli_err("--%s: '%.*s' is not a variable name", unset ? "unset" : "set",
+                (int)n, arg);
+        return -1;
+    }
+    if (a->nover == MAX_OVERRIDES) {
+        cli_err("at most %d --set/--unset", MAX_OVERRIDES);
+        return -1;
+    }
+    a->over_unset[a->nover] = unset;
+    a->over[a->nover++] = arg;
+    return 0;
+}
+
+/* --set/--unset on top of the recommendation, later ones winning. */
+static int apply_overrides(const struct env_args *a, json_t *env)
+{
+    for (int i = 0; i < a->nover; i++) {
+        const char *arg = a->over[i];
+        size_t n = a->over_unset[i] ? strlen(arg) : strcspn(arg, "=");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)n, arg);
+        json_t *v = a->over_unset[i] ? json_null() : json_string(arg + n + 1);
+        if (!v || json_object_set_new(env, name, v)) /* keeps its place */
+            return -1;
+    }
+    return 0;
+}
 
 static const struct option options[] = {
     {"format", required_argument, 0, OPT_FORMAT},
@@ -31,6 +89,8 @@ static const struct option options[] = {
     {"write", required_argument, 0, OPT_WRITE},
     {"remove", required_argument, 0, OPT_REMOVE},
     {"dry-run", no_argument, 0, OPT_DRY_RUN},
+    {"set", required_argument, 0, OPT_SET},
+    {"unset", required_argument, 0, OPT_UNSET},
     {0, 0, 0, 0},
 };
 
@@ -38,6 +98,7 @@ const char ncd_cmd_env_usage[] =
      "usage: nccl-doctor env [--format env|docker|k8s|slurm]\n"
      "                       [--profile kubernetes|docker|ethernet|infiniband]\n"
      "                       [--write FILE [--dry-run] | --remove FILE]\n"
+     "                       [--set NAME=VALUE]... [--unset NAME]...\n"
      "\n"
      "Prints the settings recommended for this node as export lines (or in\n"
      "another format).  --write FILE keeps them in one marked block\n"
@@ -46,7 +107,10 @@ const char ncd_cmd_env_usage[] =
      "nothing outside the block changes.  --remove takes the block out and\n"
      "gives back the original bytes.  Symbolic links are followed; a\n"
      "hard-linked or read-only file is left alone (--dry-run shows the new\n"
-     "content); an edit made by another program meanwhile stops the update.\n";
+     "content); an edit made by another program meanwhile stops the update.\n"
+     "--set NAME=VALUE and --unset NAME change the recommendation before it\n"
+     "is printed or written (later ones win): `nccl-doctor tune` prints the\n"
+     "command that keeps its winner this way.\n";
 
 static int env_opt(int opt, const char *arg, void *data)
 {
@@ -78,6 +142,10 @@ static int env_opt(int opt, const char *arg, void *data)
     case OPT_DRY_RUN:
         a->dry = 1;
         return 0;
+    case OPT_SET:
+        return add_override(a, arg, 0);
+    case OPT_UNSET:
+        return add_override(a, arg, 1);
     }
     return -1;
 }
@@ -138,7 +206,8 @@ int ncd_cmd_env(int argc, char **argv)
         goto out;
     }
     env = ncd_recommended_env(&n, &l);
-    if (!env || ncd_env_profile_apply(&n, profile, env, &notes) < 0) {
+    if (!env || ncd_env_profile_apply(&n, profile, env, &notes) < 0 ||
+        apply_overrides(&a, env) < 0) {
         cli_err("env: out of memory");
         goto out;
     }

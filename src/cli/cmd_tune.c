@@ -9,14 +9,18 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli_job.h"
+#include "progress.h"
 #include "cmd.h"
 #include "ncd/error.h"
 #include "ncd/job.h"
+#include "ncd/perf.h"
 #include "ncd/readall.h"
 #include "ncd/sysops.h"
 #include "ncd/tune.h"
@@ -33,7 +37,18 @@ const char ncd_cmd_tune_usage[] =
     "bandwidth, the spread ((max-min)/median) and the ratio to the current\n"
     "settings.  A candidate whose range overlaps the current range is\n"
     "\"within noise\"; the winner must beat every current run.  The winning\n"
-    "settings are printed as export lines.\n"
+    "settings are printed as export lines, with the `nccl-doctor env\n"
+    "--write` command that keeps them in a shell rc file.\n"
+    "\n"
+    "The header says what the runs measure: with --backend socket, TCP\n"
+    "between the ranks (on one host, over loopback), not NCCL's GPU path.\n"
+    "Candidates that cannot change that measurement are listed as skipped\n"
+    "with the reason (on one host: NCCL_SOCKET_IFNAME, as every rank is\n"
+    "local; on the socket backend: NCCL_SHM_*, NCCL_IB_* and the other\n"
+    "settings only NCCL reads).  On a terminal, stderr shows progress.\n"
+    "Ctrl-C (SIGINT), SIGTERM or SIGHUP stop the runs: tune prints what it\n"
+    "measured as \"interrupted\", chooses nothing, charges no candidate\n"
+    "with the stopped run and exits 128 + the signal's number.\n"
     "\n"
     "Candidates by default (--families ifname,ib,shm,sockets = all):\n"
     "NCCL_SOCKET_IFNAME==IF for each interface usable on every host,\n"
@@ -94,14 +109,66 @@ struct tune_cli {
     struct ncd_rdbuf cands; /* the candidates file, where it is read */
     struct ncd_tune_set set;
     struct ncd_tune_runs runs[NCD_TUNE_MAX_CANDS];
+    struct ncd_tune_scope scope; /* what the runs measure */
+    struct cli_progress prog;
+    int done, total, ncand;      /* perf runs; candidates run */
 };
+
+/* The signal that stopped tune (SIGINT, SIGTERM, SIGHUP), else 0.  The
+ * running perf is stopped through ncd_tune_exec.cancel; the report then
+ * says "interrupted" and charges no candidate with the stopped run. */
+static atomic_int stop_signal;
+static const int stop_signals[] = {SIGINT, SIGTERM, SIGHUP};
+static struct sigaction saved_actions[3];
+
+static void on_stop_signal(int sig)
+{
+    atomic_store(&stop_signal, sig);
+}
+
+static void catch_stop_signals(int on)
+{
+    for (int i = 0; i < 3; i++) {
+        if (on) {
+            struct sigaction sa = {.sa_handler = on_stop_signal};
+            sigemptyset(&sa.sa_mask);
+            sigaction(stop_signals[i], &sa, &saved_actions[i]);
+        } else {
+            sigaction(stop_signals[i], &saved_actions[i], NULL);
+        }
+    }
+}
+
+static void on_planned(void *arg, const struct ncd_tune_set *set, int reps)
+{
+    struct tune_cli *T = arg;
+    int n = 0;
+    for (int i = 0; i < set->n; i++)
+        n += !set->c[i].skip[0];
+    T->total = n * reps;
+    T->ncand = n;
+    T->done = 0;
+    cli_progress_show(&T->prog, 0, T->total, "tune: %d candidates x %d runs",
+                      n, reps);
+}
 
 static void on_run(void *arg, const char *label, int rep, int failed,
                    double busbw)
 {
-    (void)arg;
-    fprintf(stderr, "tune: %s run %d: %s%.4g GB/s\n", label, rep + 1,
-            failed ? "failed, " : "", busbw);
+    struct tune_cli *T = arg;
+    T->done++;
+    if (T->c.verbose) {
+        cli_progress_clear(&T->prog);
+        fprintf(stderr, "tune: %s run %d: %s%.4g GB/s\n", label, rep + 1,
+                failed ? "failed, " : "", busbw);
+    }
+    if (T->done < T->total)
+        cli_progress_show(&T->prog, T->done, T->total,
+                          "tune: round %d of %d, candidate %d of %d",
+                          T->done / T->ncand + 1, T->reps,
+                          T->done % T->ncand + 1, T->ncand);
+    else
+        cli_progress_clear(&T->prog);
 }
 
 static struct ncd_tune_exec exec_of(struct tune_cli *T)
@@ -112,7 +179,24 @@ static struct ncd_tune_exec exec_of(struct tune_cli *T)
                                   .backend = T->backend,
                                   .run_timeout_s = T->run_timeout_s,
                                   .metric_avg = T->metric_avg,
-                                  .progress = T->c.verbose ? on_run : NULL};
+                                  .progress = on_run,
+                                  .planned = on_planned,
+                                  .cancel = &stop_signal,
+                                  .progress_arg = T};
+}
+
+/* The backend perf will run: tune's --backend, else perf's default (nccl;
+ * perf never falls back to TCP by itself). */
+static int backend_of(struct tune_cli *T)
+{
+    const char *name = T->backend;
+    for (int i = 0; !name && i < T->nperf; i++) /* perf's own --backend */
+        if (strcmp(T->perf_args[i], "--backend") == 0 && i + 1 < T->nperf)
+            name = T->perf_args[i + 1];
+        else if (strncmp(T->perf_args[i], "--backend=", 10) == 0)
+            name = T->perf_args[i] + 10;
+    int asked = name ? ncd_perf_backend_from_name(name) : -1;
+    return asked < 0 ? NCD_PERF_BACKEND_NCCL : asked;
 }
 
 static int report(struct tune_cli *T, const char *host, const char *launcher)
@@ -120,12 +204,16 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     struct ncd_tune_runs *runs = T->runs;
     struct ncd_tune_stat stats[NCD_TUNE_MAX_CANDS];
     struct ncd_findings fl = {0};
-    int win = ncd_tune_summarize(&T->set, runs, stats, &fl);
+    int sig = atomic_load(&stop_signal);
+    int win = ncd_tune_summarize(&T->set, runs, sig != 0, stats, &fl);
     const char *metric = T->metric_avg
                              ? "nccl-tests' average bus bandwidth"
                              : "bus bandwidth at the largest size";
     int status = NCD_EXIT_OK;
     json_t *env = ncd_findings_env_json(&fl, NCD_SEV_WARNING);
+    struct ncd_strbuf scope = {0};
+    ncd_tune_scope_text(&T->scope, &scope);
+    cli_progress_clear(&T->prog);
     if (T->c.json) {
         json_t *j = ncd_json_envelope(host), *body = ncd_tune_json(
                                                     &T->set, runs, stats, win);
@@ -138,6 +226,22 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         }
         json_object_update(j, body);
         json_decref(body);
+        json_t *m = json_object();
+        json_object_set_new(m, "backend",
+                            json_string(T->scope.backend ==
+                                                NCD_PERF_BACKEND_NCCL
+                                            ? "nccl"
+                                            : "socket"));
+        json_object_set_new(m, "one_host", json_boolean(T->scope.one_host));
+        json_object_set_new(m, "text", json_string(ncd_sb_str(&scope)));
+        json_object_set_new(j, "measured", m);
+        char signame[32] = "";
+        if (sig)
+            snprintf(signame, sizeof signame, "SIG%s", sigabbrev_np(sig));
+        json_object_set_new(j, "interrupted",
+                            sig ? json_string(signame) : json_null());
+        json_object_set_new(j, "runs_done", json_integer(T->done));
+        json_object_set_new(j, "runs_planned", json_integer(T->total));
         json_object_set_new(j, "metric", json_string(metric));
         json_object_set_new(j, "repetitions", json_integer(T->reps));
         json_object_set_new(j, "launcher", json_string(launcher));
@@ -152,11 +256,17 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
     } else {
         struct ncd_strbuf sb = {0};
         struct ncd_text_style st = cli_text_style(&T->c);
-        ncd_sb_printf(&sb, "Tune: %d candidates x %d runs of `perf", T->set.n,
+        int nskip = 0;
+        for (int i = 0; i < T->set.n; i++)
+            nskip += T->set.c[i].skip[0] != 0;
+        ncd_sb_printf(&sb, "Tune: %d candidates x %d runs", T->set.n - nskip,
                       T->reps);
+        if (nskip)
+            ncd_sb_printf(&sb, " (%d more skipped)", nskip);
+        ncd_sb_puts(&sb, " of `perf");
         for (int i = 0; i < T->nperf; i++)
             ncd_sb_printf(&sb, " %s", T->perf_args[i]);
-        ncd_sb_printf(&sb, "` (%s)\n\n", launcher);
+        ncd_sb_printf(&sb, "` (%s)\n%s\n\n", launcher, ncd_sb_str(&scope));
         ncd_tune_render_text(&sb, &T->set, runs, stats, win, metric);
         ncd_sb_putc(&sb, '\n');
         ncd_render_findings_text(&sb, &fl, &st);
@@ -173,6 +283,16 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
                     ncd_sb_putc(&sb, '\n');
                 }
             }
+            ncd_sb_puts(&sb, "\n  Keep them (the block `nccl-doctor env "
+                             "--write` manages):\n    ");
+            ncd_tune_keep_command(&T->set.c[win], &sb);
+            ncd_sb_putc(&sb, '\n');
+        } else if (sig) {
+            ncd_sb_printf(&sb,
+                          "\n  Interrupted (SIG%s) after %d of %d runs: no "
+                          "settings chosen; the stopped run counts against "
+                          "no candidate.\n",
+                          sigabbrev_np(sig), T->done, T->total);
         } else {
             ncd_sb_puts(&sb, "\n  Keep the current settings.\n");
         }
@@ -181,7 +301,10 @@ static int report(struct tune_cli *T, const char *host, const char *launcher)
         ncd_sb_release(&sb);
     }
     json_decref(env);
-    if (status == NCD_EXIT_OK)
+    ncd_sb_release(&scope);
+    if (sig)
+        status = 128 + sig; /* as a shell reports a job stopped by sig */
+    else if (status == NCD_EXIT_OK)
         status = cli_exit_for(&T->c, ncd_findings_worst(&fl));
     ncd_findings_release(&fl);
     return status;
@@ -210,6 +333,11 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
             cli_err("tune: %s", ncd_strerror(rc));
         return NCD_EXIT_TOOL;
     }
+    T->scope = (struct ncd_tune_scope){.backend = backend_of(T),
+                                       .one_host = 1};
+    char names[512];
+    ncd_tune_usable_names(ctx, 1, names, sizeof names);
+    ncd_tune_mark_skips(ctx, &T->set, &T->scope, names);
     struct ncd_tune_exec ex = exec_of(T);
     ncd_tune_measure_local(ctx, &ex, &T->set, T->reps, T->np, T->runs);
     char host[256];
@@ -221,9 +349,14 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
 static int tune_job(void *arg, struct ncd_ctx *ctx, const struct ncd_job *job)
 {
     struct tune_cli *T = arg;
+    T->scope = (struct ncd_tune_scope){.backend = backend_of(T),
+                                       .one_host = job->all_local};
     struct ncd_tune_exec ex = exec_of(T);
+    catch_stop_signals(1);
     int rc = ncd_tune_measure_job(ctx, &ex, job, T->cands.data, T->cands.len,
-                                  T->families, T->reps, &T->set, T->runs);
+                                  T->families, T->reps, &T->scope, &T->set,
+                                  T->runs);
+    catch_stop_signals(0);
     if (rc) {
         fprintf(stderr, "nccl-doctor tune (rank %d): %s\n", job->proc,
                 ncd_ctx_errdetail(ctx));
@@ -267,8 +400,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         T->metric_avg = !strcmp(arg, "average");
         return 0;
     case OPT_BACKEND:
-        if (strcmp(arg, "socket") && strcmp(arg, "nccl") &&
-            strcmp(arg, "auto"))
+        if (ncd_perf_backend_from_name(arg) < 0)
             break;
         T->backend = arg;
         return 0;
@@ -288,7 +420,7 @@ static int tune_opt(struct tune_cli *T, int opt, const char *arg)
         [OPT_FAMILIES - OPT_NP] = "--families takes a comma list of ifname, "
                                   "ib, shm, sockets or all",
         [OPT_METRIC - OPT_NP] = "--metric takes largest or average",
-        [OPT_BACKEND - OPT_NP] = "--backend takes socket, nccl or auto",
+        [OPT_BACKEND - OPT_NP] = "--backend takes nccl or socket",
         [OPT_RUN_TIMEOUT - OPT_NP] = "--run-timeout takes seconds (1..86400)",
     };
     cli_err("tune: %s, not '%s'", what[opt - OPT_NP], arg);
@@ -360,6 +492,8 @@ int ncd_cmd_tune(int argc, char **argv)
     T->families = NCD_TUNE_ALL;
     T->run_timeout_s = 300;
     int st = parse(T, argc, argv);
+    cli_progress_start(&T->prog, 1);
+    atomic_store(&stop_signal, 0);
     struct ncd_ctx *ctx = NULL;
     if (st >= 0 || !(ctx = cli_ctx_new(&T->c))) {
         free(T);
@@ -374,7 +508,9 @@ int ncd_cmd_tune(int argc, char **argv)
     } else if (ncd_job_resolve(ctx, &req, &plan)) {
         cli_err("tune: %s", ncd_ctx_errdetail(ctx));
     } else if (plan.kind == NCD_JOB_SINGLE || plan.kind == NCD_JOB_FORK) {
+        catch_stop_signals(1);
         st = tune_local(T, ctx);
+        catch_stop_signals(0);
     } else if (plan.proc > 0 || read_cands(T) == 0) {
         struct ncd_job_opts jo = {
             .timeout_ms = (T->run_timeout_s + 60) * 1000,

@@ -8,7 +8,8 @@
  * backend (src/lib/perf/nccl.c) runs end to end without a GPU.
  * Every rank posts its group's operations, all ranks meet at a barrier,
  * each computes its own outputs into private memory, meets again, then
- * copies them out (in-place safe).  FAKE_NCCL_VERSION sets the version code.
+ * copies them out (in-place safe).  FAKE_NCCL_VERSION sets the version code;
+ * FAKE_NCCL_TRACE=FILE records rank 0's calls.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -457,10 +458,28 @@ static int execute(struct comm *cm, struct op *ops, int n)
     return 0;
 }
 
+/* FAKE_NCCL_TRACE=FILE: rank 0 appends "<call> <count>" for every
+ * operation it is given (grouped or not), to test what the caller runs. */
+static void trace(const struct comm *cm, const struct op *o)
+{
+    static const char *const names[] = {"AllReduce", "Broadcast", "Reduce",
+                                        "AllGather", "ReduceScatter", "Send",
+                                        "Recv"};
+    const char *path = getenv("FAKE_NCCL_TRACE");
+    if (!path || cm->rank != 0)
+        return;
+    FILE *f = fopen(path, "a");
+    if (!f)
+        return;
+    fprintf(f, "%s %zu\n", names[o->kind], o->count);
+    fclose(f);
+}
+
 static int post(struct comm *cm, struct op o)
 {
     if (o.dt < 0 || o.dt > 9)
         return 4;
+    trace(cm, &o);
     if (group_depth == 0)
         return execute(cm, &o, 1);
     if (nqueue == MAXOPS)

@@ -57,6 +57,18 @@ test_expect_success 'formats: env, docker, k8s, slurm' "
     $NCD env --profile ethernet | grep -q 'NCCL_SOCKET_NTHREADS=4' &&
     st=0; $NCD env --format yaml 2>/dev/null || st=\$?; test \$st -eq 3
 "
+test_expect_success '--set/--unset change the recommendation; the written block sets them exactly' "
+    $NCD env --set NCCL_SOCKET_IFNAME==ens3 --unset NCCL_IB_HCA --set \"MY_OPT=a'b \\\$c\\\"d\" >so &&
+    grep -qx 'export NCCL_SOCKET_IFNAME==ens3' so && grep -qx 'unset NCCL_IB_HCA' so &&
+    test \$(grep -c 'NCCL_SOCKET_IFNAME' so) -eq 1 &&
+    $NCD env --write setrc --set NCCL_SOCKET_IFNAME==ens3 --unset NCCL_IB_HCA --set \"MY_OPT=a'b \\\$c\\\"d\" 2>/dev/null &&
+    NCCL_IB_HCA=mlx5_0 sh -c '. ./setrc; printf \"%s|%s|%s\" \"\$NCCL_SOCKET_IFNAME\" \"\${NCCL_IB_HCA-unset}\" \"\$MY_OPT\"' >got &&
+    printf '%s' \"=ens3|unset|a'b \\\$c\\\"d\" | cmp - got &&
+    $NCD env --set A=1 --set A=2 | grep -qx 'export A=2' &&
+    st=0; $NCD env --set NOEQUALS 2>err || st=\$?; test \$st -eq 3 && grep -q 'NAME=VALUE' err &&
+    st=0; $NCD env --set 1BAD=x 2>err || st=\$?; test \$st -eq 3 && grep -q 'not a variable name' err &&
+    st=0; $NCD env --unset 'A B' 2>err || st=\$?; test \$st -eq 3
+"
 test_expect_success 'a dangling symlink: the target is created, the link kept' "
     ln -s real-rc link-rc && $NCD env --write link-rc 2>/dev/null &&
     test -L link-rc && grep -q 'nccl-doctor >>>' real-rc

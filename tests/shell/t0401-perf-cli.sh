@@ -17,7 +17,19 @@ check "preamble: version, start, nThread lines" sh -c "
     grep -qx '# nThread 1 nGpus 1 minBytes 8 maxBytes 4194304 step: 2(factor) warmup iters: 1 iters: 20 agg iters: 1 validation: 1 graph: 0 unalign: 0' '$TMP/ar.txt'"
 check "two device lines, rank 0 and 1" sh -c "
     grep -c '^#  Rank  [01] Group  0 Pid ' '$TMP/ar.txt' | grep -qx 2"
-check "says which backend it used" grep -q '^#  Backend: socket (TCP over lo 127.0.0.1' "$TMP/ar.txt"
+check "says which backend it used, and that it is not NCCL" \
+    grep -q '^#  Backend: socket (--backend socket: TCP between the ranks, not NCCL, no GPU; over ' "$TMP/ar.txt"
+# NCCL's path: the interface and address NCCL's Socket transport would use
+# here (ifaces' prediction), on every device line and in the backend line
+nccl_if=$("$NCD_BIN" ifaces --json 2>/dev/null | python3 -c '
+import json, sys
+print((json.load(sys.stdin)["nccl"]["socket"] or [""])[0])' 2>/dev/null)
+nccl_path_shown() {
+    [ -n "$nccl_if" ] &&
+    [ "$(grep -c "^#  Rank  [01] Group  0 Pid .* socket $nccl_if [0-9a-f.:]*:[0-9]*\$" "$TMP/ar.txt")" -eq 2 ] &&
+    grep -q "^#  Backend: socket .*over $nccl_if .*NCCL [0-9.]*'s Socket interface" "$TMP/ar.txt"
+}
+check "device lines show NCCL's Socket interface ($nccl_if) and its address" nccl_path_shown
 check "header lines keep the trailing space" sh -c "
     grep -q '^#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   algbw   busbw  #wrong \$' '$TMP/ar.txt'"
 check "last line is empty" sh -c "tail -n1 '$TMP/ar.txt' | grep -qx ''"
@@ -93,7 +105,8 @@ if command -v python3 >/dev/null 2>&1; then
     check "JSON has nccl-tests' keys and 4 results" python3 - "$TMP/out.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
-keys = ["version","start_time","args","env","nccl_version","config","results",
+keys = ["version","start_time","args","env","nccl_version","backend","backend_info",
+        "config","results",
         "out_of_bounds","average_bus_bandwidth","errors","end_time"]
 assert list(d.keys()) == keys, list(d.keys())
 assert d["version"] == 3
@@ -113,6 +126,31 @@ for x in r:
         assert x[side]["nwrong"] == 0
 assert d["out_of_bounds"] == {"count": 0, "okay": "true"}
 assert d["average_bus_bandwidth"]["okay"] == "unchecked"
+assert d["backend"] == "socket" and d["backend_info"].startswith("socket (")
+PY
+fi
+# -J in a hostile environment: only the variables that matter, redacted as
+# gather redacts them; never a token, key or password
+( cd "$TMP" && env HF_TOKEN=hf_LEAK1 AWS_SECRET_ACCESS_KEY=LEAK2 DB_PASSWORD=LEAK3 \
+    NCCL_IB_TOKEN=LEAK4 CUDA_SECRET_KEY=LEAK5 OPENAI_API_KEY=LEAK6 \
+    MASTER_ADDR=127.0.0.1 NCCL_DEBUG_FILE=https://bob:LEAK7@logs.example/x \
+    TORCH_DIST_URL=tcp://LEAK8@10.0.0.1:23456 NCCL_SOCKET_NTHREADS=1 \
+    SSH_AUTH_SOCK=/tmp/LEAK9 \
+    "$NCD_BIN" perf all_reduce -b 8 -e 8 --backend socket -J hostile.json >/dev/null )
+check "-J with secrets in the environment: none is written" sh -c "
+    [ -s '$TMP/hostile.json' ] && ! grep -q LEAK '$TMP/hostile.json'"
+if command -v python3 >/dev/null 2>&1; then
+    check "-J env: NCCL_*/CUDA_*/launcher variables kept, URL credentials masked" python3 - "$TMP/hostile.json" <<'PY'
+import json, sys
+env = json.load(open(sys.argv[1]))["env"]
+names = [e.split("=", 1)[0] for e in env]
+assert "NCCL_SOCKET_NTHREADS=1" in env, env
+assert "MASTER_ADDR=127.0.0.1" in env, env
+assert "NCCL_DEBUG_FILE=https://<redacted>@logs.example/x" in env, env
+assert "TORCH_DIST_URL=tcp://<redacted>@10.0.0.1:23456" in env, env
+assert "NCCL_IB_TOKEN=<redacted>" in env and "CUDA_SECRET_KEY=<redacted>" in env, env
+for n in ("HF_TOKEN", "AWS_SECRET_ACCESS_KEY", "DB_PASSWORD", "OPENAI_API_KEY", "SSH_AUTH_SOCK"):
+    assert n not in names, n
 PY
 fi
 perf all_reduce -b 8 -e 8 --backend socket -J "$TMP/x.txt" >/dev/null 2>&1

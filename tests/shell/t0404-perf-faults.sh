@@ -36,8 +36,8 @@ end=$(date +%s)
 check "non-zero exit status ($rc)" [ $rc -ne 0 ]
 check "the parent reports the killed process" grep -q 'process 1 (pid [0-9]*, ranks 1-1) was killed by signal 9' "$TMP/k.err"
 check "survivors name the dead rank, its host and address" \
-    grep -Eq 'rank 1 \(host [^,]+, pid [0-9]+, 127\.0\.0\.1:[0-9]+\) closed the connection' "$TMP/k.err"
-check "error uses nccl-tests' failure line" grep -q ': Test NCCL failure perf/socket .remote process exited or there was a network error / ' "$TMP/k.err"
+    grep -Eq 'rank 1 \(host [^,]+, pid [0-9]+, [^ ]+ [0-9a-f.:]+:[0-9]+\) closed the connection' "$TMP/k.err"
+check "error uses nccl-tests' failure line (stdout)" grep -q ': Test NCCL failure [a-z_]*\.cu:[0-9]* .remote process exited or there was a network error / ' "$TMP/k.out"
 check "no process left behind" sh -c "! pgrep -P $P >/dev/null"
 echo "# kill -9 -> exit after $((end-start)) s"; sed 's/^/#   /' "$TMP/k.err"
 
@@ -58,7 +58,7 @@ check "live ranks stop within 15 s of a SIGSTOPped peer (timeout 3 s)" [ $((end-
 kill -9 "$victim" 2>/dev/null; kill -CONT "$victim" 2>/dev/null
 wait $P; rc=$?
 check "timeout is reported (exit $rc) naming rank 2" sh -c "
-    [ $rc -ne 0 ] && grep -Eq 'no progress for 3 s on the connection to rank 2 \(host [^,]+, pid [0-9]+, 127\.0\.0\.1:[0-9]+\)|rank 2 .*closed the connection|process 2 .*(did not answer|closed)' '$TMP/s.err'"
+    [ $rc -ne 0 ] && grep -Eq 'no progress for 3 s on the connection to rank 2 \(host [^,]+, pid [0-9]+, [^ ]+ [0-9a-f.:]+:[0-9]+\)|rank 2 .*closed the connection|process 2 .*(did not answer|closed)' '$TMP/s.err'"
 sed 's/^/#   /' "$TMP/s.err" | head -6
 
 # 3. stray connections to the rendezvous root are dropped without harm

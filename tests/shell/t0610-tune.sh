@@ -51,4 +51,5 @@ test_expect_success 'bad input: exit 3 with a message' "
     st=0; $T -np 2 -- all_reduce -np 2 2>e.txt || st=\$?; test \$st -eq 3 && grep -q 'to tune itself' e.txt &&
     st=0; $T stray 2>e.txt || st=\$?; test \$st -eq 3
 "
+
 test_done

@@ -66,8 +66,8 @@ static void test_rows_complete(void **state)
 
 /* nccl-tests doc/PERFORMANCE.md "Summary" (AllReduce 2(n-1)/n;
  * ReduceScatter, AllGather, AlltoAll (n-1)/n; Broadcast, Reduce 1) and
- * src/<coll>.cu GetBw for the others (gather, scatter (n-1)/n; sendrecv,
- * hypercube 1), nccl-tests v2.19.6. */
+ * src/<coll>.cu GetBw for the others (gather, scatter, alltoallv
+ * (n-1)/n; sendrecv, hypercube 1), nccl-tests v2.19.6. */
 static const struct {
     const char *name;
     int kind; /* 2: 2(n-1)/n, 1: (n-1)/n, 0: 1 */
@@ -79,6 +79,7 @@ static const struct {
     {"broadcast", 0, "none", 1},  {"reduce", 0, "sum", 1},
     {"gather", 1, "none", 1},     {"scatter", 1, "none", 1},
     {"sendrecv", 0, "sum", 0},    {"hypercube", 0, "", 0},
+    {"alltoallv", 1, "none", 0},
 };
 
 static void test_busbw_performance_md(void **state)

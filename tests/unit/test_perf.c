@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ncd/ctx.h"
 #include "ncd/error.h"
@@ -89,6 +90,7 @@ static void test_busbw(void **state)
         [NCD_COLL_REDUCE] = 1,           [NCD_COLL_ALLTOALL] = 7.0 / 8,
         [NCD_COLL_SENDRECV] = 1,         [NCD_COLL_GATHER] = 7.0 / 8,
         [NCD_COLL_SCATTER] = 7.0 / 8,    [NCD_COLL_HYPERCUBE] = 1,
+        [NCD_COLL_ALLTOALLV] = 7.0 / 8,
     };
     for (int c = 0; c < NCD_COLL__COUNT; c++)
         assert_true(fabs(ncd_perf_busbw_factor(c, 8) - f8[c]) < 1e-12);
@@ -371,11 +373,42 @@ static void test_json(void **state)
     (void)state;
     struct ncd_perf_opts o = opts_allreduce();
     char *argv[] = {"all_reduce_perf", "-b", "8", NULL};
-    char *envp[] = {"A=1", NULL};
+    /* a hostile environment: secrets under every usual name, in URLs
+     * inside variables that are kept, and variables that do not matter */
+    char *envp[] = {"A=1",
+                    "HF_TOKEN=hf_SECRETSECRET1",
+                    "AWS_SECRET_ACCESS_KEY=SECRETSECRET2",
+                    "NCCL_SOCKET_IFNAME=eth0",
+                    "TORCH_HUB_TOKEN=SECRETSECRET3",
+                    "SLURM_DB_PASSWORD=SECRETSECRET4",
+                    "CUDA_API_KEY=SECRETSECRET5",
+                    "MASTER_ADDR=https://alice:SECRETSECRET6@10.0.0.1",
+                    "PADDLE_TRAINER_ENDPOINTS=bob:SECRETSECRET7@10.0.0.2:617,"
+                    "10.0.0.3:617",
+                    "NCCL_DEBUG_FILE=s3://SECRETSECRET8@bucket/log.%h",
+                    "OMPI_MCA_x=user@host",
+                    "GITHUB_TOKEN=SECRETSECRET9",
+                    "PS1=$ ",
+                    NULL};
     struct ncd_perf_device d = {.rank = 0, .pid = 7, .host = "h",
                                 .busid = "0000:00:00", .name = "x"};
-    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, &d, 1, "t0");
+    json_t *doc = ncd_perf_json_new(&o, argv, envp, 23007, "socket",
+                                    "socket (TCP)", &d, 1, "t0");
     assert_non_null(doc);
+    char *dump = json_dumps(json_object_get(doc, "env"), JSON_COMPACT);
+    assert_non_null(dump);
+    assert_null(strstr(dump, "SECRET"));
+    assert_string_equal(
+        dump, "[\"NCCL_SOCKET_IFNAME=eth0\",\"TORCH_HUB_TOKEN=<redacted>\","
+              "\"SLURM_DB_PASSWORD=<redacted>\",\"CUDA_API_KEY=<redacted>\","
+              "\"MASTER_ADDR=https://<redacted>@10.0.0.1\","
+              "\"PADDLE_TRAINER_ENDPOINTS=<redacted>@10.0.0.2:617,"
+              "10.0.0.3:617\","
+              "\"NCCL_DEBUG_FILE=s3://<redacted>@bucket/log.%h\","
+              "\"OMPI_MCA_x=user@host\"]");
+    free(dump);
+    assert_string_equal(json_string_value(json_object_get(doc, "backend")),
+                        "socket");
     struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
                              .redop = "sum", .root = -1,
                              .oop = {1.5, 2, 3, 0}, .ip = {NAN, 2, 3, -1}};
@@ -399,7 +432,8 @@ static void test_json(void **state)
     assert_string_equal(json_string_value(json_object_get(bw, "okay")),
                         "unchecked");
     const char *keys[] = {"version", "start_time", "args", "env",
-                          "nccl_version", "config", "results",
+                          "nccl_version", "backend", "backend_info",
+                          "config", "results",
                           "out_of_bounds", "average_bus_bandwidth", "errors",
                           "end_time"};
     /* key order as nccl-tests writes it */
@@ -410,6 +444,438 @@ static void test_json(void **state)
         it = json_object_iter_next(doc, it);
     }
     json_decref(doc);
+}
+
+/* -I: nccl-tests src/util.cu writeResultHeader / writePerIterReport
+ * (v2.19.6): the header and a row byte for byte, 21 fields a row. */
+static void test_fmt_per_iter(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    o.per_iter_timing = 1;
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_header(&sb, &o);
+    assert_string_equal(
+        ncd_sb_str(&sb),
+        "#\n"
+        "#                                                                 "
+        "out-of-place (+ per-iteration)                                "
+        "in-place (+ per-iteration)\n"
+        "#       size         count      type   redop    root     time   "
+        "algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv%     time"
+        "   algbw   busbw  #wrong    i_min    i_max    i_p99    i_cv% \n"
+        "#        (B)    (elements)                               (us)  "
+        "(GB/s)  (GB/s)             (us)     (us)     (us)      (%)     (us)"
+        "  (GB/s)  (GB/s)             (us)     (us)     (us)      (%) \n");
+    ncd_sb_reset(&sb);
+    double t[3] = {1, 2, 3};
+    struct ncd_perf_iterstats a = {.n = 3, .times_us = t, .min_us = 28.5,
+                                   .max_us = 35.25, .p99_us = 35.25,
+                                   .cv_pct = 7.123};
+    struct ncd_perf_iterstats b = {.n = 3, .times_us = t, .min_us = 27.0,
+                                   .max_us = 123456.7, .p99_us = 99999.99,
+                                   .cv_pct = 150.0};
+    struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
+                             .redop = "sum", .root = -1,
+                             .oop = {30.12, 0, 0, 0, 0, &a},
+                             .ip = {29.87, 0, 0, -1, 0, &b}};
+    ncd_perf_fmt_row(&sb, &o, &r);
+    assert_string_equal(ncd_sb_str(&sb),
+                        "           8             2     float     sum      -1"
+                        "    30.12    0.00    0.00       0    28.50    35.25"
+                        "    35.25     7.12    29.87    0.00    0.00    N/A"
+                        "    27.00   123457   100000   150.00\n");
+    /* -S: the timestamp still ends the row; header gains its column */
+    o.report_timestamps = 1;
+    snprintf(r.timestamp, sizeof r.timestamp, "2026-01-02 03:04:05");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_row(&sb, &o, &r);
+    assert_non_null(strstr(ncd_sb_str(&sb), "150.00  2026-01-02 03:04:05\n"));
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_header(&sb, &o);
+    assert_non_null(strstr(ncd_sb_str(&sb), "i_cv%           timestamp\n"));
+    assert_non_null(strstr(ncd_sb_str(&sb), "(%)   %Y-%m-%d %H:%M:%S\n"));
+    /* the preamble line */
+    ncd_sb_reset(&sb);
+    o.per_iter_skip = 2;
+    ncd_perf_fmt_preamble(&sb, &o, 23007, NULL, 0);
+    assert_non_null(strstr(ncd_sb_str(&sb),
+                           "unalign: 0\n# Per-Iteration Report: CUDA event "
+                           "timing; i_* uses max over process rows; summary "
+                           "skips first 2 iterations \n#\n"));
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_preamble(&sb, &o, 0, NULL, 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "# Per-Iteration Report: host "
+                                            "clock timing; i_* uses max"));
+    ncd_sb_release(&sb);
+}
+
+/* -G: graph: 0 in the nThread line and a line saying why, per backend. */
+static void test_fmt_graph(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    struct ncd_perf_optmsg m;
+    assert_int_equal(ncd_perf_opt_apply(&o, 'G', "5", &m), 0);
+    assert_int_equal(o.cudagraph, 0);
+    assert_int_equal(o.cudagraph_asked, 5);
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_preamble(&sb, &o, 0, NULL, 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "validation: 1 graph: 0 "
+                                            "unalign: 0\n"));
+    assert_non_null(strstr(
+        ncd_sb_str(&sb),
+        "\n# CUDA graph launches (-G 5): not applicable to the socket "
+        "backend (host buffers, no CUDA stream to capture); graph: 0, every "
+        "operation is issued on its own \n#\n# Using devices\n"));
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_preamble(&sb, &o, 23007, NULL, 0);
+    assert_non_null(strstr(
+        ncd_sb_str(&sb),
+        "\n# CUDA graph launches (-G 5): not done by nccl-doctor; graph: 0, "
+        "every NCCL operation is launched on its own, so times include the "
+        "per-launch host overhead a graph replay would hide \n"));
+    ncd_sb_reset(&sb);
+    o.cudagraph_asked = 0;
+    ncd_perf_fmt_preamble(&sb, &o, 0, NULL, 0);
+    assert_null(strstr(ncd_sb_str(&sb), "CUDA graph"));
+    ncd_sb_release(&sb);
+}
+
+/* computeIterStats by hand: nearest-rank percentiles, population stdev. */
+static void test_iter_stats(void **state)
+{
+    (void)state;
+    double t[5] = {10, 4, 1, 3, 2};
+    struct ncd_perf_iterstats st;
+    memset(&st, 0, sizeof st);
+    assert_int_equal(ncd_perf_iter_stats(t, 5, 1, &st), 0);
+    assert_int_equal(st.n, 5);
+    assert_int_equal(st.skipped, 1);
+    assert_true(st.times_us == t);
+    assert_true(st.min_us == 1 && st.max_us == 4 && st.p50_us == 3);
+    assert_true(st.p95_us == 4 && st.p99_us == 4 && st.avg_us == 2.5);
+    assert_true(fabs(st.stdev_us - sqrt(1.25)) < 1e-12);
+    assert_true(fabs(st.cv_pct - sqrt(1.25) / 2.5 * 100) < 1e-9);
+    double h[100];
+    for (int i = 0; i < 100; i++)
+        h[i] = 99 - i;
+    assert_int_equal(ncd_perf_iter_stats(h, 100, 0, &st), 0);
+    assert_true(st.p50_us == 50 && st.p95_us == 94 && st.p99_us == 98);
+    double z[2] = {0, 0};
+    assert_int_equal(ncd_perf_iter_stats(z, 2, 0, &st), 0);
+    assert_true(st.cv_pct == 0);
+    assert_int_equal(ncd_perf_iter_stats(z, 2, 2, &st), NCD_EINVAL);
+}
+
+/* -J with -I: the keys tools/analyze_perf_json.py reads, in nccl-tests'
+ * order; per_process_max_times_us only with several processes. */
+static void test_json_per_iter(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o = opts_allreduce();
+    o.per_iter_timing = 1;
+    o.per_iter_skip = 1;
+    char *argv[] = {"all_reduce_perf", NULL};
+    json_t *doc = ncd_perf_json_new(&o, argv, NULL, 0, "socket", "test", NULL, 0, "t0");
+    assert_non_null(doc);
+    json_t *cfg = json_object_get(doc, "config");
+    assert_string_equal(
+        json_string_value(json_object_get(cfg, "per_iter_timing")), "true");
+    assert_int_equal(json_integer_value(json_object_get(cfg, "per_iter_skip")),
+                     1);
+    double t[3] = {5, 1, 3}, pr[6] = {5, 1, 2, 4, 0.5, 3};
+    struct ncd_perf_iterstats a;
+    memset(&a, 0, sizeof a);
+    assert_int_equal(ncd_perf_iter_stats(t, 3, 1, &a), 0);
+    struct ncd_perf_iterstats b = a;
+    b.nprocs = 2;
+    b.proc_times_us = pr;
+    struct ncd_perf_row r = {.bytes = 8, .count = 2, .type = "float",
+                             .redop = "sum", .root = -1,
+                             .oop = {1, 2, 3, 0, 0, &a},
+                             .ip = {1, 2, 3, 0, 0, &b}};
+    assert_int_equal(ncd_perf_json_add_row(doc, &o, &r, "x"), 0);
+    json_t *row = json_array_get(json_object_get(doc, "results"), 0);
+    const char *keys[] = {"size", "count", "type", "redop", "root",
+                          "out_of_place", "out_of_place_per_iter",
+                          "in_place", "in_place_per_iter",
+                          "actual_iterations", "experiment_name"};
+    void *it = json_object_iter(row);
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++) {
+        assert_non_null(it);
+        assert_string_equal(json_object_iter_key(it), keys[i]);
+        it = json_object_iter_next(row, it);
+    }
+    assert_null(it);
+    const char *pk[] = {"skipped_iterations", "min_us", "max_us", "avg_us",
+                        "p50_us", "p95_us", "p99_us", "stdev_us", "cv_pct",
+                        "times_us", "per_process_max_times_us"};
+    json_t *oi = json_object_get(row, "out_of_place_per_iter");
+    json_t *ii = json_object_get(row, "in_place_per_iter");
+    it = json_object_iter(ii);
+    for (size_t i = 0; i < sizeof pk / sizeof pk[0]; i++) {
+        assert_non_null(it);
+        assert_string_equal(json_object_iter_key(it), pk[i]);
+        it = json_object_iter_next(ii, it);
+    }
+    assert_null(json_object_get(oi, "per_process_max_times_us"));
+    assert_int_equal(json_array_size(json_object_get(oi, "times_us")), 3);
+    assert_true(json_real_value(json_object_get(oi, "min_us")) == 1);
+    assert_int_equal(json_integer_value(
+                         json_object_get(oi, "skipped_iterations")),
+                     1);
+    json_t *rows = json_object_get(ii, "per_process_max_times_us");
+    assert_int_equal(json_array_size(rows), 2);
+    assert_true(json_real_value(json_array_get(json_array_get(rows, 1), 2)) ==
+                3);
+    /* -I off: no per-iteration objects even when a cell has them */
+    o.per_iter_timing = 0;
+    assert_int_equal(ncd_perf_json_add_row(doc, &o, &r, "x"), 0);
+    row = json_array_get(json_object_get(doc, "results"), 1);
+    assert_null(json_object_get(row, "out_of_place_per_iter"));
+    json_decref(doc);
+}
+
+/* nccl-tests' rules between -I, -K and -n (src/common.cu main()). */
+static void test_settle(void **state)
+{
+    (void)state;
+    struct ncd_perf_opts o;
+    struct ncd_strbuf sb = {0};
+    ncd_perf_opts_default(&o);
+    o.per_iter_skip = 2;
+    ncd_perf_opts_settle(&o, &sb);
+    assert_string_equal(ncd_sb_str(&sb),
+                        "per-iteration skip (-K) requires per-iteration "
+                        "timing (-I 1). Disabling.\n");
+    assert_int_equal(o.per_iter_skip, 0);
+    ncd_sb_reset(&sb);
+    o.per_iter_timing = 1;
+    o.per_iter_skip = 20;
+    ncd_perf_opts_settle(&o, &sb);
+    assert_string_equal(ncd_sb_str(&sb), "per-iteration skip (-K) must be "
+                                         "between 0 and 19. Disabling.\n");
+    assert_int_equal(o.per_iter_skip, 0);
+    assert_int_equal(o.per_iter_timing, 1);
+    ncd_sb_reset(&sb);
+    o.per_iter_timing = 2;
+    ncd_perf_opts_settle(&o, &sb);
+    assert_string_equal(ncd_sb_str(&sb), "per-iteration timing (-I) only "
+                                         "supports 0=off or 1=on. "
+                                         "Disabling.\n");
+    assert_int_equal(o.per_iter_timing, 0);
+    ncd_sb_reset(&sb);
+    o.per_iter_timing = 1;
+    o.per_iter_skip = 19;
+    ncd_perf_opts_settle(&o, &sb);
+    assert_string_equal(ncd_sb_str(&sb), "");
+    assert_int_equal(o.per_iter_skip, 19);
+    ncd_sb_release(&sb);
+}
+
+/* alltoallv: nccl-tests src/alltoallv.cu by hand. */
+static void test_alltoallv_counts(void **state)
+{
+    (void)state;
+    struct ncd_perf_counts k;
+    /* 1 KiB float on 3 ranks: c = 256, per peer (256/3) & ~3 = 84, total
+     * 1008 B; spread 1: d/3 of it -> 336 and 672 B; rank totals 1008 B */
+    ncd_perf_counts(NCD_COLL_ALLTOALLV, 1024, 4, 3, 1, &k);
+    assert_int_equal(k.paramcount, 84);
+    assert_int_equal(k.sendcount, 252);
+    assert_int_equal(k.recvcount, 252);
+    assert_int_equal(k.bytes, 1008);
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 0, 0, 3, 1008), 0);
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 0, 1, 3, 1008), 336);
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 2, 1, 3, 1008), 672);
+    /* 4 ranks, 4096 B: d x 4096 / 6 rounded down to 16: 672 1360 2048 */
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 1, 2, 4, 4096), 672);
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 1, 3, 4, 4096), 1360);
+    assert_int_equal(ncd_perf_traffic_peer(NULL, 1, 0, 4, 4096), 2048);
+    ncd_perf_counts(NCD_COLL_ALLTOALLV, 4096, 4, 4, 0, &k);
+    assert_int_equal(k.bytes, 4080);
+    /* spread 0: uniform, self included; 0.5: the mean of both */
+    struct ncd_perf_traffic t;
+    ncd_perf_traffic_default(&t);
+    t.spread = 0;
+    assert_int_equal(ncd_perf_traffic_peer(&t, 1, 1, 4, 4096), 1024);
+    t.spread = 0.5;
+    assert_int_equal(ncd_perf_traffic_peer(&t, 1, 3, 4, 4096),
+                     (size_t)(0.5 * 1024 + 0.5 * 2 * 4096 / 6.0) & ~15u);
+    assert_int_equal(ncd_perf_traffic_peer(&t, 0, 0, 1, 1000), 992);
+    /* a matrix (nccl-tests' example x 10): cells rounded down to 16 */
+    const char m[] = "100  200  150\n50   100  75\n300  150  200\n";
+    char why[256];
+    ncd_perf_traffic_default(&t);
+    t.scale = 10;
+    assert_int_equal(ncd_perf_traffic_parse(&t, m, strlen(m), "m.txt", why,
+                                            sizeof why),
+                     0);
+    assert_int_equal(t.dim, 3);
+    assert_int_equal(t.matrix, 1);
+    assert_int_equal(ncd_perf_traffic_peer(&t, 0, 0, 3, 0), 992);
+    assert_int_equal(ncd_perf_traffic_peer(&t, 1, 2, 3, 0), 736);
+    ncd_perf_counts_traffic(NCD_COLL_ALLTOALLV, 32 << 10, 1, 3, 2, &t, &k);
+    assert_int_equal(k.paramcount, 0);  /* the count column */
+    assert_int_equal(k.sendcount, 6480); /* 2992 + 1488 + 2000 */
+    assert_int_equal(k.recvcount, 4224); /* 1488 + 736 + 2000 */
+    assert_int_equal(k.bytes, 6480);     /* the largest rank total */
+    ncd_perf_counts_traffic(NCD_COLL_ALLTOALLV, 32 << 10, 4, 3, 1, &t, &k);
+    assert_int_equal(k.sendcount, 556);  /* 2224 B */
+    assert_int_equal(k.bytes, 6480);
+    /* the summary lines of NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY */
+    struct ncd_strbuf sb = {0};
+    ncd_perf_fmt_traffic_summary(&sb, &t, 3, 0, 1e-6);
+    assert_string_equal(
+        ncd_sb_str(&sb),
+        "# NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: mode=matrix nranks=3 "
+        "matrix_dim=3 scale=10.000 time_usec=1.00\n"
+        "#   rank=0 send_bytes=4480 recv_bytes=4480 alg_bw=4.48 bus_bw=2.99\n"
+        "#   rank=1 send_bytes=2224 recv_bytes=4480 alg_bw=4.48 bus_bw=2.99\n"
+        "#   rank=2 send_bytes=6480 recv_bytes=4224 alg_bw=6.48 "
+        "bus_bw=4.32\n");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_traffic_summary(&sb, NULL, 2, 2048, 2e-6);
+    assert_string_equal(
+        ncd_sb_str(&sb),
+        "# NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: mode=generated nranks=2 "
+        "total_bytes=2048 spread=1.000 time_usec=2.00\n"
+        "#   rank=0 send_bytes=2048 recv_bytes=2048 alg_bw=1.02 bus_bw=0.51\n"
+        "#   rank=1 send_bytes=2048 recv_bytes=2048 alg_bw=1.02 "
+        "bus_bw=0.51\n");
+    ncd_sb_release(&sb);
+    /* job rules: nranks, -e, -b = -e (status 1, nccl-tests' words) */
+    struct ncd_perf_opts o;
+    ncd_perf_opts_default(&o);
+    o.coll = NCD_COLL_ALLTOALLV;
+    o.traffic = &t;
+    free(t.path);
+    t.path = strdup("m.txt");
+    o.minbytes = o.maxbytes = 6480;
+    assert_int_equal(ncd_perf_validate(&o, 3, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     0);
+    assert_int_equal(ncd_perf_validate(&o, 4, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     1);
+    assert_string_equal(why, "Invalid alltoallv traffic matrix, requested "
+                             "nranks (4) is larger than matrix size (3) in "
+                             "file m.txt.");
+    o.minbytes = o.maxbytes = 6479;
+    assert_int_equal(ncd_perf_validate(&o, 3, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     1);
+    assert_string_equal(why, "maxBytes (-e) must be at least 6480 bytes as "
+                             "required by traffic matrix file m.txt (got "
+                             "6479). Increase -e.");
+    o.minbytes = 1;
+    o.maxbytes = 1 << 20;
+    assert_int_equal(ncd_perf_validate(&o, 2, NCD_PERF_BACKEND_SOCKET, why,
+                                       sizeof why),
+                     1);
+    assert_non_null(strstr(why, "-b and -e options must be set to the same"));
+    ncd_perf_traffic_release(&t);
+    assert_int_equal(t.matrix, 0);
+    assert_null(t.bytes);
+}
+
+/* The matrix file's errors, as nccl-tests words them. */
+static void test_alltoallv_matrix_errors(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *text;
+        const char *why;
+    } bad[] = {
+        {"", "Invalid alltoallv traffic matrix, file f is empty."},
+        {" \n\n", "Invalid alltoallv traffic matrix, file f is empty."},
+        {"1 2\n3\n", "column count in file f row 1. Expected 2 columns, got "
+                     "1."},
+        {"1 2\n3 4 5", "row 1. Expected 2 columns, got 3."},
+        {"1 2 3\n4 5 6\n", "file f must be square (got 2x3)."},
+        {"1 x\n", "value at row 0 col 1 in file f."},
+        {"1 2k\n3 4\n", "value at row 0 col 1 in file f."},
+        {"1 -2\n3 4\n", "Value must be non-negative."},
+        {"1 nan\n3 4\n", "value at row 0 col 1 in file f."},
+        {"1 1e300\n3 4\n", "Value overflow (value=1e+300 scale=1)."},
+        {"1 2\n3 4\0", "holds a NUL byte"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        struct ncd_perf_traffic t;
+        ncd_perf_traffic_default(&t);
+        char why[256] = "";
+        size_t len = strlen(bad[i].text) + (i == 10);
+        int rc = ncd_perf_traffic_parse(&t, bad[i].text, len, "f", why,
+                                        sizeof why);
+        if (rc != NCD_EPARSE || !strstr(why, bad[i].why))
+            fail_msg("case %zu: rc %d '%s'", i, rc, why);
+        assert_int_equal(t.matrix, 0);
+        ncd_perf_traffic_release(&t);
+    }
+    /* a larger matrix than the job: the first nranks rows and columns */
+    struct ncd_perf_traffic t;
+    ncd_perf_traffic_default(&t);
+    char why[256];
+    const char m4[] = "16 32 48 64\r\n16 16 16 16\n0 0 0 0\n1 2 3 4";
+    assert_int_equal(ncd_perf_traffic_parse(&t, m4, strlen(m4), "f", why,
+                                            sizeof why),
+                     0);
+    assert_int_equal(t.dim, 4);
+    struct ncd_perf_counts k;
+    ncd_perf_counts_traffic(NCD_COLL_ALLTOALLV, 1024, 1, 2, 0, &t, &k);
+    assert_int_equal(k.sendcount, 48);
+    assert_int_equal(k.recvcount, 32);
+    assert_int_equal(ncd_perf_traffic_peer(&t, 3, 3, 4, 0), 0); /* 4 -> 0 */
+    ncd_perf_traffic_release(&t);
+}
+
+/* The variables, read from the context's environment. */
+static void test_alltoallv_env(void **state)
+{
+    (void)state;
+    char path[] = "/tmp/ncd-a2av-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    assert_int_equal(write(fd, "32 32\n32 32\n", 12), 12);
+    close(fd);
+    char fe[64], *env[] = {fe, "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=2",
+                           "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=1",
+                           "NCCL_TESTS_ALLTOALLV_SPREAD=0.25", NULL};
+    snprintf(fe, sizeof fe, "NCCL_TESTS_ALLTOALLV_MATRIX_FILE=%s", path);
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(NULL, env, &ctx), 0);
+    struct ncd_perf_traffic t;
+    ncd_perf_traffic_default(&t);
+    assert_int_equal(ncd_perf_traffic_load(ctx, &t), 0);
+    assert_true(t.matrix && t.dim == 2 && t.print_summary);
+    assert_true(t.scale == 2 && t.spread == 0.25);
+    assert_int_equal(ncd_perf_traffic_peer(&t, 1, 0, 2, 0), 64);
+    assert_string_equal(t.path, path);
+    ncd_ctx_free(ctx);
+    unlink(path);
+    /* out of range and junk: clamped or the default, as nccl-tests */
+    char *env2[] = {"NCCL_TESTS_ALLTOALLV_SPREAD=7",
+                    "NCCL_TESTS_ALLTOALLV_MATRIX_SCALE=-1",
+                    "NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY=0", NULL};
+    assert_int_equal(ncd_ctx_new(NULL, env2, &ctx), 0);
+    assert_int_equal(ncd_perf_traffic_load(ctx, &t), 0);
+    assert_true(!t.matrix && t.spread == 1 && t.scale == 0 &&
+                !t.print_summary);
+    ncd_ctx_free(ctx);
+    char *env3[] = {"NCCL_TESTS_ALLTOALLV_SPREAD=0.5x", NULL};
+    assert_int_equal(ncd_ctx_new(NULL, env3, &ctx), 0);
+    assert_int_equal(ncd_perf_traffic_load(ctx, &t), 0);
+    assert_true(t.spread == 1);
+    ncd_ctx_free(ctx);
+    char *env4[] = {"NCCL_TESTS_ALLTOALLV_MATRIX_FILE=/nonexistent/m", NULL};
+    assert_int_equal(ncd_ctx_new(NULL, env4, &ctx), 0);
+    assert_int_equal(ncd_perf_traffic_load(ctx, &t), NCD_ENOENT);
+    assert_non_null(strstr(ncd_ctx_errdetail(ctx),
+                           "Unable to open alltoallv traffic matrix file "
+                           "/nonexistent/m."));
+    ncd_ctx_free(ctx);
+    ncd_perf_traffic_release(&t);
 }
 
 /* ---- data pattern and checker -------------------------------------------- */
@@ -670,10 +1136,11 @@ static void test_socket_settings(void **state)
         const char *nt, *ns;
         int want_nt, want_ns;
     } t[] = {
-        {NULL, NULL, 0, 1},  {"2", "2", 2, 2},   {"4", "4", 4, 4},
+        {NULL, NULL, -2, -2}, {"2", "2", 2, 2},  {"4", "4", 4, 4},
         {"32", "1", 16, 1},  {"16", "8", 16, 4}, {"3", "64", 3, 21},
         {"0x4", "010", 4, 8}, /* strtoll base 0, as NCCL_PARAM */
-        {"-2", "0", 0, 1},   {"abc", "", 0, 1},  {"2junk", "3", 2, 3},
+        {"-2", "0", -2, 1},  {"abc", "", 0, -2},  {"2junk", "3", 2, 3},
+        {"-1", "-2", 0, -2}, /* -2 is NCCL's default: detected later */
     };
     for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
         char a[64], b[64];
@@ -699,6 +1166,54 @@ static void test_socket_settings(void **state)
     }
 }
 
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[512], cmd[600];
+    snprintf(path, sizeof path, "%s/%s", dir, rel);
+    snprintf(cmd, sizeof cmd, "mkdir -p \"$(dirname '%s')\"", path);
+    assert_int_equal(system(cmd), 0);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_socket_auto(void **state)
+{
+    (void)state;
+    /* NCCL src/transport/net_socket.cc: the default (-2) is detected from
+     * the interface's PCI vendor; set values stay, the product is capped */
+    char root[] = "/tmp/ncd-sockauto-XXXXXX";
+    assert_non_null(mkdtemp(root));
+    write_file(root, "sys/class/net/ens5/device/vendor", "0x1d0f\n");
+    write_file(root, "sys/class/net/gvnic0/device/vendor", "0x1ae0\n");
+    write_file(root, "sys/class/net/eth0/device/vendor", "0x8086\n");
+    write_file(root, "sys/class/net/lo/mtu", "65536\n");
+    static const struct {
+        const char *ifname;
+        int nt, ns, want_nt, want_ns;
+    } t[] = {
+        {"ens5", -2, -2, 2, 8},  {"gvnic0", -2, -2, 4, 1},
+        {"eth0", -2, -2, 0, 1},  {"lo", -2, -2, 0, 1},
+        {"ens5", 16, -2, 16, 4}, {"gvnic0", 1, -2, 1, 1},
+        {"ens5", -2, 3, 2, 3},   {"eth0", 5, 5, 5, 5},
+    };
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(root, NULL, &ctx), 0);
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        int nt = t[i].nt, ns = t[i].ns;
+        assert_int_equal(ncd_perf_socket_auto(ctx, t[i].ifname, &nt, &ns), 0);
+        if (nt != t[i].want_nt || ns != t[i].want_ns)
+            fail_msg("case %zu (%s %d x %d): %d x %d, want %d x %d", i,
+                     t[i].ifname, t[i].nt, t[i].ns, nt, ns, t[i].want_nt,
+                     t[i].want_ns);
+    }
+    ncd_ctx_free(ctx);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", root);
+    assert_int_equal(system(cmd), 0);
+}
+
 static void test_opt_apply(void **state)
 {
     (void)state;
@@ -720,8 +1235,10 @@ static void test_opt_apply(void **state)
         {'d', "quad", 0, 1, "invalid type quad, defaulting to float"},
         {'r', "all", 0, 0, ""},
         {'r', "-2", 6, 0, "invalid root -2"},
-        {'G', "1", 0, 0, "-G (CUDA graphs) is not implemented"},
-        {'I', "1", 0, 0, "-I is not implemented; ignored"},
+        {'G', "1", 0, 0, ""},
+        {'G', "-1", 6, 0, "invalid value '-1' for -G"},
+        {'I', "1", 0, 0, ""},
+        {'K', "3", 0, 0, ""},
         {'V', "64", 0, 0, ""},
         {'q', "1", NCD_ENOENT, 0, ""},
     };
@@ -793,7 +1310,10 @@ static void test_validate(void **state)
                                 "'maxbytes': 64 > 8"));
     assert_int_equal(ncd_perf_backend_from_name("socket"),
                      NCD_PERF_BACKEND_SOCKET);
-    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_AUTO);
+    assert_int_equal(ncd_perf_backend_from_name(NULL), NCD_PERF_BACKEND_NCCL);
+    assert_int_equal(ncd_perf_backend_from_name("nccl"), NCD_PERF_BACKEND_NCCL);
+    /* no silent fallback: "auto" is not a backend */
+    assert_int_equal(ncd_perf_backend_from_name("auto"), -1);
     assert_int_equal(ncd_perf_backend_from_name("gpu"), -1);
     assert_int_equal(ncd_perf_algo_from_name("direct"), NCD_PERF_ALGO_DIRECT);
     assert_int_equal(ncd_perf_algo_from_name("tree"), -1);
@@ -803,16 +1323,61 @@ static void test_failure_line(void **state)
 {
     (void)state;
     struct ncd_strbuf sb = {0};
-    ncd_perf_fmt_failure(&sb, "node1", 3, NCD_PERF_BACKEND_SOCKET,
-                         "rank 1 cannot connect");
+    /* no GPU: writeDeviceReport's cudaGetDeviceCount, then main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 2, NCD_PERF_STAGE_OPEN,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "no CUDA-capable device is detected");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test NCCL failure perf/socket 'remote process "
-                        "exited or there was a network error / rank 1 cannot "
-                        "connect'\n");
+                        "node1: Test CUDA failure util.cu:674 'no "
+                        "CUDA-capable device is detected'\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
     ncd_sb_reset(&sb);
-    ncd_perf_fmt_failure(&sb, "node1", 4, NCD_PERF_BACKEND_NCCL, "x");
+    /* communicator init: the ncclGroupEnd of initComms, then run(), main() */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_INIT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL,
+                         "unhandled system error (run with NCCL_DEBUG=INFO "
+                         "for details) / x");
     assert_string_equal(ncd_sb_str(&sb),
-                        "node1: Test timeout perf/nccl 'x'\n");
+                        "node1: Test NCCL failure common.cu:222 'unhandled "
+                        "system error (run with NCCL_DEBUG=INFO for "
+                        "details) / x'\n"
+                        " .. node1 pid 42: Test failure common.cu:1620\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* a peer lost during a collective on the socket backend */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 3, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_BROADCAST, 0, NCD_PERF_BACKEND_SOCKET,
+                         "rank 1 closed");
+    assert_string_equal(ncd_sb_str(&sb),
+                        "node1: Test NCCL failure common.cu:514 'remote "
+                        "process exited or there was a network error / "
+                        "rank 1 closed'\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n"
+                        " .. node1 pid 42: Test failure common.cu:769\n"
+                        " .. node1 pid 42: Test failure common.cu:939\n"
+                        " .. node1 pid 42: Test failure broadcast.cu:103\n"
+                        " .. node1 pid 42: Test failure common.cu:972\n"
+                        " .. node1 pid 42: Test failure common.cu:1768\n"
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    /* -T: testStreamSynchronize's own line */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 4, NCD_PERF_STAGE_SYNC,
+                         NCD_COLL_ALL_REDUCE, 5, NCD_PERF_BACKEND_NCCL, "x");
+    assert_true(strncmp(ncd_sb_str(&sb),
+                        "node1: Test timeout (5s) common.cu:526\n"
+                        " .. node1 pid 42: Test failure common.cu:632\n",
+                        83) == 0);
+    assert_non_null(strstr(ncd_sb_str(&sb), "failure all_reduce.cu:574\n"));
+    ncd_sb_reset(&sb);
+    /* wrong data: only main()'s TESTCHECK */
+    ncd_perf_fmt_failure(&sb, "node1", 42, 7, NCD_PERF_STAGE_RESULT,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb),
+                        " .. node1 pid 42: Test failure common.cu:1454\n");
+    ncd_sb_reset(&sb);
+    ncd_perf_fmt_failure(&sb, "node1", 42, 0, NCD_PERF_STAGE_NONE,
+                         NCD_COLL_ALL_REDUCE, 0, NCD_PERF_BACKEND_NCCL, "");
+    assert_string_equal(ncd_sb_str(&sb), "");
     ncd_sb_release(&sb);
 }
 
@@ -828,11 +1393,20 @@ int main(void)
         cmocka_unit_test(test_fmt_table),
         cmocka_unit_test(test_fmt_flags),
         cmocka_unit_test(test_json),
+        cmocka_unit_test(test_fmt_per_iter),
+        cmocka_unit_test(test_fmt_graph),
+        cmocka_unit_test(test_iter_stats),
+        cmocka_unit_test(test_json_per_iter),
+        cmocka_unit_test(test_settle),
+        cmocka_unit_test(test_alltoallv_counts),
+        cmocka_unit_test(test_alltoallv_matrix_errors),
+        cmocka_unit_test(test_alltoallv_env),
         cmocka_unit_test(test_checker_detects),
         cmocka_unit_test(test_avg_ulp),
         cmocka_unit_test(test_kernels),
         cmocka_unit_test(test_half),
         cmocka_unit_test(test_socket_settings),
+        cmocka_unit_test(test_socket_auto),
         cmocka_unit_test(test_opt_apply),
         cmocka_unit_test(test_validate),
         cmocka_unit_test(test_failure_line),

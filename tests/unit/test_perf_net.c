@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "ncd/ctx.h"
@@ -49,7 +50,7 @@ static void stray(int port, const void *data, size_t len)
                              .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && len)
-        (void)!write(fd, data, len);
+        (void)!send(fd, data, len, MSG_NOSIGNAL);
     usleep(20000);
     close(fd);
 }
@@ -57,8 +58,8 @@ static void stray(int port, const void *data, size_t len)
 /* ---- process group ------------------------------------------------------ */
 
 struct pgarg {
-    int nprocs, proc, port, lfd, rc, die_after_join;
-    char err[512];
+    int nprocs, proc, port, lfd, rc, die_after_join, timeout_ms;
+    char err[1024];
     int got[8];
 };
 
@@ -70,7 +71,9 @@ static void *pg_thread(void *p)
     struct ncd_pg_params pp = {.nprocs = a->nprocs, .proc = a->proc,
                                .host = "127.0.0.1", .port = a->port,
                                .listen_fd = a->proc == 0 ? a->lfd : -1,
-                               .token = 0, .timeout_ms = 5000};
+                               .token = 0,
+                               .timeout_ms = a->timeout_ms ? a->timeout_ms
+                                                           : 5000};
     struct ncd_pg *pg = NULL;
     a->rc = ncd_pg_tcp(ctx, &pp, &pg);
     if (!a->rc && a->die_after_join) {
@@ -133,6 +136,155 @@ static void test_pg_peer_dies(void **state)
     assert_non_null(strstr(a[0].err, "process 2 (127.0.0.1:"));
     assert_int_not_equal(a[1].rc, 0);
     assert_non_null(strstr(a[1].err, "process 2"));
+}
+
+/* ---- strangers on a listener (issue 14: the rendezvous under attack) --- */
+
+/* A connection that stays open and says nothing. */
+static int silent_conn(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof sa), 0);
+    return fd;
+}
+
+/* A slowloris: one byte of a plausible hello every 300 ms. */
+struct slow {
+    int port, stop;
+    pthread_t th;
+};
+
+static void *slowloris(void *p)
+{
+    struct slow *s = p;
+    int fd = silent_conn(s->port);
+    uint32_t h[6] = {0x4e434450u, 1, 3, 1, 0, 0};
+    for (size_t i = 0; i < sizeof h && !s->stop; i++) {
+        if (send(fd, (char *)h + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        usleep(300000);
+    }
+    close(fd);
+    return NULL;
+}
+
+/* 1 when the root closed (dropped) this connection. */
+static int dropped(int fd)
+{
+    char c;
+    struct timeval tv = {.tv_sec = 3};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    return read(fd, &c, 1) <= 0;
+}
+
+static void test_pg_under_attack(void **state)
+{
+    (void)state;
+    /* ten silent connections, garbage, a slowloris and a process index out
+     * of range reach the root before the job's processes: with hellos read
+     * one at a time (5 s each) the 6 s rendezvous could not finish */
+    int port, lfd = listen_any(&port);
+    int quiet[10];
+    for (int i = 0; i < 10; i++)
+        quiet[i] = silent_conn(port);
+    struct slow sl = {.port = port};
+    pthread_create(&sl.th, NULL, slowloris, &sl);
+    stray(port, "\x00\x01garbage garbage garbage", 24);
+    uint32_t wrong[6] = {0x4e434450u, 1, 3, 7, 0, 0};
+    stray(port, wrong, sizeof wrong);
+    struct pgarg a[3];
+    pthread_t th[3];
+    for (int i = 0; i < 3; i++) {
+        a[i] = (struct pgarg){.nprocs = 3, .proc = i, .port = port,
+                              .lfd = lfd, .timeout_ms = 6000};
+        pthread_create(&th[i], NULL, pg_thread, &a[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    sl.stop = 1;
+    pthread_join(sl.th, NULL);
+    for (int i = 0; i < 3; i++) {
+        if (a[i].rc)
+            fail_msg("process %d: %s", i, a[i].err);
+        for (int p = 0; p < 3; p++)
+            assert_int_equal(a[i].got[p], 100 + p);
+    }
+    for (int i = 0; i < 10; i++) {
+        assert_true(dropped(quiet[i]));
+        close(quiet[i]);
+    }
+}
+
+static void test_pg_silent_named(void **state)
+{
+    (void)state;
+    /* process 1 never comes; the root's message says so and names the
+     * connections that were not processes of this job */
+    int port, lfd = listen_any(&port);
+    int quiet[3];
+    for (int i = 0; i < 3; i++)
+        quiet[i] = silent_conn(port);
+    struct pgarg a = {.nprocs = 2, .proc = 0, .port = port, .lfd = lfd,
+                      .timeout_ms = 3000};
+    pg_thread(&a);
+    assert_int_equal(a.rc, NCD_ETIMEOUT);
+    assert_non_null(strstr(a.err, "only 1 of 2 processes joined"));
+    assert_non_null(strstr(a.err, "never joined: process 1"));
+    assert_non_null(strstr(a.err, "3 connections sent no hello within 2.0 s "
+                                  "(from 127.0.0.1:"));
+    for (int i = 0; i < 3; i++)
+        close(quiet[i]);
+}
+
+/* Claims process `proc` of `nprocs` with a valid hello and returns the fd;
+ * *refusal receives the root's refusal text, if it refused. */
+static int claim(int port, uint32_t nprocs, uint32_t proc, char *refusal,
+                 size_t len)
+{
+    int fd = silent_conn(port);
+    uint32_t h[6] = {0x4e434450u, 1, nprocs, proc, 0, 0};
+    assert_int_equal(write(fd, h, sizeof h), (ssize_t)sizeof h);
+    refusal[0] = 0;
+    struct timeval tv = {.tv_sec = 1};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    uint32_t rep[6];
+    if (read(fd, rep, sizeof rep) == (ssize_t)sizeof rep && rep[1] != 0) {
+        ssize_t n = read(fd, refusal, len - 1);
+        refusal[n > 0 ? n : 0] = 0;
+    }
+    return fd;
+}
+
+static void test_pg_duplicate_rank(void **state)
+{
+    (void)state;
+    /* a rogue claims process 1 after the real one joined: refused with the
+     * holder's address, and the job runs */
+    int port, lfd = listen_any(&port);
+    struct pgarg a[3];
+    pthread_t th[3];
+    for (int i = 0; i < 2; i++) {
+        a[i] = (struct pgarg){.nprocs = 3, .proc = i, .port = port,
+                              .lfd = lfd, .timeout_ms = 6000};
+        pthread_create(&th[i], NULL, pg_thread, &a[i]);
+    }
+    usleep(500000);
+    char why[400];
+    int rogue = claim(port, 3, 1, why, sizeof why);
+    assert_non_null(strstr(why, "process 1 has already checked in from "
+                                "127.0.0.1:"));
+    close(rogue);
+    a[2] = (struct pgarg){.nprocs = 3, .proc = 2, .port = port, .lfd = lfd,
+                          .timeout_ms = 6000};
+    pthread_create(&th[2], NULL, pg_thread, &a[2]);
+    for (int i = 0; i < 3; i++)
+        pthread_join(th[i], NULL);
+    for (int i = 0; i < 3; i++)
+        if (a[i].rc)
+            fail_msg("process %d: %s", i, a[i].err);
 }
 
 /* ---- rank mesh and engine --------------------------------------------- */
@@ -204,6 +356,8 @@ static void run_mesh(struct rk *r, int n, int nsocks, const size_t *counts,
         assert_true(r[i].lfd >= 0);
         assert_string_equal(infos[i].addr, "127.0.0.1");
     }
+    int quiet[10];
+    struct slow sl = {.port = infos[0].port};
     if (inject_strays) {
         /* garbage, a foreign token, a bad destination: all rejected */
         stray(infos[0].port, "hello", 5);
@@ -211,11 +365,25 @@ static void run_mesh(struct rk *r, int n, int nsocks, const size_t *counts,
                          (uint32_t)nsocks};
         stray(infos[0].port, h, sizeof h);
     }
+    if (inject_strays > 1) {
+        /* ten mute connections and a slowloris on rank 0's listener */
+        for (int i = 0; i < 10; i++)
+            quiet[i] = silent_conn(infos[0].port);
+        pthread_create(&sl.th, NULL, slowloris, &sl);
+    }
     pthread_t th[8];
     for (int i = 0; i < n; i++)
         pthread_create(&th[i], NULL, mesh_thread, &r[i]);
     for (int i = 0; i < n; i++)
         pthread_join(th[i], NULL);
+    if (inject_strays > 1) {
+        sl.stop = 1;
+        pthread_join(sl.th, NULL);
+        for (int i = 0; i < 10; i++) {
+            assert_true(dropped(quiet[i]));
+            close(quiet[i]);
+        }
+    }
     ncd_ctx_free(ctx);
 }
 
@@ -230,6 +398,51 @@ static void test_mesh_allreduce(void **state)
             fail_msg("rank %d: %s", i, r[i].err);
         assert_int_equal(r[i].wrong, 0);
     }
+}
+
+static void test_mesh_under_attack(void **state)
+{
+    (void)state;
+    /* strangers on rank 0's data listener cost the job nothing */
+    struct rk r[3];
+    size_t counts[3] = {300001, 300001, 300001};
+    run_mesh(r, 3, 2, counts, 2);
+    for (int i = 0; i < 3; i++)
+        if (r[i].rc)
+            print_message("rank %d: %s\n", i, r[i].err);
+    for (int i = 0; i < 3; i++) {
+        if (r[i].rc)
+            fail_msg("rank %d: %s", i, r[i].err);
+        assert_int_equal(r[i].wrong, 0);
+    }
+}
+
+static void test_mesh_stranger_named(void **state)
+{
+    (void)state;
+    /* rank 1 never connects; rank 0's message says so and names the
+     * strangers that did */
+    struct ncd_rank_info infos[2];
+    struct ncd_ctx *ctx;
+    ncd_ctx_new(NULL, NULL, &ctx);
+    int lfd = ncd_peer_listen(ctx, "127.0.0.1", "lo", 0, &infos[0]);
+    infos[1] = infos[0];
+    infos[1].rank = 1;
+    int q = silent_conn(infos[0].port);
+    stray(infos[0].port, "\xde\xad\xbe\xef garbage: not a hello at all!",
+          34);
+    struct ncd_peerset *ps = NULL;
+    int rc = ncd_peerset_connect(ctx, lfd, 0, 2, infos, 1, 42, 3000, &ps);
+    assert_int_equal(rc, NCD_ETIMEOUT);
+    const char *e = ncd_ctx_errdetail(ctx);
+    assert_non_null(strstr(e, "rank 0: rank 1 (host "));
+    assert_non_null(strstr(e, "never connected (timeout 3 s)"));
+    assert_non_null(strstr(e, "1 connection sent no hello within 2.0 s "
+                              "(from 127.0.0.1:"));
+    assert_non_null(strstr(e, "1 connection rejected (127.0.0.1:"));
+    assert_non_null(strstr(e, "not an nccl-doctor rank (bad magic)"));
+    close(q);
+    ncd_ctx_free(ctx);
 }
 
 static void test_mesh_size_mismatch(void **state)
@@ -254,7 +467,12 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pg_allgather),
         cmocka_unit_test(test_pg_peer_dies),
+        cmocka_unit_test(test_pg_under_attack),
+        cmocka_unit_test(test_pg_silent_named),
+        cmocka_unit_test(test_pg_duplicate_rank),
         cmocka_unit_test(test_mesh_allreduce),
+        cmocka_unit_test(test_mesh_under_attack),
+        cmocka_unit_test(test_mesh_stranger_named),
         cmocka_unit_test(test_mesh_size_mismatch),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

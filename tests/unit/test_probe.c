@@ -760,7 +760,7 @@ static void test_tune_stats(void **state)
     runs[3].failed = 3;
     snprintf(runs[3].error, sizeof runs[3].error, "rank 1: no answer");
     struct ncd_findings fl = {0};
-    int win = ncd_tune_summarize(s, runs, st, &fl);
+    int win = ncd_tune_summarize(s, runs, 0, st, &fl);
     assert_int_equal(win, 1);
     assert_float_equal(st[0].median, 0.024, 1e-12);
     assert_float_equal(st[1].median, 0.118, 1e-12);
@@ -780,12 +780,12 @@ static void test_tune_stats(void **state)
     /* even numbers of runs: median of the middle two */
     runs[1].busbw[3] = 0.200;
     runs[1].n = 4;
-    win = ncd_tune_summarize(s, runs, st, &fl);
+    win = ncd_tune_summarize(s, runs, 0, st, &fl);
     assert_float_equal(st[1].median, (0.118 + 0.121) / 2, 1e-12);
     ncd_findings_release(&fl);
     /* nothing beats the baseline beyond the noise: keep it */
     runs[1].n = 0;
-    win = ncd_tune_summarize(s, runs, st, &fl);
+    win = ncd_tune_summarize(s, runs, 0, st, &fl);
     assert_int_equal(win, -1);
     f = ncd_findings_find(&fl, "perf.config.tuned");
     assert_non_null(f);

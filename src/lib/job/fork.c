@@ -32,6 +32,8 @@ static void on_signal(int sig)
 }
 
 static const int forwarded_signals[] = {SIGINT, SIGTERM, SIGHUP};
+/* ranks still alive this long after a forwarded signal are killed */
+#define SIGNAL_GRACE_MS 500
 #define NSIG_FWD (sizeof forwarded_signals / sizeof forwarded_signals[0])
 
 void ncd__job_report(const struct ncd_job_opts *o, const char *fmt, ...)
@@ -104,20 +106,33 @@ static void watch(const struct ncd_job_opts *o, pid_t *pids, int n,
     struct sigaction sa = {.sa_handler = on_signal}, old[NSIG_FWD];
     sigemptyset(&sa.sa_mask);
     got_signal = 0;
+    /* a signal ignored when the launcher started (a background job of a
+     * script) stays ignored, as the ranks inherited it */
     for (size_t k = 0; k < NSIG_FWD; k++)
-        sigaction(forwarded_signals[k], &sa, &old[k]);
+        if (sigaction(forwarded_signals[k], NULL, &old[k]) == 0 &&
+            old[k].sa_handler != SIG_IGN)
+            sigaction(forwarded_signals[k], &sa, NULL);
     /* signals that arrived while the ranks were forked are delivered now,
      * to the handler: none is lost between fork() and here */
     sigprocmask(SIG_SETMASK, oldmask, NULL);
     int left = n, forwarded = 0, status0 = 0, first = 0, killed = 0;
-    double fail_at = 0;
+    double fail_at = 0, forwarded_at = 0;
     while (left > 0) {
         int ws;
-        pid_t pid = waitpid(-1, &ws, first ? WNOHANG : 0);
+        pid_t pid = waitpid(-1, &ws, first || forwarded ? WNOHANG : 0);
+        if (pid == 0 && forwarded && !killed &&
+            mono_s() - forwarded_at > SIGNAL_GRACE_MS / 1000.0) {
+            /* a rank that ignores or handles the signal (SIG_IGN inherited
+             * from a background shell) still stops within a second */
+            for (int i = 0; i < n; i++)
+                if (pids[i] > 0)
+                    kill(pids[i], SIGKILL);
+            killed = 1;
+        }
         if (pid == 0) {
             /* a process failed: give the others the straggler time to
              * notice and report, then kill what is left */
-            if (!killed && o->straggler_ms > 0 &&
+            if (!killed && first && o->straggler_ms > 0 &&
                 mono_s() - fail_at > o->straggler_ms / 1000.0) {
                 for (int i = 0; i < n; i++) {
                     if (pids[i] <= 0)
@@ -139,6 +154,7 @@ static void watch(const struct ncd_job_opts *o, pid_t *pids, int n,
                 if (pids[i] > 0)
                     kill(pids[i], got_signal);
             forwarded = 1;
+            forwarded_at = mono_s();
         }
         if (pid <= 0) {
             if (pid < 0 && errno != EINTR)

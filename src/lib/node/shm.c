@@ -107,14 +107,25 @@ long long ncd_tmpfs_size(const char *opts, long long memtotal)
     return (long long)v;
 }
 
-long long ncd_meminfo_total(const char *buf, size_t len)
+long long ncd_meminfo_field(const char *buf, size_t len, const char *name)
 {
-    size_t pos = 0, l;
+    size_t pos = 0, l, nl = strlen(name);
     const char *s;
     while (ncd_next_line(buf, len, &pos, &s, &l))
-        if (l > 9 && strncmp(s, "MemTotal:", 9) == 0)
-            return atoll(s + 9) * 1024; /* kB */
+        if (l > nl && s[nl] == ':' && strncmp(s, name, nl) == 0) {
+            char num[32];
+            size_t k = l - nl - 1 < sizeof num - 1 ? l - nl - 1
+                                                   : sizeof num - 1;
+            memcpy(num, s + nl + 1, k); /* the line is not terminated */
+            num[k] = '\0';
+            return atoll(num) * 1024; /* kB */
+        }
     return -1;
+}
+
+long long ncd_meminfo_total(const char *buf, size_t len)
+{
+    return ncd_meminfo_field(buf, len, "MemTotal");
 }
 
 int ncd_shm_probe(struct ncd_ctx *ctx, struct ncd_shm *out)

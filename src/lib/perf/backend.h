@@ -50,6 +50,15 @@ struct ncd__backend {
      * keeps the wall clock). */
     int (*timer_start)(struct ncd__rank *rk);
     double (*timer_stop)(struct ncd__rank *rk);
+    /* Optional -I device timing (nccl: CUDA events on the rank's stream):
+     * iter_begin prepares n iterations; iter_mark records the start
+     * (end 0) or the end (end 1) of iteration i; iter_read waits for the
+     * last mark and writes each iteration's seconds into sec[n].
+     * iter_begin returns -1 when the device cannot time (the runner then
+     * uses the host clock); the others 0 or -1 after ncd__rt_fail(). */
+    int (*iter_begin)(struct ncd__rank *rk, int n);
+    int (*iter_mark)(struct ncd__rank *rk, int i, int end);
+    int (*iter_read)(struct ncd__rank *rk, int n, double *sec);
     /* -M: memory of this rank in bytes: init, user-allocated, collective */
     void (*mem_usage)(struct ncd__rank *rk, uint64_t mem[3]);
 };
@@ -73,8 +82,11 @@ struct ncd__rt {
     size_t blob_max;
     int status;          /* first failure's nccl-tests status */
     char error[512];     /* first failure's text */
+    char quote[512];     /* what nccl-tests would quote ("" = error) */
+    int fail_stage;      /* enum ncd_perf_stage of the first failure */
+    atomic_int stage;    /* where the rank threads are (ncd__rt_stage) */
     int nccl_version;
-    char desc[256];
+    char desc[512];
     void *be_proc;       /* backend's per-process state */
     struct ncd__rank *ranks;
 };
@@ -95,9 +107,17 @@ struct ncd__rank {
     int ncells, oob;
 };
 
-/* Records the first failure of the process (thread-safe) and aborts. */
+/* Records the first failure of the process (thread-safe) and aborts: its
+ * nccl-tests status and text, at the stage the rank threads are in. */
 void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The same at an explicit stage, with the text nccl-tests would quote in
+ * its failure line (`quote`, may be NULL: the text itself). */
+void ncd__rt_fail_at(struct ncd__rt *rt, enum ncd_perf_stage stage,
+                     int status, const char *quote, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* The stage the rank threads enter (enum ncd_perf_stage). */
+void ncd__rt_stage(struct ncd__rt *rt, enum ncd_perf_stage stage);
 
 /* Allgather over all ranks of the job: `len` <= rt->blob_max bytes each. */
 int ncd__rt_allgather(struct ncd__rank *rk, const void *mine, size_t len,

@@ -192,8 +192,10 @@ const char *ncd_perf_redop_label(enum ncd_perf_coll c, enum ncd_perf_op o)
     return n ? n : "sum";
 }
 
-void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
-                     int nranks, int rank, struct ncd_perf_counts *out)
+void ncd_perf_counts_traffic(enum ncd_perf_coll c, size_t bytes,
+                             size_t esize, int nranks, int rank,
+                             const struct ncd_perf_traffic *traffic,
+                             struct ncd_perf_counts *out)
 {
     memset(out, 0, sizeof *out);
     const struct ncd__coll *r = ncd__coll(c);
@@ -204,10 +206,19 @@ void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
     /* nccl-tests keeps per-rank blocks a multiple of 16 bytes. */
     size_t align = 16 / esize;
     size_t base = (count / n) & ~(align ? align - 1 : 0);
-    r->counts(count, base, n, (size_t)(rank < 0 ? 0 : rank), out);
-    size_t m = out->sendcount > out->recvcount ? out->sendcount
-                                                : out->recvcount;
-    out->bytes = m * esize;
+    out->traffic = traffic; /* read by the rows that need it */
+    r->counts(count, base, n, (size_t)(rank < 0 ? 0 : rank), esize, out);
+    if (!out->bytes) {
+        size_t m = out->sendcount > out->recvcount ? out->sendcount
+                                                    : out->recvcount;
+        out->bytes = m * esize;
+    }
+}
+
+void ncd_perf_counts(enum ncd_perf_coll c, size_t bytes, size_t esize,
+                     int nranks, int rank, struct ncd_perf_counts *out)
+{
+    ncd_perf_counts_traffic(c, bytes, esize, nranks, rank, NULL, out);
 }
 
 double ncd_perf_busbw_factor(enum ncd_perf_coll c, int nranks)
@@ -247,8 +258,9 @@ double ncd__busbw_2n1_n(int nranks)
 }
 
 void ncd__counts_whole(size_t count, size_t base, size_t n, size_t r,
-                       struct ncd_perf_counts *out)
+                       size_t esize, struct ncd_perf_counts *out)
 {
+    (void)esize;
     (void)base;
     (void)n;
     (void)r;
@@ -256,8 +268,9 @@ void ncd__counts_whole(size_t count, size_t base, size_t n, size_t r,
 }
 
 void ncd__counts_gather(size_t count, size_t base, size_t n, size_t r,
-                        struct ncd_perf_counts *out)
+                        size_t esize, struct ncd_perf_counts *out)
 {
+    (void)esize;
     (void)count;
     out->sendcount = base;
     out->recvcount = base * n;
@@ -266,8 +279,9 @@ void ncd__counts_gather(size_t count, size_t base, size_t n, size_t r,
 }
 
 void ncd__counts_scatter(size_t count, size_t base, size_t n, size_t r,
-                         struct ncd_perf_counts *out)
+                         size_t esize, struct ncd_perf_counts *out)
 {
+    (void)esize;
     (void)count;
     out->sendcount = base * n;
     out->recvcount = base;

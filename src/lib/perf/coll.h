@@ -32,6 +32,11 @@ enum ncd__redop_col {
     NCD__REDOP_EMPTY, /* "" (hypercube) */
 };
 
+/* Below this many bytes sent per rank, --algo auto takes a row's
+ * sock_small: on loopback one exchange costs ~10-20 us, so the ring's
+ * 2(n-1) dependent steps dominate up to tens of KiB. */
+#define NCD__SOCK_SMALL_MAX (64u << 10)
+
 struct ncd__coll {
     const char *name;  /* "all_reduce": the binary is <name>_perf */
     const char *alias; /* another accepted spelling ("all_to_all"), NULL */
@@ -45,9 +50,18 @@ struct ncd__coll {
 
     /* nccl-tests' GetCollByteCount: fills send/recv/param counts and the
      * in-place offsets of `out` for `count` = bytes / esize elements on n
-     * ranks, rank r; base = (count / n) rounded down to 16 bytes. */
+     * ranks, rank r; base = (count / n) rounded down to 16 bytes.
+     * out->traffic is set on entry (alltoallv's matrix), bytes is 0: a
+     * row may set it (the largest rank's max(send, recv) x esize), else
+     * max(sendcount, recvcount) x esize is used. */
     void (*counts)(size_t count, size_t base, size_t n, size_t r,
-                   struct ncd_perf_counts *out);
+                   size_t esize, struct ncd_perf_counts *out);
+    /* Whether the run fits a job of nranks ranks beyond the generic rules
+     * (ncd_perf_validate()): 0, or nccl-tests' status with its message in
+     * why (alltoallv's traffic matrix against nranks, -b and -e).  NULL:
+     * always fits. */
+    int (*validate)(const struct ncd_perf_opts *o, int nranks, char *why,
+                    size_t whylen);
     /* Bus bandwidth factor (doc/PERFORMANCE.md; GetBw). */
     double (*busbw_factor)(int nranks);
     /* Bytes algbw divides by the time; NULL = the size column (k->bytes).
@@ -69,6 +83,14 @@ struct ncd__coll {
     int (*sock_direct)(struct ncd__sock_rank *R,
                        const struct ncd__sock_args *a);
     int ring_by_default;
+    /* --algo auto below NCD__SOCK_SMALL_MAX bytes sent per rank ((nranks
+     * - 1) x the buffer): a latency-bound algorithm (one exchange), or
+     * NULL */
+    int (*sock_small)(struct ncd__sock_rank *R,
+                      const struct ncd__sock_args *a);
+    /* forwards through a scratch buffer as large as its send buffer
+     * (ncd__sock_scratch(): reduce_scatter, scatter, in-place alltoall) */
+    int sock_scratch;
 
     /* nccl backend: the NCCL calls of one operation (ncclResult_t; < 0
      * after a failure the call reported itself) */
@@ -87,13 +109,13 @@ double ncd__busbw_2n1_n(int nranks);      /* 2 (n - 1) / n */
 
 /* counts: every rank passes and receives `count` (all_reduce...) */
 void ncd__counts_whole(size_t count, size_t base, size_t n, size_t r,
-                       struct ncd_perf_counts *out);
+                       size_t esize, struct ncd_perf_counts *out);
 /* counts: each rank sends `base`, receives n blocks (all_gather...) */
 void ncd__counts_gather(size_t count, size_t base, size_t n, size_t r,
-                        struct ncd_perf_counts *out);
+                        size_t esize, struct ncd_perf_counts *out);
 /* counts: each rank sends n blocks, receives `base` (reduce_scatter...) */
 void ncd__counts_scatter(size_t count, size_t base, size_t n, size_t r,
-                         struct ncd_perf_counts *out);
+                         size_t esize, struct ncd_perf_counts *out);
 
 /* expect: result element e is rank (e / base)'s element e % base (the
  * gathers); stays within one block */

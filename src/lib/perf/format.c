@@ -9,9 +9,11 @@
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/sysops.h"
 #include "ncd/perf.h"
 
 /* Version of nccl-tests whose output is reproduced. */
@@ -81,9 +83,31 @@ void ncd_perf_fmt_preamble(struct ncd_strbuf *sb,
     if (o->blocking == 3)
         ncd_sb_puts(sb, "# Blocking Enabled: wait and barrier after each "
                         "outer iteration (-n); time excludes barrier \n");
+    if (o->per_iter_timing) {
+        /* nccl-tests times each iteration with CUDA events; the socket
+         * backend (nccl_version 0) has none and uses the host clock */
+        ncd_sb_printf(sb, "# Per-Iteration Report: %s timing; i_* uses max "
+                          "over process rows",
+                      nccl_version ? "CUDA event" : "host clock");
+        if (o->per_iter_skip)
+            ncd_sb_printf(sb, "; summary skips first %d iterations",
+                          o->per_iter_skip);
+        ncd_sb_puts(sb, " \n");
+    }
     if (o->parallel_init)
         ncd_sb_puts(sb, "# Parallel Init Enabled: threads call into "
                         "NcclInitRank concurrently \n");
+    if (o->cudagraph_asked > 0)
+        ncd_sb_printf(
+            sb, "# CUDA graph launches (-G %d): %s; graph: 0, %s \n",
+            o->cudagraph_asked,
+            nccl_version ? "not done by nccl-doctor"
+                         : "not applicable to the socket backend (host "
+                           "buffers, no CUDA stream to capture)",
+            nccl_version ? "every NCCL operation is launched on its own, so "
+                           "times include the per-launch host overhead a "
+                           "graph replay would hide"
+                         : "every operation is issued on its own");
     ncd_sb_puts(sb, "#\n");
     ncd_sb_puts(sb, "# Using devices\n");
     for (int i = 0; i < ndevs; i++) {
@@ -103,6 +127,30 @@ void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o)
     int pad = o->report_timestamps ? 19 : 0;
     const char *tm = o->report_cputime ? "cputime" : "time";
     ncd_sb_puts(sb, "#\n");
+    if (o->per_iter_timing) {
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s              out-of-place "
+                      "(+ per-iteration)                                "
+                      "in-place (+ per-iteration)\n",
+                      "", "", "", "", "");
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  "
+                      "%7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s "
+                      "%*s\n",
+                      "size", "count", "type", "redop", "root", tm, "algbw",
+                      "busbw", "#wrong", "i_min", "i_max", "i_p99", "i_cv%",
+                      tm, "algbw", "busbw", "#wrong", "i_min", "i_max",
+                      "i_p99", "i_cv%", pad, tl);
+        ncd_sb_printf(sb,
+                      "# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %6s  %7s  "
+                      "%7s  %7s  %7s  %7s  %6s  %6s  %6s  %7s  %7s  %7s  %7s "
+                      "%*s\n",
+                      "(B)", "(elements)", "", "", "", "(us)", "(GB/s)",
+                      "(GB/s)", "", "(us)", "(us)", "(us)", "(%)", "(us)",
+                      "(GB/s)", "(GB/s)", "", "(us)", "(us)", "(us)", "(%)",
+                      pad, tf);
+        return;
+    }
     ncd_sb_printf(sb,
                   "# %10s  %12s  %8s  %6s  %6s           out-of-place        "
                   "               in-place          \n",
@@ -119,7 +167,8 @@ void ncd_perf_fmt_header(struct ncd_strbuf *sb, const struct ncd_perf_opts *o)
                   "", "(us)", "(GB/s)", "(GB/s)", "", pad, tf);
 }
 
-static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_cell *c)
+static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
+                     const struct ncd_perf_cell *c)
 {
     char t[8], a[7], b[7];
     ncd_perf_fmt_num(c->time_us, 7, t);
@@ -129,6 +178,19 @@ static void fmt_cell(struct ncd_strbuf *sb, const struct ncd_perf_cell *c)
         ncd_sb_printf(sb, "  %7s  %6s  %6s  %6g", t, a, b, (double)c->wrong);
     else
         ncd_sb_printf(sb, "  %7s  %6s  %6s    N/A", t, a, b);
+    if (!o->per_iter_timing)
+        return;
+    const struct ncd_perf_iterstats *it = c->iter;
+    if (!it) { /* keeps the field count when a side has no samples */
+        ncd_sb_puts(sb, "      N/A      N/A      N/A      N/A");
+        return;
+    }
+    char mn[8], mx[8], p99[8], cv[8];
+    ncd_perf_fmt_num(it->min_us, 7, mn);
+    ncd_perf_fmt_num(it->max_us, 7, mx);
+    ncd_perf_fmt_num(it->p99_us, 7, p99);
+    ncd_perf_fmt_num(it->cv_pct, 7, cv);
+    ncd_sb_printf(sb, "  %7s  %7s  %7s  %7s", mn, mx, p99, cv);
 }
 
 void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
@@ -138,8 +200,8 @@ void ncd_perf_fmt_row(struct ncd_strbuf *sb, const struct ncd_perf_opts *o,
     snprintf(root, sizeof root, "%6i", r->root);
     ncd_sb_printf(sb, "%12li  %12li  %8s  %6s  %6s", (long)r->bytes,
                   (long)r->count, r->type, r->redop, root);
-    fmt_cell(sb, &r->oop);
-    fmt_cell(sb, &r->ip);
+    fmt_cell(sb, o, &r->oop);
+    fmt_cell(sb, o, &r->ip);
     if (o->report_timestamps)
         ncd_sb_printf(sb, "%21s", r->timestamp);
     ncd_sb_putc(sb, '\n');
@@ -218,8 +280,29 @@ static int jset(json_t *o, const char *k, json_t *v)
     return v && json_object_set_new(o, k, v) == 0 ? 0 : NCD_ENOMEM;
 }
 
+/* "NAME=value" as it may be recorded: only the variables gather keeps,
+ * redacted as gather does (include/ncd/sysops.h); NULL to leave out. */
+static json_t *env_entry(const char *kv)
+{
+    const char *eq = strchr(kv, '=');
+    if (!eq || eq == kv || (size_t)(eq - kv) >= 256)
+        return NULL;
+    char name[256];
+    memcpy(name, kv, (size_t)(eq - kv));
+    name[eq - kv] = '\0';
+    if (!ncd_gather_env_wanted(name))
+        return NULL;
+    struct ncd_strbuf sb = {0};
+    ncd_sb_printf(&sb, "%s=", name);
+    ncd_env_redact(name, eq + 1, &sb);
+    json_t *s = sb.oom ? NULL : json_string(ncd_sb_str(&sb));
+    ncd_sb_release(&sb);
+    return s; /* NULL too when not UTF-8: nccl-tests skips those */
+}
+
 json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
                           char *const *envp, int nccl_version,
+                          const char *backend, const char *backend_desc,
                           const struct ncd_perf_device *devs, int ndevs,
                           const char *start_time)
 {
@@ -234,16 +317,18 @@ json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
     for (char *const *a = argv; a && *a; a++)
         rc |= json_array_append_new(args, json_string(*a)) ? NCD_ENOMEM : 0;
     for (char *const *e = envp; e && *e; e++) {
-        json_t *s = json_string(*e);
-        if (!s) /* not UTF-8: nccl-tests skips what it cannot quote */
-            continue;
-        rc |= json_array_append_new(env, s) ? NCD_ENOMEM : 0;
+        json_t *s = env_entry(*e);
+        if (s)
+            rc |= json_array_append_new(env, s) ? NCD_ENOMEM : 0;
     }
     rc |= jset(doc, "args", args);
     args = NULL;
     rc |= jset(doc, "env", env);
     env = NULL;
     rc |= jset(doc, "nccl_version", json_integer(nccl_version));
+    rc |= jset(doc, "backend", json_string(backend ? backend : "nccl"));
+    rc |= jset(doc, "backend_info", json_string(backend_desc ? backend_desc
+                                                             : ""));
     rc |= jset(cfg, "nthreads", json_integer(o->nthreads));
     rc |= jset(cfg, "ngpus", json_integer(o->ngpus));
     rc |= jset(cfg, "minimum_bytes", json_integer((json_int_t)o->minbytes));
@@ -258,8 +343,8 @@ json_t *ncd_perf_json_new(const struct ncd_perf_opts *o, char *const *argv,
     rc |= jset(cfg, "validation", json_integer(o->check));
     rc |= jset(cfg, "graph", json_integer(o->cudagraph));
     rc |= jset(cfg, "blocking_collectives", jbool(o->blocking));
-    rc |= jset(cfg, "per_iter_timing", jbool(0));
-    rc |= jset(cfg, "per_iter_skip", json_integer(0));
+    rc |= jset(cfg, "per_iter_timing", jbool(o->per_iter_timing));
+    rc |= jset(cfg, "per_iter_skip", json_integer(o->per_iter_skip));
     rc |= jset(cfg, "parallel_init", jbool(o->parallel_init));
     for (int i = 0; i < ndevs; i++) {
         json_t *d = json_object();
@@ -311,6 +396,96 @@ static json_t *jcell(const struct ncd_perf_opts *o,
     return j;
 }
 
+static json_t *jdoubles(const double *v, int n)
+{
+    json_t *a = json_array();
+    for (int i = 0; a && i < n; i++)
+        if (json_array_append_new(a, jdouble(v[i]))) {
+            json_decref(a);
+            return NULL;
+        }
+    return a;
+}
+
+/* nccl-tests writePerIterReport's object, keys in its order */
+static json_t *jiter(const struct ncd_perf_iterstats *it)
+{
+    json_t *j = json_object();
+    if (!j)
+        return NULL;
+    int rc = 0;
+    rc |= jset(j, "skipped_iterations", json_integer(it->skipped));
+    rc |= jset(j, "min_us", jdouble(it->min_us));
+    rc |= jset(j, "max_us", jdouble(it->max_us));
+    rc |= jset(j, "avg_us", jdouble(it->avg_us));
+    rc |= jset(j, "p50_us", jdouble(it->p50_us));
+    rc |= jset(j, "p95_us", jdouble(it->p95_us));
+    rc |= jset(j, "p99_us", jdouble(it->p99_us));
+    rc |= jset(j, "stdev_us", jdouble(it->stdev_us));
+    rc |= jset(j, "cv_pct", jdouble(it->cv_pct));
+    rc |= jset(j, "times_us", jdoubles(it->times_us, it->n));
+    if (it->nprocs > 1 && it->proc_times_us) {
+        json_t *rows = json_array();
+        for (int p = 0; rows && p < it->nprocs; p++)
+            if (json_array_append_new(
+                    rows, jdoubles(it->proc_times_us + (size_t)p * it->n,
+                                   it->n))) {
+                json_decref(rows);
+                rows = NULL;
+            }
+        rc |= jset(j, "per_process_max_times_us", rows);
+    }
+    if (rc) {
+        json_decref(j);
+        return NULL;
+    }
+    return j;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* nccl-tests' nearest-rank percentile index */
+static int pct_index(int n, int p)
+{
+    int i = (n * p + 99) / 100 - 1;
+    return i < n - 1 ? i : n - 1;
+}
+
+int ncd_perf_iter_stats(const double *times_us, int n, int skip,
+                        struct ncd_perf_iterstats *st)
+{
+    int m = n - skip;
+    if (skip < 0 || m < 1)
+        return NCD_EINVAL;
+    double *v = malloc(sizeof *v * (size_t)m);
+    if (!v)
+        return NCD_ENOMEM;
+    memcpy(v, times_us + skip, sizeof *v * (size_t)m);
+    qsort(v, (size_t)m, sizeof *v, cmp_double);
+    st->n = n;
+    st->skipped = skip;
+    st->times_us = times_us;
+    st->min_us = v[0];
+    st->max_us = v[m - 1];
+    st->p50_us = v[m / 2];
+    st->p95_us = v[pct_index(m, 95)];
+    st->p99_us = v[pct_index(m, 99)];
+    double sum = 0, var = 0;
+    for (int i = 0; i < m; i++)
+        sum += v[i];
+    st->avg_us = sum / m;
+    for (int i = 0; i < m; i++)
+        var += (v[i] - st->avg_us) * (v[i] - st->avg_us);
+    st->stdev_us = sqrt(var / m);
+    st->cv_pct = st->avg_us > 0 ? st->stdev_us / st->avg_us * 100.0 : 0.0;
+    free(v);
+    return 0;
+}
+
 int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
                           const struct ncd_perf_row *r, const char *name)
 {
@@ -329,7 +504,11 @@ int ncd_perf_json_add_row(json_t *doc, const struct ncd_perf_opts *o,
     rc |= jset(j, "redop", json_string(r->redop));
     rc |= jset(j, "root", json_string(root));
     rc |= jset(j, "out_of_place", jcell(o, &r->oop));
+    if (o->per_iter_timing && r->oop.iter)
+        rc |= jset(j, "out_of_place_per_iter", jiter(r->oop.iter));
     rc |= jset(j, "in_place", jcell(o, &r->ip));
+    if (o->per_iter_timing && r->ip.iter)
+        rc |= jset(j, "in_place_per_iter", jiter(r->ip.iter));
     rc |= jset(j, "actual_iterations", json_integer(o->iters));
     rc |= jset(j, "experiment_name", json_string(name ? name : ""));
     if (rc || json_array_append_new(res, j)) {
@@ -368,20 +547,110 @@ int ncd_perf_json_finish(json_t *doc, const struct ncd_perf_opts *o, int oob,
     return rc ? NCD_ENOMEM : 0;
 }
 
-void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int status,
-                          enum ncd_perf_backend_kind backend,
-                          const char *error)
+/* Failure lines ------------------------------------------------------- */
+
+/*
+ * Where nccl-tests v2.19.6 (NVIDIA/nccl-tests a0b82b2) fails and the
+ * TESTCHECK levels above it, per stage.  <coll>.cu frames come from
+ * coll_frames[].  "@run"/"@tt" stand for the collective's runColl line and
+ * its runTest's TESTCHECK(TimeTest(...)) line.
+ */
+struct stage_frames {
+    const char *cuda, *nccl; /* file:line of the failing check, per kind */
+    const char *trace[8];    /* TESTCHECK lines, innermost first */
+};
+
+#define MAIN_TESTCHECK "common.cu:1454" /* main(): TESTCHECK(result) */
+#define RUN_STACK "common.cu:972", "common.cu:1768", MAIN_TESTCHECK
+
+static const struct stage_frames stage_frames[] = {
+    /* writeDeviceReport's cudaGetDeviceCount; run() returns its result */
+    [NCD_PERF_STAGE_OPEN] = {"util.cu:674", "common.cu:1550",
+                             {MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_UNIQUE_ID] = {"util.cu:674", "common.cu:1550",
+                                  {MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_DEVICE] = {"common.cu:1569", "common.cu:1550",
+                               {MAIN_TESTCHECK}},
+    /* initComms: ncclCommInitRankConfig inside a group fails at GroupEnd */
+    [NCD_PERF_STAGE_INIT] = {"common.cu:215", "common.cu:222",
+                             {"common.cu:1620", MAIN_TESTCHECK}},
+    [NCD_PERF_STAGE_ALLOC] = {"common.cu:1111", "common.cu:1107",
+                              {"common.cu:1636", MAIN_TESTCHECK}},
+    /* startColl -> BenchTime -> TimeTest -> runTest -> threadRunTests */
+    [NCD_PERF_STAGE_RUN] = {"common.cu:551", "@run",
+                            {"common.cu:597", "common.cu:734",
+                             "common.cu:939", "@tt", RUN_STACK}},
+    /* testStreamSynchronize <- completeColl <- BenchTime ... */
+    [NCD_PERF_STAGE_SYNC] = {"common.cu:502", "common.cu:514",
+                             {"common.cu:632", "common.cu:769",
+                              "common.cu:939", "@tt", RUN_STACK}},
+    [NCD_PERF_STAGE_RESULT] = {NULL, NULL, {MAIN_TESTCHECK}},
+};
+
+/* The first NCCLCHECK of each collective's runColl and its runTest's
+ * TESTCHECK(TimeTest(...)) (src/<coll>.cu, v2.19.6). */
+static const struct {
+    const char *coll;
+    int run, tt;
+} coll_frames[] = {
+    {"all_reduce", 507, 574}, {"all_gather", 50, 87},
+    {"broadcast", 45, 103},   {"reduce_scatter", 49, 98},
+    {"reduce", 46, 104},      {"alltoall", 319, 393},
+    {"alltoallv", 412, 621},  {"gather", 49, 117},
+    {"scatter", 45, 113},     {"sendrecv", 49, 120},
+    {"hypercube", 53, 108},
+};
+
+static void frame_str(const char *f, enum ncd_perf_coll coll, char *out,
+                      size_t len)
 {
-    const char *kind = status == 2   ? "CUDA failure"
-                       : status == 4 ? "timeout"
-                       : status == 3 ? "NCCL failure"
-                                     : "failure";
-    int nccl = backend == NCD_PERF_BACKEND_NCCL;
-    ncd_sb_printf(sb, "%s: Test %s perf/%s '%s%s'\n", host, kind,
-                  nccl ? "nccl" : "socket",
-                  status == 3 && !nccl
-                      ? "remote process exited or there was a network error "
-                        "/ "
-                      : "",
-                  error);
+    if (f[0] != '@') {
+        snprintf(out, len, "%s", f);
+        return;
+    }
+    const char *name = ncd_perf_coll_name(coll);
+    for (size_t i = 0; name && i < sizeof coll_frames / sizeof *coll_frames;
+         i++)
+        if (!strcmp(coll_frames[i].coll, name)) {
+            snprintf(out, len, "%s.cu:%d", name,
+                     f[1] == 'r' ? coll_frames[i].run : coll_frames[i].tt);
+            return;
+        }
+    snprintf(out, len, "%s.cu:0", name ? name : "coll");
+}
+
+void ncd_perf_fmt_failure(struct ncd_strbuf *sb, const char *host, int pid,
+                          int status, enum ncd_perf_stage stage,
+                          enum ncd_perf_coll coll, int timeout_s,
+                          enum ncd_perf_backend_kind backend,
+                          const char *quote)
+{
+    if (status == 0)
+        return;
+    if (stage <= NCD_PERF_STAGE_NONE || stage > NCD_PERF_STAGE_RESULT)
+        stage = NCD_PERF_STAGE_OPEN;
+    const struct stage_frames *sf = &stage_frames[stage];
+    char fr[64];
+    if (status == 4 && (stage == NCD_PERF_STAGE_SYNC ||
+                        stage == NCD_PERF_STAGE_RUN)) {
+        /* testStreamSynchronize's own line */
+        ncd_sb_printf(sb, "%s: Test timeout (%ds) common.cu:526\n", host,
+                      timeout_s);
+        sf = &stage_frames[NCD_PERF_STAGE_SYNC];
+    } else if ((status == 2 && sf->cuda) ||
+               ((status == 3 || status == 4) && sf->nccl)) {
+        int cuda = status == 2;
+        frame_str(cuda ? sf->cuda : sf->nccl, coll, fr, sizeof fr);
+        int remote = !cuda && backend == NCD_PERF_BACKEND_SOCKET;
+        ncd_sb_printf(sb, "%s: Test %s failure %s '%s%s'\n", host,
+                      cuda ? "CUDA" : "NCCL", fr,
+                      remote ? "remote process exited or there was a "
+                               "network error / "
+                             : "",
+                      quote ? quote : "");
+    }
+    for (int i = 0; i < 8 && sf->trace[i]; i++) {
+        frame_str(sf->trace[i], coll, fr, sizeof fr);
+        ncd_sb_printf(sb, " .. %s pid %d: Test failure %s\n", host, pid, fr);
+    }
 }

@@ -32,18 +32,20 @@ const char *ncd__peer_hello_check(const void *buf, size_t len, uint64_t token,
     if (len < sizeof h)
         return "no hello";
     memcpy(&h, buf, sizeof h);
-    if (h.magic != NCD_PEER_MAGIC || h.version != NCD_PEER_PROTO_VERSION)
-        return "not an nccl-doctor rank";
+    if (h.magic != NCD_PEER_MAGIC)
+        return "not an nccl-doctor rank (bad magic)";
+    if (h.version != NCD_PEER_PROTO_VERSION)
+        return "protocol version mismatch";
     if (h.token != token)
-        return "another job";
+        return "wrong job token (another job)";
+    if (h.to != (uint32_t)rank)
+        return "addressed to another rank";
     /* unsigned compares: an index above INT_MAX is not a negative one */
-    if (h.to != (uint32_t)rank || h.from <= (uint32_t)rank ||
-        h.from >= (uint32_t)nranks)
-        return "rank out of range";
-    if (h.nsocks != (uint32_t)nsocks || h.sock >= (uint32_t)nsocks)
-        return "socket index out of range";
+    if (h.from <= (uint32_t)rank || h.from >= (uint32_t)nranks ||
+        h.nsocks != (uint32_t)nsocks || h.sock >= (uint32_t)nsocks)
+        return "rank or socket index out of range";
     if (fds[(size_t)h.from * (size_t)nsocks + h.sock] >= 0)
-        return "that connection is already made";
+        return "duplicate connection";
     *from = (int)h.from;
     *sock = (int)h.sock;
     return NULL;
@@ -52,7 +54,7 @@ const char *ncd__peer_hello_check(const void *buf, size_t len, uint64_t token,
 struct ncd_peerset {
     int nranks, rank, nsocks;
     int *fds; /* [peer * nsocks + s] */
-    char (*desc)[160];
+    char (*desc)[200];
 };
 
 int ncd_peer_listen(struct ncd_ctx *ctx, const char *addr, const char *ifname,
@@ -89,9 +91,44 @@ static void describe(struct ncd_peerset *ps, const struct ncd_rank_info *in,
     const struct ncd_rank_info *r = &in[peer];
     char hp[96];
     ncd_sock_hostport_str(r->addr, r->port, hp, sizeof hp);
-    snprintf(ps->desc[peer], sizeof ps->desc[0], "rank %d (host %s, pid %d, %s)",
-             peer, r->host, r->pid, hp);
+    snprintf(ps->desc[peer], sizeof ps->desc[0],
+             "rank %d (host %.63s, pid %d, %s%s%.95s)", peer, r->host, r->pid,
+             r->ifname[0] ? r->ifname : "", r->ifname[0] ? " " : "", hp);
 }
+
+/* A hello on this rank's listener (ncd_hello_fn). */
+struct accept_arg {
+    struct ncd_peerset *ps;
+    uint64_t token;
+};
+
+static int judge_hello(void *arg, int fd, const void *hello, const char *peer,
+                       char *why, size_t whylen)
+{
+    (void)peer;
+    struct accept_arg *a = arg;
+    struct ncd_peerset *ps = a->ps;
+    int from, sock;
+    /* the decoder the wire fuzzer (tests/fuzz/fuzz_wire.c) exercises */
+    const char *w = ncd__peer_hello_check(hello, sizeof(struct ncd__peer_hello),
+                                          a->token, ps->rank, ps->nranks,
+                                          ps->nsocks, ps->fds, &from, &sock);
+    if (w) {
+        struct ncd__peer_hello h;
+        memcpy(&h, hello, sizeof h);
+        if (h.magic == NCD_PEER_MAGIC && h.token == a->token)
+            snprintf(why, whylen, "says rank %u socket %u: %s", h.from,
+                     h.sock, w);
+        else
+            snprintf(why, whylen, "%s", w);
+        return 0;
+    }
+    ps->fds[from * ps->nsocks + sock] = fd;
+    return 1;
+}
+
+/* Hellos must come at once: a connection has this long to send its own. */
+#define HELLO_MS 2000
 
 int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
                         const struct ncd_rank_info *infos, int nsocks,
@@ -117,21 +154,31 @@ int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
         ps->fds[i] = -1;
     for (int p = 0; p < nranks; p++)
         describe(ps, infos, p);
+    const struct ncd_rank_info *me = &infos[rank];
     double deadline = ncd_sock_now() + timeout_ms / 1000.0;
     int rc = 0;
-    /* Connect to every lower rank, then accept every higher one. */
+    /* Connect to every lower rank's advertised address, retrying as NCCL's
+     * sockets do, then accept every higher one. */
     for (int p = 0; p < rank && !rc; p++) {
         for (int s = 0; s < nsocks && !rc; s++) {
             int fd = ncd_sock_connect_retry(ctx, infos[p].addr, infos[p].port,
-                                   deadline, "peer");
+                                            deadline, "peer",
+                                            NCD_SOCK_RETRY_NCCL);
             if (fd < 0) {
+                char detail[300];
+                snprintf(detail, sizeof detail, "%s", ncd_ctx_errdetail(ctx));
                 ncd_ctx_clear_error(ctx);
-                rc = ncd_fail(ctx, fd, "rank %d cannot connect to %s: %s",
-                              rank, ps->desc[p],
-                              fd == NCD_ECONNREFUSED
-                                  ? "connection refused"
-                                  : "no answer (firewall, wrong interface "
-                                    "or address not reachable)");
+                rc = ncd_fail(
+                    ctx, fd, "rank %d on %s %s cannot connect to %s: %s%s",
+                    rank, me->ifname[0] ? me->ifname : "?", me->addr,
+                    ps->desc[p],
+                    fd == NCD_ECONNREFUSED ? "connection refused"
+                    : fd == NCD_ETIMEOUT
+                        ? "no answer (firewall, wrong interface or address "
+                          "not reachable)"
+                        : "unreachable from this interface: ",
+                    fd == NCD_ECONNREFUSED || fd == NCD_ETIMEOUT ? ""
+                                                                 : detail);
                 break;
             }
             ps->fds[p * nsocks + s] = fd;
@@ -148,12 +195,14 @@ int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
         }
     }
     int need = (nranks - 1 - rank) * nsocks;
-    while (!rc && need > 0) {
-        char peer[96];
-        int fd = ncd_sock_accept(ctx, lfd, deadline, NULL, peer, sizeof peer,
-                                 "peers to connect");
-        if (fd < 0) {
-            ncd_ctx_clear_error(ctx);
+    struct ncd_hello_stats st;
+    memset(&st, 0, sizeof st);
+    struct accept_arg aa = {ps, token};
+    if (!rc && need > 0) {
+        rc = ncd_sock_accept_hellos(ctx, lfd, sizeof(struct ncd__peer_hello), need,
+                                    deadline, HELLO_MS, NULL, judge_hello,
+                                    &aa, &st, "peers to connect");
+        if (rc) {
             int missing = -1;
             for (int p = rank + 1; p < nranks && missing < 0; p++)
                 for (int s = 0; s < nsocks; s++)
@@ -161,27 +210,18 @@ int ncd_peerset_connect(struct ncd_ctx *ctx, int lfd, int rank, int nranks,
                         missing = p;
                         break;
                     }
-            rc = ncd_fail(ctx, fd,
+            char strangers[700];
+            ncd_hello_stats_text(&st, HELLO_MS, strangers, sizeof strangers);
+            char hp[96];
+            ncd_sock_hostport_str(me->addr, me->port, hp, sizeof hp);
+            ncd_ctx_clear_error(ctx);
+            rc = ncd_fail(ctx, rc,
                           "rank %d: %s never connected (timeout %d s): it "
-                          "died, or cannot reach %s:%d",
+                          "died, or cannot reach %s%s%s",
                           rank, missing >= 0 ? ps->desc[missing] : "a peer",
-                          timeout_ms / 1000, infos[rank].addr,
-                          infos[rank].port);
-            break;
+                          timeout_ms / 1000, hp,
+                          strangers[0] ? "; meanwhile " : "", strangers);
         }
-        struct ncd__peer_hello h;
-        int err, from, sock;
-        double hd = ncd_sock_now() + 5.0;
-        if (hd > deadline)
-            hd = deadline;
-        int r = ncd_sock_io(fd, &h, sizeof h, 0, hd, NULL, &err);
-        if (ncd__peer_hello_check(&h, r ? 0 : sizeof h, token, rank, nranks,
-                                  nsocks, ps->fds, &from, &sock)) {
-            close(fd); /* stray or foreign connection: reject */
-            continue;
-        }
-        ps->fds[from * nsocks + sock] = fd;
-        need--;
     }
     close(lfd);
     if (rc) {

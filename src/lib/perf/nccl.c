@@ -13,7 +13,8 @@
  * ncclCommGetAsyncError and aborts the communicator after -T seconds.
  * The time column comes from CUDA events recorded on the rank's stream
  * around the timed loop (cudaEventElapsedTime), the wall clock when the
- * runtime lacks events or with -C / -z 1 / -z 3.
+ * runtime lacks events or with -z 1 / -z 3; -I records a start and an end
+ * event per iteration.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -64,6 +65,8 @@ struct nccl_proc {
 struct nccl_rank {
     uint64_t init_bytes; /* device memory taken by ncclCommInitRank */
     void *ev[2];         /* CUDA events around the timed loop */
+    void **iev;          /* -I: 2 per iteration (start, end) */
+    int niev;
     int dev;
     nccl_comm comm;
     cuda_stream stream;
@@ -71,6 +74,7 @@ struct nccl_rank {
 
 #define CUDA_SUCCESS 0
 #define CUDA_NOT_READY 600
+#define CUDA_NO_DEVICE 100 /* cudaErrorNoDevice */
 #define CUDA_MEMCPY_DEFAULT 4
 #define CUDA_STREAM_NON_BLOCKING 1
 #define ATTR_PCI_BUS 33
@@ -106,8 +110,10 @@ static void search_path_text(char *out, size_t len)
              ld && *ld ? ld : "(unset)");
 }
 
+/* On failure `why` says what is missing and where it looked; `quote`
+ * (>= 512 bytes) receives the loader's own words (dlerror). */
 static int load_cudart(struct cudart *cu, const char *path, char *why,
-                       size_t whylen)
+                       size_t whylen, char *quote)
 {
     static const char *const names[] = {"libcudart.so",    "libcudart.so.13",
                                         "libcudart.so.12", "libcudart.so.11.0",
@@ -132,6 +138,7 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
                  "the CUDA runtime (%s) could not be loaded: %s; looked in %s",
                  path ? path : "libcudart.so, .so.13, .so.12, .so.11.0", err,
                  sp);
+        snprintf(quote, 512, "%s", err);
         return -1;
     }
     int missing = 0;
@@ -164,6 +171,7 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
                  "the CUDA runtime lacks %s (and %d other symbol%s): not a "
                  "CUDA runtime library?",
                  first_missing, missing - 1, missing == 2 ? "" : "s");
+        snprintf(quote, 512, "undefined symbol: %s", first_missing);
         dlclose(cu->h);
         cu->h = NULL;
         return -1;
@@ -172,7 +180,7 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
 }
 
 static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
-                     size_t whylen)
+                     size_t whylen, char *quote)
 {
     memset(nc, 0, sizeof *nc);
     const char *name = path ? path : "libnccl.so.2";
@@ -180,8 +188,9 @@ static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
     if (!nc->h) {
         char sp[400];
         search_path_text(sp, sizeof sp);
+        snprintf(quote, 512, "%s", dlerror());
         snprintf(why, whylen, "%s could not be loaded: %s; looked in %s",
-                 name, dlerror(), sp);
+                 name, quote, sp);
         return -1;
     }
     int missing = 0;
@@ -210,6 +219,8 @@ static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
                  "%s lacks %s (and %d other symbol%s): NCCL older than 2.7 "
                  "or not NCCL",
                  name, first_missing, missing - 1, missing == 2 ? "" : "s");
+        snprintf(quote, 512, "%s: undefined symbol: %s", name,
+                 first_missing);
         dlclose(nc->h);
         nc->h = NULL;
         return -1;
@@ -229,39 +240,6 @@ static const char *cuda_str(const struct cudart *cu, cuda_err e)
     return n ? n : "unknown CUDA error";
 }
 
-int ncd_perf_nccl_usable(const char *nccl_path, const char *cudart_path,
-                         char *why, size_t whylen, int *version,
-                         int *ndevices)
-{
-    struct ncd__nccl_api nc;
-    struct cudart cu;
-    *version = 0;
-    *ndevices = 0;
-    if (load_nccl(&nc, nccl_path, why, whylen))
-        return 0;
-    nc.GetVersion(version);
-    if (load_cudart(&cu, cudart_path, why, whylen)) {
-        dlclose(nc.h);
-        return 0;
-    }
-    int n = 0;
-    cuda_err e = cu.GetDeviceCount(&n);
-    int ok = 1;
-    if (e != CUDA_SUCCESS) {
-        snprintf(why, whylen, "cudaGetDeviceCount failed: %s (%d): %s",
-                 cuda_name(&cu, e), e, cuda_str(&cu, e));
-        ok = 0;
-    } else if (n == 0) {
-        snprintf(why, whylen, "no CUDA device is visible (cudaGetDeviceCount "
-                              "returned 0; check CUDA_VISIBLE_DEVICES)");
-        ok = 0;
-    }
-    *ndevices = n;
-    dlclose(cu.h);
-    dlclose(nc.h);
-    return ok;
-}
-
 /* Backend ---------------------------------------------------------------- */
 
 /* NCCL_VERSION_CODE: major*10000+minor*100+patch since 2.9, before that
@@ -274,6 +252,11 @@ static void version_text(int v, char *out, size_t len)
         snprintf(out, len, "%d.%d.%d", v / 1000, (v / 100) % 10, v % 100);
 }
 
+/* ncclSystemError's string (NCCL src/init.cc ncclGetErrorString): what
+ * NCCL answers when a library it needs cannot be loaded. */
+#define NCCL_SYSTEM_ERROR_STR                                                  \
+    "unhandled system error (run with NCCL_DEBUG=INFO for details)"
+
 static int nccl_open(struct ncd__rt *rt)
 {
     struct nccl_proc *P = calloc(1, sizeof *P);
@@ -281,25 +264,25 @@ static int nccl_open(struct ncd__rt *rt)
         ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
         return NCD_PT_INTERNAL;
     }
-    char why[1024];
-    if (load_nccl(&P->nc, rt->job->nccl_path, why, sizeof why)) {
-        ncd__rt_fail(rt, NCD_PT_NCCL, "%s; use --backend socket to test the "
-                                      "network without NCCL",
-                     why);
+    char why[1024], dl[512], quote[640];
+    if (load_nccl(&P->nc, rt->job->nccl_path, why, sizeof why, dl)) {
+        /* nccl-tests links libnccl.so.2: without it, it does not start;
+         * here the first NCCL call of its run() fails */
+        snprintf(quote, sizeof quote, "%s / %s", NCCL_SYSTEM_ERROR_STR, dl);
+        ncd__rt_fail_at(rt, NCD_PERF_STAGE_UNIQUE_ID, NCD_PT_NCCL, quote,
+                        "%s", why);
         free(P);
         return NCD_PT_NCCL;
-    }
-    if (load_cudart(&P->cu, rt->job->cudart_path, why, sizeof why)) {
-        ncd__rt_fail(rt, NCD_PT_CUDA, "%s; use --backend socket to test the "
-                                      "network without CUDA",
-                     why);
-        dlclose(P->nc.h);
-        free(P);
-        return NCD_PT_CUDA;
     }
     int v = 0;
     P->nc.GetVersion(&v);
     rt->nccl_version = v;
+    if (load_cudart(&P->cu, rt->job->cudart_path, why, sizeof why, dl)) {
+        ncd__rt_fail_at(rt, NCD_PERF_STAGE_OPEN, NCD_PT_CUDA, dl, "%s", why);
+        dlclose(P->nc.h);
+        free(P);
+        return NCD_PT_CUDA;
+    }
     char vtxt[64];
     version_text(v, vtxt, sizeof vtxt);
     Dl_info di;
@@ -311,13 +294,15 @@ static int nccl_open(struct ncd__rt *rt)
                             ? di.dli_fname
                             : "libcudart.so";
     cuda_err e = P->cu.GetDeviceCount(&P->ndev);
+    if (e == CUDA_SUCCESS && P->ndev == 0)
+        e = CUDA_NO_DEVICE; /* what CUDA answers on such a machine */
     if (e != CUDA_SUCCESS) {
-        ncd__rt_fail(rt, NCD_PT_CUDA,
-                     "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
-                     "NCCL %s from %s); use --backend socket on machines "
-                     "without a usable GPU",
-                     cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
-                     vtxt, npath);
+        ncd__rt_fail_at(rt, NCD_PERF_STAGE_OPEN, NCD_PT_CUDA,
+                        cuda_str(&P->cu, e),
+                        "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
+                        "NCCL %s from %s)",
+                        cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
+                        vtxt, npath);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
         free(P);
@@ -326,11 +311,11 @@ static int nccl_open(struct ncd__rt *rt)
     int first = rt->job->device0 >= 0 ? rt->job->device0
                                       : rt->job->local_proc * rt->nlocal;
     if (first + rt->nlocal > P->ndev) {
-        ncd__rt_fail(rt, NCD_PT_NOTIMPL,
-                     "Invalid number of GPUs: %d requested but only %d were "
-                     "found.\nPlease check the number of processes and GPUs "
-                     "per process.",
-                     first + rt->nlocal, P->ndev);
+        ncd__rt_fail_at(rt, NCD_PERF_STAGE_OPEN, NCD_PT_NOTIMPL, NULL,
+                        "Invalid number of GPUs: %d requested but only %d "
+                        "were found.\nPlease check the number of processes "
+                        "and GPUs per process.",
+                        first + rt->nlocal, P->ndev);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
         free(P);
@@ -354,22 +339,27 @@ static void nccl_close(struct ncd__rt *rt)
     rt->be_proc = NULL;
 }
 
-static int nccl_fail(struct ncd__rank *rk, nccl_res r, const char *what)
+static int nccl_fail(struct ncd__rank *rk, enum ncd_perf_stage stage,
+                     nccl_res r, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
     struct nccl_rank *n = rk->be;
     const char *last = P->nc.GetLastError && n ? P->nc.GetLastError(n->comm)
                                                : "";
-    ncd__rt_fail(rk->rt, NCD_PT_NCCL, "%s '%s / %s'", what,
-                 P->nc.GetErrorString(r), last ? last : "");
+    char quote[512];
+    snprintf(quote, sizeof quote, "%s / %s", P->nc.GetErrorString(r),
+             last ? last : "");
+    ncd__rt_fail_at(rk->rt, stage, NCD_PT_NCCL, quote, "%s '%s'", what, quote);
     return -1;
 }
 
-static int cuda_fail(struct ncd__rank *rk, cuda_err e, const char *what)
+static int cuda_fail(struct ncd__rank *rk, enum ncd_perf_stage stage,
+                     cuda_err e, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    ncd__rt_fail(rk->rt, NCD_PT_CUDA, "%s %s (%d) '%s'",
-                 what, cuda_name(&P->cu, e), e, cuda_str(&P->cu, e));
+    ncd__rt_fail_at(rk->rt, stage, NCD_PT_CUDA, cuda_str(&P->cu, e),
+                    "%s %s (%d) '%s'", what, cuda_name(&P->cu, e), e,
+                    cuda_str(&P->cu, e));
     return -1;
 }
 
@@ -388,10 +378,11 @@ static int nccl_rank_init(struct ncd__rank *rk)
              rk->local;
     cuda_err e = P->cu.SetDevice(n->dev);
     if (e)
-        return cuda_fail(rk, e, "cudaSetDevice");
+        return cuda_fail(rk, NCD_PERF_STAGE_DEVICE, e, "cudaSetDevice");
     e = P->cu.StreamCreateWithFlags(&n->stream, CUDA_STREAM_NON_BLOCKING);
     if (e)
-        return cuda_fail(rk, e, "cudaStreamCreateWithFlags");
+        return cuda_fail(rk, NCD_PERF_STAGE_DEVICE, e,
+                         "cudaStreamCreateWithFlags");
     nccl_uid id, *all = malloc(sizeof id * (size_t)rt->nranks);
     if (!all) {
         ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
@@ -402,7 +393,8 @@ static int nccl_rank_init(struct ncd__rank *rk)
         nccl_res r = P->nc.GetUniqueId(&id);
         if (r) {
             free(all);
-            return nccl_fail(rk, r, "ncclGetUniqueId");
+            return nccl_fail(rk, NCD_PERF_STAGE_UNIQUE_ID, r,
+                             "ncclGetUniqueId");
         }
     }
     if (ncd__rt_allgather(rk, &id, sizeof id, all)) {
@@ -420,7 +412,7 @@ static int nccl_rank_init(struct ncd__rank *rk)
         n->init_bytes = free0 - free1;
     if (r) {
         n->comm = NULL;
-        return nccl_fail(rk, r, "ncclCommInitRank");
+        return nccl_fail(rk, NCD_PERF_STAGE_INIT, r, "ncclCommInitRank");
     }
     return 0;
 }
@@ -441,6 +433,10 @@ static void nccl_rank_fini(struct ncd__rank *rk)
     for (int i = 0; i < 2; i++)
         if (n->ev[i] && P->cu.EventDestroy)
             P->cu.EventDestroy(n->ev[i]);
+    for (int i = 0; i < n->niev; i++)
+        if (n->iev[i] && P->cu.EventDestroy)
+            P->cu.EventDestroy(n->iev[i]);
+    free(n->iev);
     if (n->stream)
         P->cu.StreamDestroy(n->stream);
     free(n);
@@ -483,7 +479,7 @@ static int nccl_alloc(struct ncd__rank *rk, size_t bytes)
     if (e) {
         if (s)
             P->cu.Free(s);
-        return cuda_fail(rk, e, "cudaMalloc");
+        return cuda_fail(rk, NCD_PERF_STAGE_ALLOC, e, "cudaMalloc");
     }
     P->cu.Memset(s, 0, bytes);
     P->cu.Memset(r, 0, bytes);
@@ -517,7 +513,7 @@ static int dev_copy(void *arg, void *dst, const void *src, size_t n)
     struct ncd__rank *rk = arg;
     struct nccl_proc *P = rk->rt->be_proc;
     cuda_err e = P->cu.Memcpy(dst, src, n, CUDA_MEMCPY_DEFAULT);
-    return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
+    return e ? cuda_fail(rk, NCD_PERF_STAGE_RUN, e, "cudaMemcpy") : 0;
 }
 
 static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
@@ -572,7 +568,8 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
         r = nc->RedOpCreatePreMulSum(&rop, scalar, t,
                                      NCCL_SCALAR_HOST_IMMEDIATE, n->comm);
         if (r)
-            return nccl_fail(rk, r, "ncclRedOpCreatePreMulSum");
+            return nccl_fail(rk, NCD_PERF_STAGE_RUN, r,
+                             "ncclRedOpCreatePreMulSum");
         created = 1;
     }
     struct ncd__nccl_call call = {.nc = nc,
@@ -587,6 +584,7 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
                                   .root = root,
                                   .rank = me,
                                   .nranks = nr,
+                                  .k = k,
                                   .copy = dev_copy,
                                   .copy_arg = rk};
     const struct ncd__coll *row = ncd__coll(c);
@@ -596,7 +594,7 @@ static int nccl_run(struct ncd__rank *rk, enum ncd_perf_coll c,
     if (r < 0) /* the copy failed and said so */
         return -1;
     if (r)
-        return nccl_fail(rk, r, ncd_perf_coll_name(c));
+        return nccl_fail(rk, NCD_PERF_STAGE_RUN, r, ncd_perf_coll_name(c));
     return 0;
 }
 
@@ -604,14 +602,14 @@ static int nccl_group_start(struct ncd__rank *rk)
 {
     struct nccl_proc *P = rk->rt->be_proc;
     nccl_res r = P->nc.GroupStart();
-    return r ? nccl_fail(rk, r, "ncclGroupStart") : 0;
+    return r ? nccl_fail(rk, NCD_PERF_STAGE_RUN, r, "ncclGroupStart") : 0;
 }
 
 static int nccl_group_end(struct ncd__rank *rk)
 {
     struct nccl_proc *P = rk->rt->be_proc;
     nccl_res r = P->nc.GroupEnd();
-    return r ? nccl_fail(rk, r, "ncclGroupEnd") : 0;
+    return r ? nccl_fail(rk, NCD_PERF_STAGE_RUN, r, "ncclGroupEnd") : 0;
 }
 
 static int nccl_sync(struct ncd__rank *rk)
@@ -626,18 +624,20 @@ static int nccl_sync(struct ncd__rank *rk)
         if (e == CUDA_SUCCESS)
             return 0;
         if (e != CUDA_NOT_READY)
-            return cuda_fail(rk, e, "cudaStreamQuery");
+            return cuda_fail(rk, NCD_PERF_STAGE_SYNC, e, "cudaStreamQuery");
         nccl_res ae = 0;
         nccl_res r = P->nc.CommGetAsyncError(n->comm, &ae);
         if (r || ae) {
             P->nc.CommAbort(n->comm);
             n->comm = NULL;
-            return nccl_fail(rk, r ? r : ae, "ncclCommGetAsyncError");
+            return nccl_fail(rk, NCD_PERF_STAGE_SYNC, r ? r : ae,
+                             "ncclCommGetAsyncError");
         }
         if (timeout > 0 && ncd_sock_now() - start > timeout) {
-            ncd__rt_fail(rt, NCD_PT_TIMEOUT,
-                         "(%ds) waiting for the stream of rank %d (device %d)",
-                         timeout, rk->rank, n->dev);
+            ncd__rt_fail_at(rt, NCD_PERF_STAGE_SYNC, NCD_PT_TIMEOUT, NULL,
+                            "(%ds) waiting for the stream of rank %d "
+                            "(device %d)",
+                            timeout, rk->rank, n->dev);
             P->nc.CommAbort(n->comm);
             n->comm = NULL;
             return -1;
@@ -656,7 +656,7 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
 {
     struct nccl_proc *P = rk->rt->be_proc;
     cuda_err e = P->cu.Memcpy(dev, host, n, CUDA_MEMCPY_DEFAULT);
-    return e ? cuda_fail(rk, e, "cudaMemcpy") : 0;
+    return e ? cuda_fail(rk, NCD_PERF_STAGE_RUN, e, "cudaMemcpy") : 0;
 }
 
 /* CUDA-event timing of the timed loop (cudaEventElapsedTime, ms). */
@@ -687,6 +687,56 @@ static double nccl_timer_stop(struct ncd__rank *rk)
     return ms / 1000.0;
 }
 
+/* -I: a start and an end event per iteration (nccl-tests recordEvents;
+ * its -z 3 paired events), created once and reused. */
+static int nccl_iter_begin(struct ncd__rank *rk, int iters)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    if (!P->cu.EventCreate || !P->cu.EventRecord ||
+        !P->cu.EventElapsedTime || !P->cu.EventSynchronize || iters <= 0)
+        return -1;
+    int need = 2 * iters;
+    if (n->niev < need) {
+        void **v = realloc(n->iev, sizeof *v * (size_t)need);
+        if (!v)
+            return -1;
+        n->iev = v;
+        for (int i = n->niev; i < need; i++)
+            if (P->cu.EventCreate(&n->iev[i]) != CUDA_SUCCESS) {
+                n->niev = i;
+                return -1;
+            }
+        n->niev = need;
+    }
+    return 0;
+}
+
+static int nccl_iter_mark(struct ncd__rank *rk, int i, int end)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    cuda_err e = P->cu.EventRecord(n->iev[2 * i + end], n->stream);
+    return e ? cuda_fail(rk, NCD_PERF_STAGE_RUN, e, "cudaEventRecord") : 0;
+}
+
+static int nccl_iter_read(struct ncd__rank *rk, int iters, double *sec)
+{
+    struct nccl_proc *P = rk->rt->be_proc;
+    struct nccl_rank *n = rk->be;
+    cuda_err e = P->cu.EventSynchronize(n->iev[2 * iters - 1]);
+    if (e)
+        return cuda_fail(rk, NCD_PERF_STAGE_SYNC, e, "cudaEventSynchronize");
+    for (int i = 0; i < iters; i++) {
+        float ms = 0;
+        e = P->cu.EventElapsedTime(&ms, n->iev[2 * i], n->iev[2 * i + 1]);
+        if (e)
+            return cuda_fail(rk, NCD_PERF_STAGE_SYNC, e, "cudaEventElapsedTime");
+        sec[i] = ms / 1000.0;
+    }
+    return 0;
+}
+
 static void nccl_mem(struct ncd__rank *rk, uint64_t mem[3])
 {
     struct nccl_rank *n = rk->be;
@@ -712,5 +762,8 @@ const struct ncd__backend ncd__backend_nccl = {
     .to_host = nccl_to_dev,
     .timer_start = nccl_timer_start,
     .timer_stop = nccl_timer_stop,
+    .iter_begin = nccl_iter_begin,
+    .iter_mark = nccl_iter_mark,
+    .iter_read = nccl_iter_read,
     .mem_usage = nccl_mem,
 };

@@ -62,6 +62,7 @@ struct ncd__nccl_call {
     int op;        /* ncclRedOp_t (a PreMulSum op for mulsum) */
     int root;
     int rank, nranks;
+    const struct ncd_perf_counts *k; /* the counts (alltoallv's traffic) */
     /* Device-to-device copy on the rank's device (hypercube's own block):
      * 0, or non-zero after the failure was reported. */
     int (*copy)(void *arg, void *dst, const void *src, size_t n);

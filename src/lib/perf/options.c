@@ -60,8 +60,8 @@ static const struct opt_def defs[] = {
     {{'V', "device_cta_count"}, K_IGNORED, 0, ANY},
     {{'M', "memory"}, K_INT, F(memory_report), ANY},
     {{'u', "unalign"}, K_INT, F(unalign), 0, 1024},
-    {{'I', "per_iter_timing"}, K_IGNORED, 0, ANY},
-    {{'K', "per_iter_skip"}, K_IGNORED, 0, ANY},
+    {{'I', "per_iter_timing"}, K_INT, F(per_iter_timing), ANY},
+    {{'K', "per_iter_skip"}, K_INT, F(per_iter_skip), ANY},
 };
 #define NDEFS (sizeof defs / sizeof defs[0])
 
@@ -166,15 +166,41 @@ int ncd_perf_opt_apply(struct ncd_perf_opts *o, int letter, const char *arg,
         }
         return 0;
     case 'G':
-        rc = get_int(arg, name, 0, INT_MAX, &o->cudagraph, m);
-        if (!rc && o->cudagraph)
-            snprintf(m->text, sizeof m->text,
-                     "-G (CUDA graphs) is not implemented; running without "
-                     "graphs");
+        /* kept for the header, which says what became of it; no graph is
+         * captured (graph: 0) */
+        rc = get_int(arg, name, 0, INT_MAX, &o->cudagraph_asked, m);
         o->cudagraph = 0;
         return rc;
     default: /* 'J' */
         o->json_path = arg;
         return 0;
+    }
+}
+
+void ncd_perf_opts_settle(struct ncd_perf_opts *o, struct ncd_strbuf *notes)
+{
+    /* nccl-tests src/common.cu main(), after getopt (v2.19.6); the -G
+     * rules do not apply: nccl-doctor captures no graph */
+    if (o->per_iter_timing != 0 && o->per_iter_timing != 1) {
+        ncd_sb_puts(notes, "per-iteration timing (-I) only supports 0=off or "
+                           "1=on. Disabling.\n");
+        o->per_iter_timing = 0;
+    }
+    if (o->per_iter_skip < 0 || o->per_iter_skip >= o->iters) {
+        if (o->per_iter_skip)
+            ncd_sb_printf(notes, "per-iteration skip (-K) must be between 0 "
+                                 "and %d. Disabling.\n",
+                          o->iters - 1);
+        o->per_iter_skip = 0;
+    }
+    if (o->per_iter_skip && !o->per_iter_timing) {
+        ncd_sb_puts(notes, "per-iteration skip (-K) requires per-iteration "
+                           "timing (-I 1). Disabling.\n");
+        o->per_iter_skip = 0;
+    }
+    if (o->per_iter_timing && o->iters < 1) {
+        ncd_sb_puts(notes, "per-iteration timing (-I) needs at least one "
+                           "iteration (-n). Disabling.\n");
+        o->per_iter_timing = 0;
     }
 }

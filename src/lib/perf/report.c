@@ -21,8 +21,11 @@ struct ncd_perf_report {
     int json_stdout;    /* --json without -J: the caller prints it */
     int pick;           /* ncd_perf_json_pick_path()'s result */
     char path[4096];    /* -J: the file written */
-    char *fallback;
+    enum ncd_perf_backend_kind backend;
     json_t *doc;
+    int ncpus;          /* ncd_perf_report_cpus(); 0 unknown */
+    int nranks;         /* from the preamble */
+    char warning[300];  /* ranks beyond the CPUs ("" none) */
     /* ncd_perf_report_sink(): where text goes, the caller's progress */
     void (*out)(void *arg, const char *text);
     void (*progress)(void *arg, size_t i, size_t n, size_t bytes);
@@ -41,7 +44,7 @@ static void ts_now(char *buf, size_t len)
 struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
                                             int json_stdout, char *const *argv,
                                             char *const *envp,
-                                            const char *fallback)
+                                            enum ncd_perf_backend_kind backend)
 {
     struct ncd_perf_report *r = calloc(1, sizeof *r);
     if (!r)
@@ -56,10 +59,7 @@ struct ncd_perf_report *ncd_perf_report_new(const struct ncd_perf_opts *o,
     } else if (json_stdout) {
         r->want_json = r->json_stdout = 1;
     }
-    if (fallback && *fallback && !(r->fallback = strdup(fallback))) {
-        free(r);
-        return NULL;
-    }
+    r->backend = backend;
     return r;
 }
 
@@ -72,6 +72,28 @@ void ncd_perf_report_start(struct ncd_perf_report *r, struct ncd_strbuf *sb)
         ncd_sb_printf(sb, "# Writing JSON output to %s\n", r->path);
 }
 
+void ncd_perf_report_cpus(struct ncd_perf_report *r, int ncpus)
+{
+    r->ncpus = ncpus;
+}
+
+/* Ranks on rank 0's host (devices with its host name) against its CPUs. */
+static void check_cpus(struct ncd_perf_report *r,
+                       const struct ncd_perf_device *devs, int ndevs)
+{
+    int local = 0;
+    for (int i = 0; i < ndevs; i++)
+        local += !strcmp(devs[i].host, devs[0].host);
+    if (r->ncpus <= 0 || local <= r->ncpus)
+        return;
+    snprintf(r->warning, sizeof r->warning,
+             "%d ranks on %s share %d CPU%s: ranks wait for each other's "
+             "CPU time and the times are inflated (run at most %d ranks "
+             "on this host)",
+             local, devs[0].host, r->ncpus, r->ncpus == 1 ? "" : "s",
+             r->ncpus);
+}
+
 void ncd_perf_report_preamble(struct ncd_perf_report *r,
                               struct ncd_strbuf *sb, int nccl_version,
                               const char *backend_desc,
@@ -79,20 +101,58 @@ void ncd_perf_report_preamble(struct ncd_perf_report *r,
 {
     ncd_perf_fmt_preamble(sb, r->o, nccl_version, devs, ndevs);
     ncd_sb_printf(sb, "#  Backend: %s\n", backend_desc);
-    if (r->fallback)
-        ncd_sb_printf(sb, "#  (no usable NCCL/GPU: %s)\n", r->fallback);
+    r->nranks = ndevs;
+    if (ndevs > 0)
+        check_cpus(r, devs, ndevs);
+    if (r->warning[0])
+        ncd_sb_printf(sb, "#  Warning: %s\n", r->warning);
+    if (r->o->report_cputime)
+        ncd_sb_printf(sb, "#  cputime (-C): host time to issue the "
+                          "operations, rank 0's own; algbw/busbw come from "
+                          "the %s\n",
+                      nccl_version ? "completed time"
+                                   : "completed time (the socket backend "
+                                     "completes each operation on the host, "
+                                     "so both include the transfer)");
     ncd_perf_fmt_header(sb, r->o);
     if (r->want_json && !r->doc) {
         char ts[64];
         ts_now(ts, sizeof ts);
-        r->doc = ncd_perf_json_new(r->o, r->argv, r->envp, nccl_version, devs,
-                                   ndevs, ts);
+        r->doc = ncd_perf_json_new(r->o, r->argv, r->envp, nccl_version,
+                                   ncd_perf_backend_name(r->backend),
+                                   backend_desc, devs, ndevs, ts);
+    }
+}
+
+const char *ncd_perf_report_warning(const struct ncd_perf_report *r)
+{
+    return r->warning;
+}
+
+/* NCCL_TESTS_ALLTOALLV_PRINT_SUMMARY: per side, before the row. */
+static void traffic_summary(struct ncd_perf_report *r, struct ncd_strbuf *sb,
+                            const struct ncd_perf_row *row)
+{
+    const struct ncd_perf_opts *o = r->o;
+    if (o->coll != NCD_COLL_ALLTOALLV || !o->traffic ||
+        !o->traffic->print_summary)
+        return;
+    int t = ncd_perf_dtype_from_name(row->type);
+    size_t es = t >= 0 ? ncd_perf_dtype_size((enum ncd_perf_dtype)t) : 1;
+    size_t total = row->count * (size_t)r->nranks * es;
+    const struct ncd_perf_cell *side[2] = {&row->oop, &row->ip};
+    for (int i = 0; i < 2; i++) {
+        double us = side[i]->bw_time_us > 0 ? side[i]->bw_time_us
+                                             : side[i]->time_us;
+        ncd_perf_fmt_traffic_summary(sb, o->traffic, r->nranks, total,
+                                     us * 1e-6);
     }
 }
 
 void ncd_perf_report_row(struct ncd_perf_report *r, struct ncd_strbuf *sb,
                          const struct ncd_perf_row *row)
 {
+    traffic_summary(r, sb, row);
     ncd_perf_fmt_row(sb, r->o, row);
     if (r->doc)
         ncd_perf_json_add_row(r->doc, r->o, row, r->o->prog);
@@ -114,6 +174,11 @@ int ncd_perf_report_finish(struct ncd_perf_report *r, struct ncd_ctx *ctx,
     ts_now(ts, sizeof ts);
     ncd_perf_json_finish(r->doc, o, sum->oob, sum->avg_busbw,
                          sum->error[0] ? sum->error : NULL, ts);
+    if (r->warning[0]) { /* nccl-doctor's own key, after nccl-tests' */
+        json_t *w = json_array();
+        json_array_append_new(w, json_string(r->warning));
+        json_object_set_new(r->doc, "warnings", w);
+    }
     if (r->json_stdout) {
         *stdout_doc = r->doc;
         return 0;
@@ -170,7 +235,6 @@ void ncd_perf_report_free(struct ncd_perf_report *r)
     if (!r)
         return;
     json_decref(r->doc);
-    free(r->fallback);
     free(r);
 }
 

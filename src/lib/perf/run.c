@@ -4,14 +4,24 @@
  * sweep, timing, data check and aggregation of nccl-tests
  * (src/common.cu: TimeTest, BenchTime, CheckData; v2.19.6).
  *
- * Timing: wall clock over iters x agg operations after a barrier, divided
- * by iters x agg, then combined across ranks per -a (0 rank 0, 1 mean,
- * 2 min, 3 max).  Warm-up: -w operations at the largest then the smallest
- * size.  Check: inputs regenerated (ncd_perf_fill), one operation, every
+ * Timing: per side, one untimed operation and a barrier (BenchTime's
+ * "Sync"), then wall clock over iters x agg operations, divided by iters x
+ * agg, then combined across ranks per -a (0 rank 0, 1 mean, 2 min, 3
+ * max).  -C reports instead the host time spent issuing the operations
+ * (before the final wait; with -z 3 the per-iteration time without the
+ * barriers), rank 0's own, per operation; algbw/busbw keep the combined
+ * time.  -I records each iteration (device events where the backend has
+ * them, else the host clock), divided by agg; per iteration the largest
+ * over a process's ranks is that process's row and the largest over the
+ * processes the iteration's time (src/util.cu computeIterStats).
+ * Warm-up (TimeTest): -w operations at every size from -b doubling up to
+ * -e (-b 0 warms 0, then 1, 2, 4 ...: nccl-tests would loop for ever).
+ * Check: inputs regenerated (ncd_perf_fill), one operation, every
  * element compared (ncd_perf_check); #wrong is summed over ranks.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,19 +37,41 @@
 
 #define BLOB_MAX 1024
 
-void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
+static void rt_fail_v(struct ncd__rt *rt, int stage, int status,
+                      const char *quote, const char *fmt, va_list ap)
 {
     pthread_mutex_lock(&rt->mu);
     if (!rt->status) {
-        va_list ap;
-        va_start(ap, fmt);
         vsnprintf(rt->error, sizeof rt->error, fmt, ap);
-        va_end(ap);
+        snprintf(rt->quote, sizeof rt->quote, "%s", quote ? quote : "");
         rt->status = status ? status : NCD_PT_INTERNAL;
+        rt->fail_stage = stage;
     }
     atomic_store(&rt->abort, 1);
     pthread_cond_broadcast(&rt->cv);
     pthread_mutex_unlock(&rt->mu);
+}
+
+void ncd__rt_fail(struct ncd__rt *rt, int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rt_fail_v(rt, atomic_load(&rt->stage), status, NULL, fmt, ap);
+    va_end(ap);
+}
+
+void ncd__rt_fail_at(struct ncd__rt *rt, enum ncd_perf_stage stage,
+                     int status, const char *quote, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    rt_fail_v(rt, (int)stage, status, quote, fmt, ap);
+    va_end(ap);
+}
+
+void ncd__rt_stage(struct ncd__rt *rt, enum ncd_perf_stage stage)
+{
+    atomic_store(&rt->stage, (int)stage);
 }
 
 /* Barrier of this process's rank threads; -1 when the process aborts. */
@@ -97,43 +129,51 @@ static int global_barrier(struct ncd__rank *rk)
     return rc;
 }
 
-static double cputime(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 struct cellres {
     double t;
     int64_t wrong;
 };
 
+/* What one timed loop gave, in seconds. */
+struct optimes {
+    double elapsed; /* the loop until every operation completed */
+    double launch;  /* the host time issuing them (nccl-tests cputimeSec) */
+    double *iter;   /* -I: `iters` entries (the whole iteration), or NULL */
+};
+
 /*
  * Runs `iters` outer iterations of agg_iters operations (fused in a group
- * with -m) with nccl-tests' -z semantics, and returns the time they took in
- * *elapsed (seconds; wall or this thread's CPU time with -C).  -z 1: wait
- * and barrier after each iteration (timed); -z 2: wait only; -z 3: wait
- * and barrier after each iteration, the barrier not timed.
+ * with -m) with nccl-tests' -z semantics and fills *ot.  -z 1: wait and
+ * barrier after each iteration (timed); -z 2: wait only; -z 3: wait and
+ * barrier after each iteration, the barrier not timed.
  */
 static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
                    enum ncd_perf_op op, int root, const void *send,
                    void *recv, const struct ncd_perf_counts *k,
-                   double *elapsed)
+                   struct optimes *ot)
 {
     struct ncd__rt *rt = rk->rt;
     const struct ncd__backend *be = rt->be;
     enum ncd_perf_coll c = rt->o->coll;
     int agg = rt->o->agg_iters > 0 ? rt->o->agg_iters : 1;
     int z = rt->o->blocking;
-    double (*clk)(void) = rt->o->report_cputime ? cputime : ncd_sock_now;
+    double (*clk)(void) = ncd_sock_now;
     /* device timer only for plain wall-clock runs without barriers */
-    int devtimer = be->timer_start && be->timer_stop &&
-                   !rt->o->report_cputime && z != 1 && z != 3;
+    int devtimer = be->timer_start && be->timer_stop && z != 1 && z != 3;
     if (devtimer && be->timer_start(rk))
         devtimer = 0;
-    double t0 = clk(), excluded = 0;
+    /* -I: device events per iteration where the backend has them */
+    double *it = ot->iter;
+    int devit = it && be->iter_begin && be->iter_mark && be->iter_read &&
+                be->iter_begin(rk, iters) == 0;
+    double t0 = clk(), coll_only = 0, prev = t0;
     for (int i = 0; i < iters; i++) {
+        double ti = clk();
+        if (it && !devit && i > 0 && z != 3)
+            it[i - 1] = ti - prev;
+        prev = ti;
+        if (devit && be->iter_mark(rk, i, 0))
+            return -1;
         if (agg > 1 && be->group_start && be->group_start(rk))
             return -1;
         for (int a = 0; a < agg; a++)
@@ -144,24 +184,34 @@ static int run_ops(struct ncd__rank *rk, int iters, enum ncd_perf_dtype t,
         if (z >= 1) {
             if (be->sync(rk))
                 return -1;
-            if (z == 1 && global_barrier(rk))
-                return -1;
             if (z == 3) {
-                double b0 = clk();
-                if (global_barrier(rk))
-                    return -1;
-                excluded += clk() - b0;
+                double te = clk();
+                coll_only += te - ti;
+                if (it && !devit)
+                    it[i] = te - ti;
             }
+            if (devit && z == 3 && be->iter_mark(rk, i, 1))
+                return -1;
+            if (z != 2 && global_barrier(rk))
+                return -1;
         }
+        if (devit && z != 3 && be->iter_mark(rk, i, 1))
+            return -1;
     }
+    ot->launch = z == 3 ? coll_only : clk() - t0;
     if (be->sync(rk))
         return -1;
-    *elapsed = clk() - t0 - excluded;
+    double tend = clk();
+    if (it && !devit && iters > 0 && z != 3)
+        it[iters - 1] = tend - prev;
+    ot->elapsed = z == 3 ? coll_only : tend - t0;
     if (devtimer) {
         double d = be->timer_stop(rk);
         if (d >= 0)
-            *elapsed = d;
+            ot->elapsed = d;
     }
+    if (devit && be->iter_read(rk, iters, it))
+        return -1;
     return 0;
 }
 
@@ -218,6 +268,157 @@ struct totals {
     int oob;
 };
 
+/* -I samples of one side, on global rank 0 (kept until the row is out). */
+struct iterside {
+    struct ncd_perf_iterstats st;
+    double *times;   /* per iteration, max over the processes (µs) */
+    double *proc;    /* nprocs x iters (µs) */
+};
+
+static void iterside_free(struct iterside *s)
+{
+    free(s->times);
+    free(s->proc);
+    memset(s, 0, sizeof *s);
+}
+
+/*
+ * Collective over all ranks: each rank's per-iteration times (µs per op,
+ * n of them) are gathered in blocks the allgather can carry; rank 0 takes
+ * per iteration the largest of each process's ranks (its row) and of the
+ * processes, and fills *out.
+ */
+static int gather_iters(struct ncd__rank *rk, const double *mine, int n,
+                        struct iterside *out)
+{
+    struct ncd__rt *rt = rk->rt;
+    int np = rt->job->nprocs, nl = rt->nlocal;
+    size_t chunk = rt->blob_max / sizeof(double);
+    double *all = malloc(sizeof *all * chunk * (size_t)rt->nranks);
+    int root = rk->rank == 0;
+    if (root) {
+        out->times = calloc((size_t)n, sizeof *out->times);
+        out->proc = calloc((size_t)n * (size_t)np, sizeof *out->proc);
+    }
+    if (!all || (root && (!out->times || !out->proc))) {
+        free(all);
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    for (int i0 = 0; i0 < n; i0 += (int)chunk) {
+        int m = n - i0 < (int)chunk ? n - i0 : (int)chunk;
+        double blk[BLOB_MAX / sizeof(double)];
+        memset(blk, 0, sizeof blk);
+        memcpy(blk, mine + i0, sizeof *blk * (size_t)m);
+        if (ncd__rt_allgather(rk, blk, chunk * sizeof *blk, all)) {
+            free(all);
+            return -1;
+        }
+        for (int r = 0; root && r < rt->nranks; r++)
+            for (int i = 0; i < m; i++) {
+                double v = all[(size_t)r * chunk + (size_t)i];
+                double *p = &out->proc[(size_t)(r / nl) * n + i0 + i];
+                if (r % nl == 0 || v > *p)
+                    *p = v;
+            }
+    }
+    free(all);
+    if (!root)
+        return 0;
+    for (int p = 0; p < np; p++)
+        for (int i = 0; i < n; i++) {
+            double v = out->proc[(size_t)p * n + i];
+            if (p == 0 || v > out->times[i])
+                out->times[i] = v;
+        }
+    if (ncd_perf_iter_stats(out->times, n, rt->o->per_iter_skip, &out->st)) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    /* nccl-tests writes process rows only with several processes */
+    out->st.nprocs = np > 1 ? np : 0;
+    out->st.proc_times_us = np > 1 ? out->proc : NULL;
+    return 0;
+}
+
+static int bench_side(struct ncd__rank *rk, enum ncd_perf_dtype t,
+                      enum ncd_perf_op op, int root, int ip,
+                      const struct ncd_perf_counts *k, double *itbuf,
+                      struct ncd_perf_cell *cell, struct iterside *its)
+{
+    struct ncd__rt *rt = rk->rt;
+    const struct ncd_perf_opts *o = rt->o;
+    size_t es = ncd_perf_dtype_size(t);
+    char *send, *recv;
+    buffers_for(rk, k, es, ip, &send, &recv);
+    /* BenchTime's "Sync": one untimed operation, then a barrier */
+    if (rt->be->run_coll(rk, o->coll, t, op, root, send, recv, k) ||
+        rt->be->sync(rk) || global_barrier(rk))
+        return -1;
+    struct optimes ot = {0, 0, itbuf};
+    if (run_ops(rk, o->iters, t, op, root, send, recv, k, &ot))
+        return -1;
+    int agg = o->agg_iters > 0 ? o->agg_iters : 1;
+    int nops = o->iters * agg;
+    struct cellres mine = {ot.elapsed / (nops > 0 ? nops : 1), -1};
+    /* sendrecv and alltoallv in-place are not checked (nccl-tests prints
+     * N/A); nor are fp8 results, which the host cannot reduce bit-exactly
+     * like the GPU (nccl backend only: the socket backend refuses fp8) */
+    int skip_check = (ip && !ncd_perf_coll_checks_inplace(o->coll)) ||
+                     t == NCD_DT_F8E4M3 || t == NCD_DT_F8E5M2;
+    if (o->check && !skip_check) {
+        mine.wrong = 0;
+        for (int c = 0; c < o->check; c++) {
+            int64_t w = 0;
+            if (check_once(rk, t, op, root, ip, k, (uint32_t)c + 1, &w))
+                return -1;
+            if (w) { /* the first failing iteration is reported */
+                mine.wrong = w;
+                break;
+            }
+        }
+    }
+    struct cellres *all = malloc(sizeof *all * (size_t)rt->nranks);
+    if (!all) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    if (ncd__rt_allgather(rk, &mine, sizeof mine, all)) {
+        free(all);
+        return -1;
+    }
+    double tt = all[0].t;
+    int64_t wrong = all[0].wrong < 0 ? -1 : 0;
+    for (int r = 0; r < rt->nranks; r++) {
+        if (r && o->average == 1)
+            tt += all[r].t;
+        if (o->average == 2 && all[r].t < tt)
+            tt = all[r].t;
+        if (o->average == 3 && all[r].t > tt)
+            tt = all[r].t;
+        if (wrong >= 0 && all[r].wrong > 0)
+            wrong += all[r].wrong;
+    }
+    if (o->average == 1)
+        tt /= rt->nranks;
+    free(all);
+    cell->bw_time_us = tt * 1e6;
+    /* -C: this rank's own issuing time (only rank 0's row is printed) */
+    cell->time_us = o->report_cputime
+                        ? ot.launch / (nops > 0 ? nops : 1) * 1e6
+                        : tt * 1e6;
+    ncd_perf_bw(o->coll, k, es, rt->nranks, tt, &cell->algbw, &cell->busbw);
+    cell->wrong = wrong;
+    if (itbuf) {
+        for (int i = 0; i < o->iters; i++)
+            itbuf[i] = itbuf[i] / agg * 1e6;
+        if (gather_iters(rk, itbuf, o->iters, its))
+            return -1;
+        cell->iter = rk->rank == 0 ? &its->st : NULL;
+    }
+    return 0;
+}
+
 static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
                       enum ncd_perf_op op, int root, size_t bytes,
                       struct totals *tot)
@@ -226,7 +427,8 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
     const struct ncd_perf_opts *o = rt->o;
     size_t es = ncd_perf_dtype_size(t);
     struct ncd_perf_counts k;
-    ncd_perf_counts(o->coll, bytes, es, rt->nranks, rk->rank, &k);
+    ncd_perf_counts_traffic(o->coll, bytes, es, rt->nranks, rk->rank,
+                            o->traffic, &k);
     struct ncd_perf_row row;
     memset(&row, 0, sizeof row);
     row.bytes = k.bytes;
@@ -234,67 +436,30 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
     row.type = ncd_perf_dtype_name(t);
     row.redop = ncd_perf_redop_label(o->coll, op);
     row.root = ncd_perf_coll_has_root(o->coll) ? root : -1;
-    int failing_sides = 0;
-    for (int ip = 0; ip < 2; ip++) {
-        char *send, *recv;
-        buffers_for(rk, &k, es, ip, &send, &recv);
-        if (global_barrier(rk))
-            return -1;
-        double el = 0;
-        if (run_ops(rk, o->iters, t, op, root, send, recv, &k, &el))
-            return -1;
-        int nops = o->iters * (o->agg_iters > 0 ? o->agg_iters : 1);
-        struct cellres mine = {el / (nops > 0 ? nops : 1), -1};
-        /* sendrecv in-place is not checked (nccl-tests prints N/A); nor
-         * are fp8 results, which the host cannot reduce bit-exactly like
-         * the GPU (nccl backend only: the socket backend refuses fp8) */
-        int skip_check = (ip && !ncd_perf_coll_checks_inplace(o->coll)) ||
-                         t == NCD_DT_F8E4M3 || t == NCD_DT_F8E5M2;
-        if (o->check && !skip_check) {
-            mine.wrong = 0;
-            for (int c = 0; c < o->check; c++) {
-                int64_t w = 0;
-                if (check_once(rk, t, op, root, ip, &k, (uint32_t)c + 1, &w))
-                    return -1;
-                if (w) { /* the first failing iteration is reported */
-                    mine.wrong = w;
-                    break;
-                }
-            }
-        }
-        struct cellres *all = malloc(sizeof *all * (size_t)rt->nranks);
-        if (!all) {
-            ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
-            return -1;
-        }
-        if (ncd__rt_allgather(rk, &mine, sizeof mine, all)) {
-            free(all);
-            return -1;
-        }
-        double tt = all[0].t;
-        int64_t wrong = all[0].wrong < 0 ? -1 : 0;
-        for (int r = 0; r < rt->nranks; r++) {
-            if (r && o->average == 1)
-                tt += all[r].t;
-            if (o->average == 2 && all[r].t < tt)
-                tt = all[r].t;
-            if (o->average == 3 && all[r].t > tt)
-                tt = all[r].t;
-            if (wrong >= 0 && all[r].wrong > 0)
-                wrong += all[r].wrong;
-        }
-        if (o->average == 1)
-            tt /= rt->nranks;
-        free(all);
+    double *itbuf = NULL;
+    if (o->per_iter_timing && o->iters > 0 &&
+        !(itbuf = calloc((size_t)o->iters, sizeof *itbuf))) {
+        ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
+        return -1;
+    }
+    struct iterside its[2];
+    memset(its, 0, sizeof its);
+    int failing_sides = 0, rc = 0;
+    for (int ip = 0; ip < 2 && !rc; ip++) {
         struct ncd_perf_cell *cell = ip ? &row.ip : &row.oop;
-        cell->time_us = tt * 1e6;
-        ncd_perf_bw(o->coll, &k, es, rt->nranks, tt, &cell->algbw,
-                    &cell->busbw);
-        cell->wrong = wrong;
-        if (wrong > 0)
+        rc = bench_side(rk, t, op, root, ip, &k, itbuf, cell, &its[ip]);
+        if (rc)
+            break;
+        if (cell->wrong > 0)
             failing_sides++;
         tot->bw_sum += cell->busbw;
         tot->ncells++;
+    }
+    free(itbuf);
+    if (rc) {
+        iterside_free(&its[0]);
+        iterside_free(&its[1]);
+        return -1;
     }
     /* nccl-tests counts one error per thread and failing row side */
     tot->oob += failing_sides * rt->job->nprocs * o->nthreads;
@@ -309,25 +474,34 @@ static int bench_size(struct ncd__rank *rk, enum ncd_perf_dtype t,
         if (rt->sink && rt->sink->row)
             rt->sink->row(rt->sink->arg, &row);
     }
+    iterside_free(&its[0]);
+    iterside_free(&its[1]);
     return 0;
 }
 
+/* nccl-tests TimeTest: -w operations (out-of-place) at every size from -b
+ * doubling up to -e, whatever -f / -i say, each followed by a wait. */
 static int warmup(struct ncd__rank *rk, enum ncd_perf_dtype t,
                   enum ncd_perf_op op, int root)
 {
     struct ncd__rt *rt = rk->rt;
     const struct ncd_perf_opts *o = rt->o;
     size_t es = ncd_perf_dtype_size(t);
-    size_t sizes[2] = {o->maxbytes, o->minbytes};
-    for (int s = 0; s < 2; s++) {
+    if (o->warmup_iters <= 0)
+        return 0;
+    for (size_t size = o->minbytes; size <= o->maxbytes;) {
         struct ncd_perf_counts k;
-        ncd_perf_counts(o->coll, sizes[s], es, rt->nranks, rk->rank, &k);
+        ncd_perf_counts_traffic(o->coll, size, es, rt->nranks, rk->rank,
+                                o->traffic, &k);
         for (int i = 0; i < o->warmup_iters; i++)
             if (rt->be->run_coll(rk, o->coll, t, op, root, rk->send,
                                  rk->recv, &k))
                 return -1;
         if (rt->be->sync(rk))
             return -1;
+        if (size > SIZE_MAX / 2)
+            break;
+        size = size ? size * 2 : 1;
     }
     return 0;
 }
@@ -342,6 +516,7 @@ static void *rank_main(void *arg)
     size_t *sizes = NULL;
     int inited = 0, allocated = 0;
 
+    ncd__rt_stage(rt, NCD_PERF_STAGE_INIT);
     if (be->rank_init(rk))
         goto out;
     inited = 1;
@@ -360,24 +535,11 @@ static void *rank_main(void *arg)
                            rt->nranks);
 
     /* Buffers: the largest send/recv of the sweep, plus -u elements. */
-    size_t maxes = 8, need = 0;
-    {
-        struct ncd_perf_counts k;
-        for (int t = 0; t < NCD_DT__COUNT; t++) {
-            if (o->dtype >= 0 && t != o->dtype)
-                continue;
-            size_t es = ncd_perf_dtype_size((enum ncd_perf_dtype)t);
-            ncd_perf_counts(o->coll, o->maxbytes, es, rt->nranks, rk->rank,
-                            &k);
-            size_t b = (k.sendcount > k.recvcount ? k.sendcount
-                                                   : k.recvcount) * es;
-            if (b > need)
-                need = b;
-        }
-    }
-    need += (size_t)o->unalign * maxes;
+    size_t need = ncd_perf_buffer_bytes(o, rt->nranks);
+    ncd__rt_stage(rt, NCD_PERF_STAGE_ALLOC);
     if (be->alloc(rk, need ? need : 1))
         goto out;
+    ncd__rt_stage(rt, NCD_PERF_STAGE_SYNC);
     allocated = 1;
 
     size_t nsizes = ncd_perf_sweep(o->minbytes, o->maxbytes, o->stepbytes,
@@ -472,6 +634,7 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     pthread_mutex_init(&rt->mu, NULL);
     pthread_cond_init(&rt->cv, NULL);
     atomic_init(&rt->abort, 0);
+    atomic_init(&rt->stage, NCD_PERF_STAGE_OPEN);
     rt->blob_max = BLOB_MAX;
     rt->blob_mine = malloc(BLOB_MAX * (size_t)rt->nlocal);
     rt->blob_all = malloc(BLOB_MAX * (size_t)rt->nranks);
@@ -484,9 +647,14 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     }
     ncd_pg_set_abort(job->pg, &rt->abort);
     ncd_pg_set_timeout(job->pg, job->peer_timeout_ms);
+    ncd__rt_stage(rt, NCD_PERF_STAGE_OPEN);
     status = rt->be->open(rt);
+    sum->nccl_version = rt->nccl_version;
     if (status) {
         snprintf(sum->error, sizeof sum->error, "%s", rt->error);
+        snprintf(sum->quote, sizeof sum->quote, "%s", rt->quote);
+        sum->stage = rt->fail_stage ? (enum ncd_perf_stage)rt->fail_stage
+                                    : NCD_PERF_STAGE_OPEN;
         goto done;
     }
     int started = 0;
@@ -516,6 +684,8 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
     if (rt->status) {
         status = rt->status;
         snprintf(sum->error, sizeof sum->error, "%s", rt->error);
+        snprintf(sum->quote, sizeof sum->quote, "%s", rt->quote);
+        sum->stage = (enum ncd_perf_stage)rt->fail_stage;
     } else {
         const struct ncd__rank *r0 = &rt->ranks[0];
         sum->oob = r0->oob;
@@ -526,6 +696,8 @@ int ncd_perf_run(struct ncd_ctx *ctx, const struct ncd_perf_opts *o,
             status = NCD_PT_WRONG;
         if (o->min_bw >= 0 && sum->avg_busbw < o->min_bw * 0.9)
             status = NCD_PT_WRONG;
+        if (status)
+            sum->stage = NCD_PERF_STAGE_RESULT;
     }
 done:
     ncd_pg_set_abort(job->pg, NULL);

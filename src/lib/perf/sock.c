@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -42,6 +43,16 @@
 #define CHUNK_MAX (512u << 10)
 #define CHUNK_MIN (64u << 10)
 #define NLOCKS 64
+/*
+ * How long a thread with nothing to do keeps polling without sleeping
+ * (poll with timeout 0, yielding the CPU between tries) before it blocks
+ * in poll: a small message's answer usually arrives within a few tens of
+ * microseconds, and waking from a blocking poll costs about as much again
+ * (NCCL's proxy thread spins the same way, src/proxy.cc).  Only when the
+ * job's ranks x threads fit this process's CPUs.  Measured in
+ * bench/perf-socket against Open MPI's MPI_Allreduce.
+ */
+#define SPIN_S 200e-6
 
 enum { XA_COPY, XA_REDUCE, XA_ACC };
 
@@ -83,6 +94,7 @@ struct ncd__sock_rank {
     struct ncd_peerset *ps;
     int rank, nranks, nthreads, S;
     int timeout_ms;
+    int spin; /* spin before blocking in poll (SPIN_S) */
     atomic_int *abort_flag;
     uint32_t seq;
     enum ncd_perf_dtype dt;
@@ -400,7 +412,11 @@ static void run_sockets(struct ncd__sock_rank *R, struct batch *b, int self)
         if (self == 0)
             nw = watch_idle(R, b, self, pf + np, idx + np);
         np += nw;
-        int r = poll(pf, (nfds_t)np, 100);
+        /* spin briefly after the last progress, then block */
+        int spin = R->spin && ncd_sock_now() - last < SPIN_S;
+        int r = poll(pf, (nfds_t)np, spin ? 0 : 100);
+        if (r == 0 && spin)
+            sched_yield();
         if (r < 0 && errno != EINTR) {
             set_error(R, NCD_ESYS, "poll: %s", strerror(errno));
             break;
@@ -733,6 +749,13 @@ int ncd__sock_rank_new(struct ncd_peerset *ps, int rank, int nranks,
     R->S = ncd_peerset_nsocks(ps);
     R->timeout_ms = timeout_ms;
     R->abort_flag = abort_flag;
+    /* spin only when every rank's threads can have a CPU of their own: with
+     * more, a spinning rank takes the CPU the rank it waits for needs (MPI
+     * implementations stop busy-waiting when oversubscribed for the same
+     * reason) */
+    cpu_set_t cs;
+    int ncpu = sched_getaffinity(0, sizeof cs, &cs) == 0 ? CPU_COUNT(&cs) : 1;
+    R->spin = (long)nranks * R->nthreads <= ncpu;
     pthread_mutex_init(&R->mu, NULL);
     pthread_cond_init(&R->cv, NULL);
     for (int i = 0; i < NLOCKS; i++)
@@ -859,7 +882,8 @@ int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
                                .rank = R->rank,
                                .nranks = R->nranks,
                                .dt = dt,
-                               .op = op};
+                               .op = op,
+                               .k = k};
     R->dt = dt;
     R->op = op;
     R->nops = 0;
@@ -872,10 +896,13 @@ int ncd__sock_coll(struct ncd__sock_rank *R, enum ncd_perf_coll coll,
     if (R->nranks == 1) { /* nothing to exchange: the local result */
         if (c->reduces)
             ncd_perf_reduce_finish(dt, op, recv, send, a.count, 1, 1);
-        else
-            ncd__copy(recv, send, a.count * a.es);
+        else /* the whole result is this rank's own data */
+            ncd__copy(recv, send, k->recvcount * a.es);
         return 0;
     }
+    if (algo == NCD_PERF_ALGO_AUTO && c->sock_small &&
+        a.count * a.es * (size_t)(R->nranks - 1) <= NCD__SOCK_SMALL_MAX)
+        return c->sock_small(R, &a);
     int ring = algo == NCD_PERF_ALGO_AUTO ? c->ring_by_default
                                           : algo != NCD_PERF_ALGO_DIRECT;
     return ring || !c->sock_direct ? c->sock_ring(R, &a)

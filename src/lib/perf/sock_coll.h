@@ -29,6 +29,7 @@ struct ncd__sock_args {
     int rank, nranks; /* nranks > 1 */
     enum ncd_perf_dtype dt;
     enum ncd_perf_op op;
+    const struct ncd_perf_counts *k; /* the counts (alltoallv's traffic) */
 };
 
 /* Sends len bytes of buf to peer; with dep >= 0, chunk j goes out only
@@ -67,6 +68,13 @@ int ncd__sock_direct_rs(struct ncd__sock_rank *R,
 int ncd__sock_direct_ag(struct ncd__sock_rank *R,
                         const struct ncd__sock_args *a, const char *mine,
                         int equal_blocks);
+
+/* One-shot all-reduce for small sizes: every rank sends its whole input to
+ * every peer and reduces what it receives into a->recv, one exchange
+ * instead of the ring's 2(n-1) dependent steps (in-place inputs are sent
+ * from a scratch copy). */
+int ncd__sock_oneshot(struct ncd__sock_rank *R,
+                      const struct ncd__sock_args *a);
 
 /* Copies n bytes with the vectorised kernel (perf_int.h). */
 void ncd__copy(void *dst, const void *src, size_t n);

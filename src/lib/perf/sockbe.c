@@ -36,10 +36,12 @@ static int sock_open(struct ncd__rt *rt)
                        : j->algo == NCD_PERF_ALGO_DIRECT ? "direct"
                                                          : "auto";
     snprintf(rt->desc, sizeof rt->desc,
-             "socket (TCP over %s %s, %d socket%s per peer, %d helper "
+             "socket (--backend socket: TCP between the ranks, not NCCL, no "
+             "GPU; over %s %s, %s; %d socket%s per peer, %d helper "
              "thread%s, %s algorithm, host buffers)",
              j->ifname[0] ? j->ifname : "?",
-             j->bind_addr[0] ? j->bind_addr : "*", nsockets(j),
+             j->bind_addr[0] ? j->bind_addr : "*",
+             j->iface_origin[0] ? j->iface_origin : "?", nsockets(j),
              nsockets(j) == 1 ? "" : "s", j->sock_nthreads,
              j->sock_nthreads == 1 ? "" : "s", algo);
     rt->nccl_version = 0;
@@ -58,6 +60,10 @@ static int status_of(int code)
                                 : NCD_PT_NCCL;
 }
 
+static void sock_rank_fini(struct ncd__rank *rk);
+
+/* On failure the rank's state is freed here: rank_fini runs only after a
+ * successful init. */
 static int sock_rank_init(struct ncd__rank *rk)
 {
     struct ncd__rt *rt = rk->rt;
@@ -72,18 +78,18 @@ static int sock_rank_init(struct ncd__rank *rk)
                               &s->info);
     if (lfd < 0) {
         ncd__rt_fail(rt, NCD_PT_NCCL, "%s", ncd_ctx_errdetail(rk->ctx));
-        return -1;
+        goto fail;
     }
     struct ncd_rank_info *all = calloc((size_t)rt->nranks, sizeof *all);
     if (!all) {
         close(lfd);
         ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
-        return -1;
+        goto fail;
     }
     if (ncd__rt_allgather(rk, &s->info, sizeof s->info, all)) {
         close(lfd);
         free(all);
-        return -1;
+        goto fail;
     }
     int rc = ncd_peerset_connect(rk->ctx, lfd, rk->rank, rt->nranks, all,
                                  nsockets(j), ncd_pg_token(j->pg),
@@ -91,16 +97,19 @@ static int sock_rank_init(struct ncd__rank *rk)
     free(all);
     if (rc) {
         ncd__rt_fail(rt, status_of(rc), "%s", ncd_ctx_errdetail(rk->ctx));
-        return -1;
+        goto fail;
     }
     rc = ncd__sock_rank_new(s->ps, rk->rank, rt->nranks,
                             j->sock_nthreads > 0 ? j->sock_nthreads : 1,
                             j->peer_timeout_ms, &rt->abort, &s->eng);
     if (rc) {
         ncd__rt_fail(rt, NCD_PT_INTERNAL, "out of memory");
-        return -1;
+        goto fail;
     }
     return 0;
+fail:
+    sock_rank_fini(rk);
+    return -1;
 }
 
 static void sock_rank_fini(struct ncd__rank *rk)

@@ -18,6 +18,7 @@
 
 #include "ncd/error.h"
 #include "ncd/sock.h"
+#include "ncd/strbuf.h"
 #include "pg/pg_int.h"
 
 /* The frames (struct pg_hello, struct pg_hdr) and their decoders are in
@@ -95,6 +96,7 @@ struct pg_tcp {
     int *fds;           /* root: fds[p] for p >= 1 */
     char (*addrs)[64];  /* root: address of each proc */
     char root_addr[300];
+    char dup[256];      /* root: indices two connections claimed */
 };
 
 static struct pg_tcp *T(struct ncd_pg *pg)
@@ -175,7 +177,7 @@ static int tcp_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
     memcpy(all, mine, len);
     for (int p = 1; p < pg->nprocs; p++) {
         struct pg_hdr h;
-        char msg[400];
+        char msg[700];
         rc = ncd_sock_io(t->fds[p], &h, sizeof h, 0, deadline,
                           pg->abort_flag, &err);
         if (!rc && ncd__pg_hdr_check(&h, sizeof h, pg->round, len, &h)) {
@@ -192,11 +194,12 @@ static int tcp_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
                               0, deadline, pg->abort_flag, &err);
         if (rc) {
             snprintf(msg, sizeof msg,
-                     "process %d (%s) %s", p, t->addrs[p],
+                     "process %d (%s) %s%s%s", p, t->addrs[p],
                      rc == NCD_ETIMEOUT
                          ? "did not answer before the timeout"
                          : "closed its connection to the rendezvous root "
-                           "(process died?)");
+                           "(process died?)",
+                     t->dup[0] ? "; at the rendezvous " : "", t->dup);
             pg_fail_all(t, msg);
             return ncd_fail(ctx, rc, "%s", msg);
         }
@@ -222,70 +225,162 @@ static int tcp_allgather(struct ncd_ctx *ctx, struct ncd_pg *pg,
     return 0;
 }
 
+/* A hello at the root (ncd_hello_fn). */
+struct root_arg {
+    struct pg_tcp *t;
+    struct ncd_ctx *ctx;
+    int joined;
+    /* processes whose index another connection claimed too */
+    char dup[256];
+};
+
+/* 1 when the connection has been closed by its peer (EOF pending). */
+static int peer_gone(int fd)
+{
+    char c;
+    ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK &&
+                      errno != EINTR);
+}
+
+/* Tells a refused process of this job why, before the root closes. */
+static void refuse(int fd, const char *msg)
+{
+    struct pg_hdr h = {.magic = PG_MAGIC, .status = 1, .len = strlen(msg)};
+    int err;
+    double d = ncd_sock_now() + 0.5;
+    if (ncd_sock_io(fd, &h, sizeof h, 1, d, NULL, &err) == 0)
+        ncd_sock_io(fd, (void *)msg, h.len, 1, d, NULL, &err);
+}
+
+static int judge_hello(void *arg, int fd, const void *hello, const char *peer,
+                       char *why, size_t whylen)
+{
+    struct root_arg *a = arg;
+    struct pg_tcp *t = a->t;
+    struct ncd_pg *pg = &t->pg;
+    struct pg_hello h;
+    memcpy(&h, hello, sizeof h);
+    if (h.magic != PG_MAGIC) {
+        snprintf(why, whylen, "bad magic (not an nccl-doctor process)");
+        return 0;
+    }
+    if (h.version != PG_PROTO_VERSION) {
+        snprintf(why, whylen, "protocol version %u, not %u", h.version,
+                 PG_PROTO_VERSION);
+        return 0;
+    }
+    if (h.token && h.token != pg->token) {
+        snprintf(why, whylen, "wrong job token (another job)");
+        return 0;
+    }
+    if ((int)h.nprocs != pg->nprocs) {
+        /* NCCL's "Bootstrap Root : mismatch in info from procs": two jobs
+         * share the address, or the processes disagree on the job size */
+        char msg[400];
+        snprintf(msg, sizeof msg,
+                 "rendezvous root: process %u from %s: mismatch in the number "
+                 "of processes (it says nprocs %u, root has %d): two jobs "
+                 "share the rendezvous address, or processes disagree on the "
+                 "job size or their index",
+                 h.proc, peer, h.nprocs, pg->nprocs);
+        refuse(fd, msg);
+        return ncd_fail(a->ctx, NCD_EPROTO, "%s", msg);
+    }
+    if ((int)h.proc <= 0 || (int)h.proc >= pg->nprocs) {
+        snprintf(why, whylen, "says process %u, out of range 1-%d", h.proc,
+                 pg->nprocs - 1);
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "rendezvous root refused this process: index %u is out of "
+                 "range 1-%d",
+                 h.proc, pg->nprocs - 1);
+        refuse(fd, msg);
+        return 0;
+    }
+    int p = (int)h.proc;
+    if (t->fds[p] >= 0 && !peer_gone(t->fds[p])) {
+        /* the first claim holds; the root cannot tell which is genuine,
+         * so both addresses go into the messages */
+        snprintf(why, whylen, "says process %d, which %s holds", p,
+                 t->addrs[p]);
+        char msg[300];
+        snprintf(msg, sizeof msg,
+                 "rendezvous root refused this process: process %d has "
+                 "already checked in from %s",
+                 p, t->addrs[p]);
+        refuse(fd, msg);
+        size_t l = strlen(a->dup);
+        if (l < sizeof a->dup - 80)
+            snprintf(a->dup + l, sizeof a->dup - l,
+                     "%sprocess %d claimed by %s and %s", l ? ", " : "", p,
+                     t->addrs[p], peer);
+        return 0;
+    }
+    if (t->fds[p] >= 0) { /* its earlier connection is gone: a restart */
+        close(t->fds[p]);
+        a->joined--;
+    }
+    t->fds[p] = fd;
+    snprintf(t->addrs[p], sizeof t->addrs[0], "%.63s", peer);
+    a->joined++;
+    return 1;
+}
+
+/* Hellos must come at once: a connection has this long to send its own. */
+#define HELLO_MS 2000
+
 static int pg_root_accept(struct ncd_ctx *ctx, struct pg_tcp *t, int lfd,
                           double deadline)
 {
     struct ncd_pg *pg = &t->pg;
-    int joined = 1;
-    while (joined < pg->nprocs) {
-        char peer[96];
-        int fd = ncd_sock_accept(ctx, lfd, deadline, pg->abort_flag, peer,
-                                 sizeof peer, "processes to join the "
-                                              "rendezvous");
-        if (fd < 0) {
-            /* Name the processes that never came: that is where to look. */
-            char missing[256] = "";
-            int nm = 0;
-            for (int p = 1; p < pg->nprocs; p++) {
-                if (t->fds[p] >= 0)
-                    continue;
-                size_t l = strlen(missing);
-                if (nm++ < 16 && l < sizeof missing - 16)
-                    snprintf(missing + l, sizeof missing - l, "%s%d",
-                             l ? ", " : "", p);
-            }
-            if (nm > 16)
-                snprintf(missing + strlen(missing),
-                         sizeof missing - strlen(missing), " and %d more",
-                         nm - 16);
-            ncd_ctx_clear_error(ctx);
-            return ncd_fail(ctx, fd,
-                            "rendezvous root: only %d of %d processes "
-                            "joined before the timeout (%d s); never joined: "
-                            "process %s",
-                            joined, pg->nprocs, pg->timeout_ms / 1000,
-                            missing);
+    struct root_arg a = {.t = t, .ctx = ctx, .joined = 1};
+    struct ncd_hello_stats st;
+    memset(&st, 0, sizeof st);
+    int rc = 0;
+    /* a process may restart and take its slot again: loop until every
+     * slot is held */
+    while (a.joined < pg->nprocs && !rc)
+        rc = ncd_sock_accept_hellos(ctx, lfd, sizeof(struct pg_hello),
+                                    pg->nprocs - a.joined, deadline,
+                                    HELLO_MS, pg->abort_flag, judge_hello, &a,
+                                    &st, "processes to join the rendezvous");
+    if (rc == NCD_ETIMEOUT || rc == NCD_EPEER) {
+        /* Name the processes that never came: that is where to look; and
+         * the connections that were no process of this job. */
+        char missing[256] = "";
+        int nm = 0;
+        for (int p = 1; p < pg->nprocs; p++) {
+            if (t->fds[p] >= 0)
+                continue;
+            size_t l = strlen(missing);
+            if (nm++ < 16 && l < sizeof missing - 16)
+                snprintf(missing + l, sizeof missing - l, "%s%d",
+                         l ? ", " : "", p);
         }
-        struct pg_hello h;
-        int err, fatal = 0;
-        double hd = ncd_sock_now() + 5.0;
-        if (hd > deadline)
-            hd = deadline;
-        int rc = ncd_sock_io(fd, &h, sizeof h, 0, hd, pg->abort_flag, &err);
-        const char *why = ncd__pg_hello_check(&h, rc ? 0 : sizeof h,
-                                              pg->nprocs, pg->token, t->fds,
-                                              &fatal, &h);
-        if (why) {
-            close(fd);
-            if (fatal)
-                return ncd_fail(ctx, NCD_EPROTO,
-                                "rendezvous root: process %u from %s: %s "
-                                "(it says nprocs %u, root has %d): two jobs "
-                                "share the rendezvous address, or processes "
-                                "disagree on the job size or their index",
-                                h.proc, peer, why, h.nprocs, pg->nprocs);
-            continue;
-        }
-        t->fds[h.proc] = fd;
-        snprintf(t->addrs[h.proc], sizeof t->addrs[0], "%.63s", peer);
-        joined++;
+        if (nm > 16)
+            snprintf(missing + strlen(missing),
+                     sizeof missing - strlen(missing), " and %d more",
+                     nm - 16);
+        char strangers[700];
+        ncd_hello_stats_text(&st, HELLO_MS, strangers, sizeof strangers);
+        ncd_ctx_clear_error(ctx);
+        return ncd_fail(ctx, rc,
+                        "rendezvous root: only %d of %d processes "
+                        "joined before the timeout (%d s); never joined: "
+                        "process %s%s%s%s%s",
+                        a.joined, pg->nprocs, pg->timeout_ms / 1000, missing,
+                        strangers[0] ? "; meanwhile " : "", strangers,
+                        a.dup[0] ? "; " : "", a.dup);
     }
+    if (rc)
+        return rc;
+    snprintf(t->dup, sizeof t->dup, "%s", a.dup);
     struct pg_hdr rep = {.magic = PG_MAGIC, .len = pg->token};
     for (int p = 1; p < pg->nprocs; p++) {
         int err;
-        int rc = ncd_sock_io(t->fds[p], &rep, sizeof rep, 1, deadline,
-                              pg->abort_flag, &err);
-        if (rc)
+        if (ncd_sock_io(t->fds[p], &rep, sizeof rep, 1, deadline,
+                        pg->abort_flag, &err))
             return ncd_fail(ctx, NCD_EPEER,
                             "rendezvous root: process %d (%s) went away "
                             "during the rendezvous",
@@ -376,7 +471,7 @@ int ncd_pg_tcp(struct ncd_ctx *ctx, const struct ncd_pg_params *p,
         if (p->listen_fd >= 0)
             close(p->listen_fd);
         int fd = ncd_sock_connect_retry(ctx, p->host, p->port, deadline,
-                               "rendezvous root");
+                                        "rendezvous root", 0);
         if (fd < 0) {
             ncd_pg_free(pg);
             return fd;
@@ -402,7 +497,15 @@ int ncd_pg_tcp(struct ncd_ctx *ctx, const struct ncd_pg_params *p,
                           t->root_addr,
                           rc == NCD_ETIMEOUT ? "timed out" : "connection closed",
                           p->nprocs);
-        else if (rep.magic != PG_MAGIC || rep.status != 0)
+        else if (rep.magic == PG_MAGIC && rep.status != 0) {
+            char msg[400] = "";
+            size_t ml = rep.len < sizeof msg - 1 ? rep.len : sizeof msg - 1;
+            ncd_sock_io(fd, msg, ml, 0, ncd_sock_now() + 1.0, NULL, &err);
+            msg[ml] = '\0';
+            ncd_utf8_sanitize(msg);
+            rc = ncd_fail(ctx, NCD_EPROTO, "rendezvous with root %s: %s",
+                          t->root_addr, msg);
+        } else if (rep.magic != PG_MAGIC)
             rc = ncd_fail(ctx, NCD_EPROTO,
                           "rendezvous root %s answered with a bad frame",
                           t->root_addr);

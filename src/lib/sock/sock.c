@@ -334,7 +334,7 @@ int ncd_sock_connect_timeout(const char *addr, const char *ifname, int port,
 }
 
 int ncd_sock_connect_retry(struct ncd_ctx *ctx, const char *host, int port,
-                           double deadline, const char *what)
+                           double deadline, const char *what, unsigned flags)
 {
     struct sockaddr_storage ss;
     socklen_t sl;
@@ -373,6 +373,9 @@ int ncd_sock_connect_retry(struct ncd_ctx *ctx, const char *host, int port,
         close(fd);
         if (ncd_sock_now() >= deadline)
             break;
+        if ((flags & NCD_SOCK_RETRY_NCCL) && last != ECONNREFUSED &&
+            last != ETIMEDOUT)
+            break; /* NCCL gives up at once on these */
         usleep(100000);
     }
     return ncd_fail(ctx,

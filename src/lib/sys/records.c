@@ -118,9 +118,11 @@ void ncd__record_env_format(struct ncd_ctx *ctx, struct ncd_strbuf *out)
     for (size_t i = 0; i < ncd_env_count(ctx); i++) {
         const char *n, *v;
         ncd_env_at(ctx, i, &n, &v);
-        if (ncd_gather_env_wanted(n))
-            ncd_sb_printf(out, "%s=%s\n", n,
-                          ncd_env_is_secret(n) ? "<redacted>" : v);
+        if (ncd_gather_env_wanted(n)) {
+            ncd_sb_printf(out, "%s=", n);
+            ncd_env_redact(n, v, out);
+            ncd_sb_putc(out, '\n');
+        }
     }
 }
 

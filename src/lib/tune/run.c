@@ -171,12 +171,21 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
         rep->status = -1;
     }
     ncd_spawn_result_release(&r);
+    /* a signal to tune reaches perf's process group too: whatever perf
+     * said, the run was stopped, not failed by the settings */
+    if (ex->cancel && atomic_load(ex->cancel)) {
+        rep->interrupted = 1;
+        rep->status = -1;
+        snprintf(rep->error, sizeof rep->error, "interrupted");
+    }
 }
 
 /* Adds one run's outcome to a candidate's record. */
 static void record(struct ncd_tune_runs *ru, const struct ncd_tune_result *r,
                    const char *who)
 {
+    if (r->interrupted)
+        return;
     if (r->status == 0 && ru->n < NCD_TUNE_MAX_RUNS) {
         ru->busbw[ru->n++] = r->busbw;
     } else if (r->status) {
@@ -195,19 +204,35 @@ static void progress(const struct ncd_tune_exec *ex,
                      r->busbw);
 }
 
-void ncd_tune_measure_local(struct ncd_ctx *ctx,
-                            const struct ncd_tune_exec *ex,
-                            const struct ncd_tune_set *set, int reps, int np,
-                            struct ncd_tune_runs *runs)
+static int cancelled(const struct ncd_tune_exec *ex)
+{
+    return ex->cancel && atomic_load(ex->cancel);
+}
+
+int ncd_tune_measure_local(struct ncd_ctx *ctx,
+                           const struct ncd_tune_exec *ex,
+                           const struct ncd_tune_set *set, int reps, int np,
+                           struct ncd_tune_runs *runs)
 {
     memset(runs, 0, sizeof *runs * (size_t)set->n);
+    if (ex->planned)
+        ex->planned(ex->progress_arg, set, reps);
+    int done = 0;
     for (int r = 0; r < reps; r++)
         for (int i = 0; i < set->n; i++) { /* interleaved: drift hits all */
+            if (set->c[i].skip[0])
+                continue;
+            if (cancelled(ex))
+                return done;
             struct ncd_tune_result rep;
             ncd_tune_run_perf(ctx, ex, &set->c[i], np, NULL, 1, 0, 1, &rep);
+            if (rep.interrupted)
+                return done;
             record(&runs[i], &rep, "");
+            done++;
             progress(ex, &set->c[i], r, &rep);
         }
+    return done;
 }
 
 int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
@@ -229,8 +254,8 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
 
 enum { NAMES = 512 };
 
-/* Interface names usable on this node, NUL-separated, "" terminated. */
-static void usable_names(struct ncd_ctx *ctx, char *out, size_t len)
+void ncd_tune_usable_names(struct ncd_ctx *ctx, int loopback, char *out,
+                           size_t len)
 {
     memset(out, 0, len);
     struct ncd_node node;
@@ -239,8 +264,11 @@ static void usable_names(struct ncd_ctx *ctx, char *out, size_t len)
     const struct ncd_recommendation *rec = &node.net.rec;
     if (ncd_node_probe_net(ctx, 0, &node) == 0)
         for (size_t i = 0; i < rec->n; i++) {
-            const char *n = rec->ranks[i].ni->name;
-            if (!rec->ranks[i].usable || off + strlen(n) + 2 > len)
+            const struct ncd_netif *ni = rec->ranks[i].ni;
+            const char *n = ni->name;
+            int lo = loopback && ni->kind == NCD_IFK_LOOPBACK &&
+                     ni->n_addrs > 0;
+            if (!(rec->ranks[i].usable || lo) || off + strlen(n) + 2 > len)
                 continue;
             memcpy(out + off, n, strlen(n) + 1);
             off += strlen(n) + 1;
@@ -278,6 +306,7 @@ static void sanitize(struct ncd_tune_set *set)
     for (int i = 0; i < set->n; i++) {
         struct ncd_tune_cand *c = &set->c[i];
         c->label[sizeof c->label - 1] = 0;
+        c->skip[sizeof c->skip - 1] = 0;
         if (c->nvars < 0 || c->nvars > NCD_TUNE_MAX_VARS)
             c->nvars = 0;
         for (int k = 0; k < c->nvars; k++) {
@@ -290,6 +319,7 @@ static void sanitize(struct ncd_tune_set *set)
 /* Agrees on a set: rank 0 builds it from the names usable everywhere. */
 static int agree_set(struct ncd_ctx *ctx, const struct ncd_job *job,
                      const char *cands, size_t len, int families,
+                     const struct ncd_tune_scope *sc,
                      struct ncd_tune_set *set)
 {
     int n = job->nprocs, rc;
@@ -299,7 +329,7 @@ static int agree_set(struct ncd_ctx *ctx, const struct ncd_job *job,
         rc = NCD_ENOMEM;
         goto out;
     }
-    usable_names(ctx, mine, NAMES);
+    ncd_tune_usable_names(ctx, 0, mine, NAMES);
     rc = ncd_pg_allgather(ctx, job->pg, mine, NAMES, all);
     if (rc)
         goto out;
@@ -308,9 +338,17 @@ static int agree_set(struct ncd_ctx *ctx, const struct ncd_job *job,
     if (job->proc == 0) {
         char common[NAMES];
         intersect(all, n, common);
-        bad = ncd_tune_build_set(ctx, cands, len, families, 0, common, set);
+        bad = ncd_tune_build_set(ctx, cands, len, families, sc->one_host,
+                                 common, set);
         if (bad)
             set->n = 0;
+        else if (sc->one_host) { /* what NCCL could pick here, lo too */
+            char here[NAMES];
+            ncd_tune_usable_names(ctx, 1, here, sizeof here);
+            ncd_tune_mark_skips(ctx, set, sc, here);
+        } else {
+            ncd_tune_mark_skips(ctx, set, sc, NULL);
+        }
     }
     rc = ncd_pg_allgather(ctx, job->pg, set, sizeof *set, sets);
     if (rc)
@@ -334,7 +372,7 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                           const struct ncd_job *job,
                           const struct ncd_tune_cand *c, int rep,
                           struct ncd_tune_runs *ru,
-                          struct ncd_tune_result *reps)
+                          struct ncd_tune_result *reps, int *stop)
 {
     int n = job->nprocs, me = job->proc;
     const char *host = job->plan->rdv_host;
@@ -354,8 +392,15 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
     struct ncd_tune_result mine;
     ncd_tune_run_perf(ctx, ex, c, 0, rdv, n, me, me == 0, &mine);
     rc = ncd_pg_allgather(ctx, job->pg, &mine, sizeof mine, reps);
-    if (rc || me != 0)
+    if (rc)
         return rc;
+    for (int k = 0; k < n; k++)
+        if (reps[k].interrupted) { /* every process sees it: all stop */
+            *stop = 1;
+            return 0;
+        }
+    if (me != 0)
+        return 0;
     int failed = -1;
     for (int k = 0; k < n && failed < 0; k++)
         if (reps[k].status)
@@ -375,6 +420,7 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
 int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                          const struct ncd_job *job, const char *cands,
                          size_t len, int families, int reps,
+                         const struct ncd_tune_scope *sc,
                          struct ncd_tune_set *set, struct ncd_tune_runs *runs)
 {
     if (!job->plan->rdv_host[0])
@@ -382,16 +428,21 @@ int ncd_tune_measure_job(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
                         "several processes need a TCP rendezvous host for "
                         "their perf runs: pass --rendezvous HOST:PORT or set "
                         "MASTER_ADDR/MASTER_PORT");
-    int rc = agree_set(ctx, job, cands, len, families, set);
+    int rc = agree_set(ctx, job, cands, len, families, sc, set);
     if (rc)
         return rc;
     memset(runs, 0, sizeof *runs * (size_t)set->n);
+    if (job->proc == 0 && ex->planned)
+        ex->planned(ex->progress_arg, set, reps);
     struct ncd_tune_result *all = calloc((size_t)job->nprocs, sizeof *all);
     if (!all)
         return NCD_ENOMEM;
-    for (int r = 0; r < reps && !rc; r++)
-        for (int i = 0; i < set->n && !rc; i++)
-            rc = run_everywhere(ctx, ex, job, &set->c[i], r, &runs[i], all);
+    int stop = 0;
+    for (int r = 0; r < reps && !rc && !stop; r++)
+        for (int i = 0; i < set->n && !rc && !stop; i++)
+            if (!set->c[i].skip[0]) /* the same set on every process */
+                rc = run_everywhere(ctx, ex, job, &set->c[i], r, &runs[i],
+                                    all, &stop);
     free(all);
     return rc;
 }

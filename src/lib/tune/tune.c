@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "ncd/error.h"
+#include "ncd/nccl.h"
+#include "ncd/perf.h"
 #include "ncd/report.h"
 #include "ncd/tune.h"
 
@@ -196,8 +198,9 @@ static int next_token(const char **pp, char *name, size_t nlen, char *value,
     }
     size_t n = 0;
     while (*p && (isalnum((unsigned char)*p) || *p == '_')) {
-        if (n + 1 < nlen)
-            name[n++] = *p;
+        if (n + 1 >= nlen)
+            return -2; /* too long: refused, not cut */
+        name[n++] = *p;
         p++;
     }
     name[n] = 0;
@@ -217,8 +220,9 @@ static int next_token(const char **pp, char *name, size_t nlen, char *value,
     if (*p == '\'' || *p == '"') {
         char q = *p++;
         while (*p && *p != q) {
-            if (v + 1 < vlen)
-                value[v++] = *p;
+            if (v + 1 >= vlen)
+                return -2;
+            value[v++] = *p;
             p++;
         }
         if (*p != q)
@@ -226,8 +230,9 @@ static int next_token(const char **pp, char *name, size_t nlen, char *value,
         p++;
     } else {
         while (*p && *p != ' ' && *p != '\t') {
-            if (v + 1 < vlen)
-                value[v++] = *p;
+            if (v + 1 >= vlen)
+                return -2;
+            value[v++] = *p;
             p++;
         }
     }
@@ -243,19 +248,25 @@ int ncd_tune_parse_file(struct ncd_ctx *ctx, const char *buf, size_t len,
     struct ncd_tune_cand *base = add_cand(out);
     base->baseline = 1;
     snprintf(base->label, sizeof base->label, "(current)");
+    if (memchr(buf, '\0', len)) {
+        int l = 1;
+        for (const char *q = buf; *q; q++)
+            l += *q == '\n';
+        return ncd_fail(ctx, NCD_EPARSE, "line %d: NUL byte", l);
+    }
+    char *line = malloc(len + 1);
+    if (!line)
+        return ncd_fail(ctx, NCD_ENOMEM, "out of memory");
     size_t i = 0;
-    int lineno = 0;
-    while (i < len) {
+    int lineno = 0, rc = 0;
+    while (i < len && !rc) {
         size_t e = i;
         while (e < len && buf[e] != '\n')
             e++;
         lineno++;
-        char line[2048];
-        size_t l = e - i < sizeof line - 1 ? e - i : sizeof line - 1;
+        size_t l = e - i;
         memcpy(line, buf + i, l);
         line[l] = 0;
-        if (strlen(line) < l)
-            return ncd_fail(ctx, NCD_EPARSE, "line %d: NUL byte", lineno + 0);
         if (l && line[l - 1] == '\r')
             line[l - 1] = 0;
         i = e + 1;
@@ -264,50 +275,219 @@ int ncd_tune_parse_file(struct ncd_ctx *ctx, const char *buf, size_t len,
             p++;
         if (!*p || *p == '#')
             continue;
-        char label[96] = "";
+        const char *label = NULL;
+        size_t ll = 0;
         const char *colon = strchr(p, ':');
         const char *eq = strchr(p, '=');
         if (colon && (!eq || colon < eq)) {
-            size_t ll = (size_t)(colon - p);
+            ll = (size_t)(colon - p);
             while (ll && (p[ll - 1] == ' ' || p[ll - 1] == '\t'))
                 ll--;
-            if (ll >= sizeof label)
-                ll = sizeof label - 1;
-            memcpy(label, p, ll);
-            label[ll] = 0;
+            if (ll > NCD_TUNE_LABEL_MAX) {
+                rc = ncd_fail(ctx, NCD_ERANGE,
+                              "line %d: a label of %zu characters (at most "
+                              "%d)",
+                              lineno, ll, NCD_TUNE_LABEL_MAX);
+                break;
+            }
+            label = p;
             p = colon + 1;
         }
         struct ncd_tune_cand *c = add_cand(out);
-        if (!c)
-            return ncd_fail(ctx, NCD_ERANGE,
-                            "line %d: more than %d candidates", lineno,
-                            NCD_TUNE_MAX_CANDS - 1);
-        char name[48], value[200];
+        if (!c) {
+            rc = ncd_fail(ctx, NCD_ERANGE, "line %d: more than %d candidates",
+                          lineno, NCD_TUNE_MAX_CANDS - 1);
+            break;
+        }
+        char name[NCD_TUNE_NAME_MAX + 1], value[NCD_TUNE_VALUE_MAX + 1];
         int unset, r;
         while ((r = next_token(&p, name, sizeof name, value, sizeof value,
                                &unset)) > 0)
-            if (add_var(c, name, unset ? NULL : value))
-                return ncd_fail(ctx, NCD_ERANGE,
-                                "line %d: more than %d variables", lineno,
-                                NCD_TUNE_MAX_VARS);
-        if (r < 0)
-            return ncd_fail(ctx, NCD_EPARSE,
-                            "line %d: expected NAME=VALUE or -NAME near "
-                            "'%.40s'",
-                            lineno, p);
-        if (!c->nvars)
-            return ncd_fail(ctx, NCD_EPARSE,
-                            "line %d: a candidate needs at least one "
-                            "NAME=VALUE",
-                            lineno);
-        if (label[0])
-            snprintf(c->label, sizeof c->label, "%s", label);
-        else
+            if (add_var(c, name, unset ? NULL : value)) {
+                rc = ncd_fail(ctx, NCD_ERANGE,
+                              "line %d: more than %d variables", lineno,
+                              NCD_TUNE_MAX_VARS);
+                break;
+            }
+        if (rc)
+            break;
+        if (r == -2)
+            rc = ncd_fail(ctx, NCD_ERANGE,
+                          "line %d: a name longer than %d or a value longer "
+                          "than %d characters near '%.40s'",
+                          lineno, NCD_TUNE_NAME_MAX, NCD_TUNE_VALUE_MAX, p);
+        else if (r < 0)
+            rc = ncd_fail(ctx, NCD_EPARSE,
+                          "line %d: expected NAME=VALUE or -NAME near "
+                          "'%.40s'",
+                          lineno, p);
+        else if (!c->nvars)
+            rc = ncd_fail(ctx, NCD_EPARSE,
+                          "line %d: a candidate needs at least one "
+                          "NAME=VALUE",
+                          lineno);
+        else if (label && ll) {
+            memcpy(c->label, label, ll);
+            c->label[ll] = 0;
+        } else {
             set_label(c);
+        }
     }
-    if (out->n < 2)
-        return ncd_fail(ctx, NCD_EPARSE, "no candidate in the file");
+    free(line);
+    if (!rc && out->n < 2)
+        rc = ncd_fail(ctx, NCD_EPARSE, "no candidate in the file");
+    return rc;
+}
+
+/* ---- what the runs measure, and what cannot matter -------------------- */
+
+void ncd_tune_scope_text(const struct ncd_tune_scope *sc,
+                         struct ncd_strbuf *out)
+{
+    if (sc->backend == NCD_PERF_BACKEND_SOCKET && sc->one_host)
+        ncd_sb_puts(out,
+                    "Measured: TCP between the ranks on this host (perf "
+                    "--backend socket, host buffers, over loopback). It "
+                    "compares the socket-transport settings NCCL shares with "
+                    "it on this machine, not NCCL's GPU path (NVLink/P2P, "
+                    "SHM, InfiniBand between GPUs).");
+    else if (sc->backend == NCD_PERF_BACKEND_SOCKET)
+        ncd_sb_puts(out,
+                    "Measured: TCP between the hosts (perf --backend socket, "
+                    "host buffers). It compares the socket-transport "
+                    "settings NCCL shares with it (interfaces, threads, "
+                    "sockets), not NCCL's GPU path (NVLink/P2P, SHM, "
+                    "InfiniBand, GPUDirect RDMA).");
+    else if (sc->one_host)
+        ncd_sb_puts(out,
+                    "Measured: NCCL on the GPUs of this host (perf --backend "
+                    "nccl). NCCL joins them by P2P/SHM, so network settings "
+                    "cannot change the result here.");
+    else
+        ncd_sb_puts(out, "Measured: NCCL between the GPUs of every host "
+                         "(perf --backend nccl).");
+}
+
+static int prefixed(const char *name, const char *prefix)
+{
+    return !strncmp(name, prefix, strlen(prefix));
+}
+
+/* Whether a value of NCCL_SOCKET_IFNAME selects one of `names`. */
+static int selects_some(const char *value, const char *names)
+{
+    struct ncd_nccl_iflist l;
+    ncd_nccl_iflist_parse(value, 16, &l);
+    for (const char *p = names; *p; p += strlen(p) + 1)
+        if (!l.set || ncd_nccl_iflist_match(&l, p, -1))
+            return 1;
     return 0;
+}
+
+/* "1" as NCCL reads a boolean parameter (non-zero integer). */
+static int truthy(const char *v)
+{
+    return v && atoi(v) != 0;
+}
+
+/* The value a candidate gives `name`, else the environment's. */
+static const char *value_in(struct ncd_ctx *ctx, const struct ncd_tune_cand *c,
+                            const char *name)
+{
+    for (int i = 0; i < c->nvars; i++)
+        if (!strcmp(c->vars[i].name, name))
+            return c->vars[i].unset ? NULL : c->vars[i].value;
+    return ncd_getenv(ctx, name);
+}
+
+/* Why setting v cannot change the measurement, or NULL when it can. */
+static const char *cannot_matter(struct ncd_ctx *ctx,
+                                 const struct ncd_tune_cand *c,
+                                 const struct ncd_tune_var *v,
+                                 const struct ncd_tune_scope *sc,
+                                 const char *names)
+{
+    const char *n = v->name;
+    if (sc->one_host && !strcmp(n, "NCCL_SOCKET_IFNAME") && names &&
+        (v->unset || selects_some(v->value, names)))
+        return "on one host every rank is local: connections to any "
+               "interface's address are routed through loopback, so "
+               "NCCL_SOCKET_IFNAME cannot change the result (compare "
+               "interfaces with tune across hosts)";
+    if (sc->backend == NCD_PERF_BACKEND_SOCKET) {
+        static const char *const reads[] = {
+            "NCCL_SOCKET_IFNAME", "NCCL_SOCKET_FAMILY", "NCCL_COMM_ID",
+            "NCCL_SOCKET_NTHREADS", "NCCL_NSOCKS_PERTHREAD"};
+        if (!prefixed(n, "NCCL_") || prefixed(n, "NCCL_TESTS_"))
+            return NULL;
+        for (size_t i = 0; i < sizeof reads / sizeof reads[0]; i++)
+            if (!strcmp(n, reads[i]))
+                return NULL;
+        if (prefixed(n, "NCCL_SHM_"))
+            return "the socket backend does not use NCCL's shared-memory "
+                   "transport (NCCL_SHM_*)";
+        if (prefixed(n, "NCCL_IB_") || prefixed(n, "NCCL_NET_GDR"))
+            return "the socket backend does not use InfiniBand/RoCE "
+                   "(NCCL_IB_*, NCCL_NET_GDR_*)";
+        return "the socket backend reads only NCCL_SOCKET_IFNAME, "
+               "NCCL_SOCKET_FAMILY, NCCL_COMM_ID, NCCL_SOCKET_NTHREADS and "
+               "NCCL_NSOCKS_PERTHREAD; other NCCL_* settings act inside "
+               "NCCL";
+    }
+    if (sc->backend == NCD_PERF_BACKEND_NCCL && sc->one_host &&
+        (prefixed(n, "NCCL_IB_") || prefixed(n, "NCCL_NET_") ||
+         !strcmp(n, "NCCL_SOCKET_NTHREADS") ||
+         !strcmp(n, "NCCL_NSOCKS_PERTHREAD")) &&
+        !(truthy(value_in(ctx, c, "NCCL_P2P_DISABLE")) &&
+          truthy(value_in(ctx, c, "NCCL_SHM_DISABLE"))))
+        return "on one host NCCL joins the GPUs by P2P/SHM, not the "
+               "network, so network settings cannot change the result";
+    return NULL;
+}
+
+int ncd_tune_mark_skips(struct ncd_ctx *ctx, struct ncd_tune_set *set,
+                        const struct ncd_tune_scope *sc, const char *names)
+{
+    int n = 0;
+    for (int i = 0; i < set->n; i++) {
+        struct ncd_tune_cand *c = &set->c[i];
+        c->skip[0] = '\0';
+        if (c->baseline || c->nvars == 0)
+            continue;
+        const char *why = NULL;
+        for (int k = 0; k < c->nvars; k++) {
+            const char *w = cannot_matter(ctx, c, &c->vars[k], sc, names);
+            if (!w) {
+                why = NULL;
+                break;
+            }
+            if (!why)
+                why = w;
+        }
+        if (why) {
+            snprintf(c->skip, sizeof c->skip, "%s", why);
+            n++;
+        }
+    }
+    return n;
+}
+
+void ncd_tune_keep_command(const struct ncd_tune_cand *c,
+                           struct ncd_strbuf *out)
+{
+    ncd_sb_puts(out, "nccl-doctor env --write ~/.bashrc");
+    for (int i = 0; i < c->nvars; i++) {
+        const struct ncd_tune_var *v = &c->vars[i];
+        if (v->unset) {
+            ncd_sb_printf(out, " --unset %s", v->name);
+            continue;
+        }
+        struct ncd_strbuf kv = {0};
+        ncd_sb_printf(&kv, "%s=%s", v->name, v->value);
+        ncd_sb_puts(out, " --set ");
+        ncd_sb_shell_quote(out, ncd_sb_str(&kv));
+        ncd_sb_release(&kv);
+    }
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -333,7 +513,7 @@ static void stat_of(const struct ncd_tune_runs *r, struct ncd_tune_stat *s)
 }
 
 int ncd_tune_summarize(const struct ncd_tune_set *set,
-                       const struct ncd_tune_runs *runs,
+                       const struct ncd_tune_runs *runs, int interrupted,
                        struct ncd_tune_stat *stats, struct ncd_findings *out)
 {
     int base = 0;
@@ -353,7 +533,9 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
     int win = -1;
     for (int i = 0; i < set->n; i++) {
         const struct ncd_tune_stat *s = &stats[i];
-        if (i == base || !s->ok || !b->ok || s->within_noise ||
+        if (interrupted || i == base || set->c[i].skip[0] || !s->ok ||
+            !b->ok ||
+            s->within_noise ||
             s->min <= b->max)
             continue;
         if (win < 0 || s->median > stats[win].median)
@@ -378,7 +560,18 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
                                    "(an interface that does not reach the "
                                    "other hosts, a value NCCL rejects).");
     }
-    if (win >= 0) {
+    if (interrupted) {
+        int done = 0;
+        for (int i = 0; i < set->n; i++)
+            done += runs[i].n + runs[i].failed;
+        struct ncd_finding *f = ncd_findings_add(
+            out, "perf.config.tune-interrupted", NCD_CAT_PERF_CONFIG,
+            NCD_SEV_INFO, "Interrupted after %d runs: no settings chosen",
+            done);
+        if (f)
+            ncd_finding_cause(f, "tune was stopped by a signal; the run it "
+                                 "stopped counts against no candidate.");
+    } else if (win >= 0) {
         const struct ncd_tune_stat *s = &stats[win];
         struct ncd_finding *f = ncd_findings_add(
             out, "perf.config.tuned", NCD_CAT_PERF_CONFIG, NCD_SEV_WARNING,
@@ -442,6 +635,15 @@ json_t *ncd_tune_json(const struct ncd_tune_set *set,
         json_object_set_new(x, "error", runs[i].error[0]
                                             ? json_string(runs[i].error)
                                             : json_null());
+        json_object_set_new(x, "skipped", c->skip[0] ? json_string(c->skip)
+                                                     : json_null());
+        if (!c->baseline) {
+            struct ncd_strbuf kc = {0};
+            ncd_tune_keep_command(c, &kc);
+            json_object_set_new(x, "keep_command",
+                                json_string(ncd_sb_str(&kc)));
+            ncd_sb_release(&kc);
+        }
         if (s->ok) {
             json_object_set_new(x, "median", json_real(s->median));
             json_object_set_new(x, "min", json_real(s->min));
@@ -459,8 +661,19 @@ json_t *ncd_tune_json(const struct ncd_tune_set *set,
     json_object_set_new(o, "winner", winner >= 0
                                          ? json_string(set->c[winner].label)
                                          : json_null());
+    json_t *keep = json_null();
+    if (winner >= 0) {
+        struct ncd_strbuf sb = {0};
+        ncd_tune_keep_command(&set->c[winner], &sb);
+        keep = json_string(ncd_sb_str(&sb));
+        ncd_sb_release(&sb);
+    }
+    json_object_set_new(o, "keep_command", keep);
     return o;
 }
+
+/* Label column: as wide as the longest label, at most this. */
+#define LABEL_COL_MAX 60
 
 void ncd_tune_render_text(struct ncd_strbuf *out,
                           const struct ncd_tune_set *set,
@@ -468,25 +681,51 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
                           const struct ncd_tune_stat *stats, int winner,
                           const char *metric)
 {
-    ncd_sb_printf(out, "  %-44s %12s %9s %9s  %s\n", "candidate",
+    int w = 9; /* "candidate" */
+    for (int i = 0; i < set->n; i++) {
+        int l = (int)strlen(set->c[i].label);
+        if (l > w)
+            w = l < LABEL_COL_MAX ? l : LABEL_COL_MAX;
+    }
+    /* distinct skip reasons, numbered in order of appearance */
+    const char *notes[NCD_TUNE_MAX_CANDS];
+    int nnotes = 0;
+    ncd_sb_printf(out, "  %-*s %12s %9s %9s  %s\n", w, "candidate",
                   "median GB/s", "spread", "vs cur.", "");
     for (int i = 0; i < set->n; i++) {
+        const struct ncd_tune_cand *c = &set->c[i];
         const struct ncd_tune_stat *s = &stats[i];
-        char lab[48];
-        snprintf(lab, sizeof lab, "%s", set->c[i].label);
-        if (strlen(set->c[i].label) > 44)
-            memcpy(lab + 41, "...", 4);
-        if (!s->ok) {
-            ncd_sb_printf(out, "  %-44s %12s %9s %9s  all %d runs failed\n",
-                          lab, "-", "-", "-", runs[i].failed);
+        const char *lab = c->label;
+        if ((int)strlen(lab) > w) { /* whole, on its own line */
+            ncd_sb_printf(out, "  %s\n", lab);
+            lab = "";
+        }
+        if (c->skip[0]) {
+            int k = 0;
+            while (k < nnotes && strcmp(notes[k], c->skip))
+                k++;
+            if (k == nnotes)
+                notes[nnotes++] = c->skip;
+            ncd_sb_printf(out, "  %-*s %12s %9s %9s  skipped [%d]\n", w,
+                          lab, "-", "-", "-", k + 1);
             continue;
         }
-        const char *note = i == winner           ? "<- best"
-                           : set->c[i].baseline ? "(baseline)"
-                           : s->within_noise    ? "within noise"
-                           : s->ratio < 1       ? "slower"
-                                                : "faster, not the best";
-        ncd_sb_printf(out, "  %-44s %12.4g %8.1f%% %8.2fx  %s", lab,
+        if (!s->ok && !runs[i].failed) { /* the measuring was stopped */
+            ncd_sb_printf(out, "  %-*s %12s %9s %9s  not run\n", w, lab, "-",
+                          "-", "-");
+            continue;
+        }
+        if (!s->ok) {
+            ncd_sb_printf(out, "  %-*s %12s %9s %9s  all %d runs failed\n",
+                          w, lab, "-", "-", "-", runs[i].failed);
+            continue;
+        }
+        const char *note = i == winner         ? "<- best"
+                           : c->baseline       ? "(baseline)"
+                           : s->within_noise   ? "within noise"
+                           : s->ratio < 1      ? "slower"
+                                               : "faster, not the best";
+        ncd_sb_printf(out, "  %-*s %12.4g %8.1f%% %8.2fx  %s", w, lab,
                       s->median, s->spread * 100, s->ratio, note);
         if (runs[i].failed)
             ncd_sb_printf(out, " (%d failed)", runs[i].failed);
@@ -496,4 +735,6 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
                        "the runs; \"within noise\": its range overlaps the "
                        "current settings' range.\n",
                   metric);
+    for (int k = 0; k < nnotes; k++)
+        ncd_sb_printf(out, "  [%d] not run: %s.\n", k + 1, notes[k]);
 }

@@ -66,5 +66,6 @@ const struct ncd__coll ncd__coll_all_reduce = {
     .sock_ring = ring,
     .sock_direct = direct,
     .ring_by_default = 1,
+    .sock_small = ncd__sock_oneshot,
     .nccl = nccl,
 };

@@ -40,10 +40,11 @@ static int exchange(struct ncd__sock_rank *R, const struct ncd__sock_args *a)
 }
 
 static void counts(size_t count, size_t base, size_t n, size_t r,
-                   struct ncd_perf_counts *out)
+                   size_t esize, struct ncd_perf_counts *out)
 {
     (void)count;
     (void)r;
+    (void)esize;
     out->sendcount = out->recvcount = base * n;
     out->paramcount = base;
 }
@@ -84,4 +85,5 @@ const struct ncd__coll ncd__coll_alltoall = {
     .expect = expect,
     .sock_ring = exchange,
     .nccl = nccl,
+    .sock_scratch = 1,
 };

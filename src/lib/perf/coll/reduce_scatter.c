@@ -68,4 +68,5 @@ const struct ncd__coll ncd__coll_reduce_scatter = {
     .sock_direct = direct,
     .ring_by_default = 1,
     .nccl = nccl,
+    .sock_scratch = 1,
 };

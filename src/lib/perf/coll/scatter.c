@@ -100,4 +100,5 @@ const struct ncd__coll ncd__coll_scatter = {
     .sock_ring = ring,
     .sock_direct = direct,
     .nccl = nccl,
+    .sock_scratch = 1,
 };
