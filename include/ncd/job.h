@@ -230,7 +230,7 @@ void ncd_job_rdv_report(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
 void ncd_job_hostname(char *out, size_t len);
 
 /* ------------------------------------------------------------------ */
-/* One child program (tune's perf runs)                                */
+/* One child program (tune's perf runs, `run -- CMD`)                  */
 /* ------------------------------------------------------------------ */
 
 /** An environment change: set name=value, or unset name (value NULL). */
@@ -252,6 +252,34 @@ struct ncd_spawn_opts {
                                          1 s later */
     size_t max_output;              /**< bytes kept of stdout and of
                                          stderr each; 0 = 64 MiB */
+    /* Pass-through (`nccl-doctor run`); all 0 = capture, as above. */
+    int passthrough;    /**< 1: stdin is inherited, and what the child
+                             writes on stdout / stderr is copied, chunk by
+                             chunk as it arrives (no line buffering), to
+                             out_fd / err_fd and to log_out_fd / log_err_fd
+                             (each -1 = none); nothing is captured.  A
+                             pass-through fd that fails (EPIPE: the reader
+                             left) is dropped, the logs go on. */
+    int out_fd, err_fd;         /**< passthrough: where the streams go */
+    int log_out_fd, log_err_fd; /**< passthrough: copies (log files) */
+    int own_group;      /**< 1: the child leads a new process group; the
+                             timeout, cancellation and forwarded signals
+                             go to the whole group (a launcher's ranks) */
+    int forward_signals;/**< 1: SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1
+                             and SIGUSR2 reaching this process while the
+                             child runs are sent on to it (its group with
+                             own_group), each as often as received; ones
+                             this process ignores stay ignored.  Not
+                             reentrant: one such spawn per process. */
+    int foreground;     /**< with own_group, when stdin is this process's
+                             controlling terminal and this process is in
+                             the terminal's foreground group: the child's
+                             group becomes the foreground group while it
+                             runs (Ctrl-C reaches it directly; Ctrl-Z stops
+                             it and this process, `fg` resumes both), and
+                             the terminal is taken back at the end */
+    int kill_grace_ms;  /**< at the timeout: SIGTERM, then SIGKILL this
+                             long after; 0 = SIGKILL at once */
 };
 
 /** How the child ended. */
@@ -269,13 +297,18 @@ struct ncd_spawn_result {
     pid_t pid;
     struct ncd_rdbuf out; /**< stdout, NUL-terminated (see readall.h) */
     struct ncd_rdbuf err; /**< stderr */
+    int forwarded;        /**< signals forwarded (forward_signals) */
+    int first_forwarded;  /**< the first of them, 0 none */
+    int log_errno;        /**< passthrough: errno of the first failed
+                               write to a log fd (that log stops), 0 */
 };
 
 /**
  * Runs one child to its end, reading its stdout and stderr through pipes
  * (no temporary files).  Grandchildren that keep the pipes open after the
  * child ends are waited for at most 1 s.  Exec failures show as exit
- * status 127 with the reason on the captured stderr.
+ * status 127 with the reason on the captured (passthrough: copied)
+ * stderr.  The child is execve'd with o->path as given (no PATH search).
  * @return 0 with *r filled (release with ncd_spawn_result_release()), or
  *         NCD_ESYS / NCD_ENOMEM (pipe, fork; detail in ctx).
  */

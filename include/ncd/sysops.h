@@ -76,14 +76,16 @@ struct ncd_dl_probe {
     char detail[320];   /**< resolved path, or the dlerror text */
 };
 
-/** The libnccl.so.2 this process would load (dlopen + ncclGetVersion). */
+/** The libnccl.so.2 this process would load and its version, read from
+ *  the file without loading it. */
 struct ncd_nccl_lib {
-    int found;         /**< 1 when loaded and its version read */
-    int loaded;        /**< 1 when this process really loaded it (live);
-                            0 for a recorded version */
+    int found;         /**< 1 when the file was found and its version read */
+    int loaded;        /**< 1 for a live answer (the file the dynamic
+                            loader would pick); 0 for a recorded version */
     int version;       /**< version code (version.h), 0 when unknown */
-    char path[512];    /**< file the dynamic loader resolved, if known */
-    char error[256];   /**< why not found (dlerror text), "" when found */
+    char path[512];    /**< file the dynamic loader would load, if known */
+    char cuda[16];     /**< CUDA it was built for ("12.9"), "" unknown */
+    char error[256];   /**< why not found, "" when found */
 };
 
 /** One libnccl file found by the library scan (libs.h). */
@@ -175,9 +177,14 @@ int ncd_sys_dlopen(struct ncd_ctx *ctx, const char *soname,
                    struct ncd_dl_probe *out);
 
 /**
- * Loads libnccl.so.2 the way an application would (dlopen with the
- * process's LD_LIBRARY_PATH and ld cache) and reads ncclGetVersion().
- * Replay: .ncd/nccl-version ("2.21.5").  @return 0 (see out->found).
+ * The libnccl.so.2 an application's dlopen("libnccl.so.2") would load and
+ * its version, without dlopen (the file is 200+ MB): live, the dynamic
+ * loader's order for a program without RPATH (ld.so(8): LD_LIBRARY_PATH,
+ * /etc/ld.so.cache, the default directories) and the version string NCCL
+ * compiles into .rodata (VERSION_STRING, NCCL src/init.cc, the number
+ * ncclGetVersion() returns).  Replay: .ncd/nccl-version ("2.21.5").
+ * Answered once per context and operations table (later calls copy the
+ * first answer).  @return 0 (see out->found) or NCD_ENOMEM.
  */
 int ncd_sys_nccl_version(struct ncd_ctx *ctx, struct ncd_nccl_lib *out);
 
@@ -235,9 +242,13 @@ void ncd_sys_live_hostname(char *buf, size_t len);
 int ncd_sys_identity(struct ncd_ctx *ctx, struct ncd_sys_identity *out);
 
 /**
- * TCP ports in state LISTEN (0A) on this node, from /proc/net/tcp and
- * /proc/net/tcp6 (live and replay read the files through the sysroot;
- * gather keeps only their LISTEN lines).  Sorted, with duplicates.
+ * TCP ports in state LISTEN on this node, sorted, with duplicates.  Live:
+ * sock_diag netlink (SOCK_DIAG_BY_FAMILY, inet_diag_req_v2 for AF_INET and
+ * AF_INET6 with the LISTEN state bit; linux/inet_diag.h), which walks only
+ * the listening hash where reading /proc/net/tcp walks every connection
+ * (9 ms on a busy host); the files where netlink cannot answer.  Replay:
+ * /proc/net/tcp and /proc/net/tcp6 (state 0A) through the sysroot, which
+ * gather copies keeping only their LISTEN lines.
  * @param ports  receives a malloc'ed array (NULL when none); caller frees.
  * @return the count, or NCD_ENOMEM.
  */

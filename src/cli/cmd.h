@@ -199,5 +199,7 @@ int ncd_cmd_tune(int argc, char **argv);
 int ncd_cmd_explain(int argc, char **argv);
 int ncd_cmd_topo(int argc, char **argv);
 int ncd_cmd_gather(int argc, char **argv);
+int ncd_cmd_run(int argc, char **argv);
+int ncd_cmd_verify(int argc, char **argv);
 
 #endif

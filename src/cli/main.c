@@ -13,7 +13,8 @@ static const struct cli_cmd commands[] = {
     {"check", ncd_cmd_check},   {"ifaces", ncd_cmd_ifaces},
     {"env", ncd_cmd_env},       {"perf", ncd_cmd_perf},
     {"probe", ncd_cmd_probe},   {"explain", ncd_cmd_explain},
-    {"tune", ncd_cmd_tune},     {"topo", ncd_cmd_topo},
+    {"tune", ncd_cmd_tune},     {"verify", ncd_cmd_verify},
+    {"run", ncd_cmd_run},       {"topo", ncd_cmd_topo},
     {"gather", ncd_cmd_gather},
 };
 

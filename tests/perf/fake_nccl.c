@@ -10,14 +10,29 @@
  * each computes its own outputs into private memory, meets again, then
  * copies them out (in-place safe).  FAKE_NCCL_VERSION sets the version code;
  * FAKE_NCCL_TRACE=FILE records rank 0's calls.
+ * Switches for `verify`'s statuses:
+ *   FAKE_NCCL_INIT_FAIL=1  ncclCommInitRank fails (ncclSystemError, with a
+ *                          ncclGetLastError text)
+ *   FAKE_NCCL_DELAY_US=N   every collective takes N µs more (a slow link)
+ *   FAKE_NCCL_CORRUPT=1    rank 0's all_reduce result has one wrong element
+ *   FAKE_NCCL_WAIT_S=N     FAKE_NCCL_XPROC's waits for the other processes
+ *                          give up after N s (default 60)
+ *   FAKE_NCCL_XPROC=1      ranks in different processes: communicators meet
+ *                          in a shared-memory file named by the unique id
+ *                          (/dev/shm, unlinked once every rank joined) and
+ *                          only ncclAllReduce is offered (at most 64 MiB)
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #define EXPORT __attribute__((visibility("default")))
 #define MAXR 64
@@ -50,8 +65,11 @@ struct clique {
     struct clique *next;
 };
 
+struct xclique;
+
 struct comm {
     struct clique *c;
+    struct xclique *x; /* FAKE_NCCL_XPROC: the shared clique */
     int rank;
 };
 
@@ -107,8 +125,173 @@ EXPORT const char *ncclGetLastError(void *comm);
 EXPORT const char *ncclGetLastError(void *comm)
 {
     (void)comm;
-    return "";
+    return getenv("FAKE_NCCL_INIT_FAIL") ? "fake NCCL: init failure asked "
+                                           "for by FAKE_NCCL_INIT_FAIL"
+                                         : "";
 }
+
+static void delay(void)
+{
+    const char *e = getenv("FAKE_NCCL_DELAY_US");
+    long us = e ? atol(e) : 0;
+    if (us > 0) {
+        struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+/* ---- FAKE_NCCL_XPROC: a clique in shared memory ----------------------- */
+
+#define XSLOT (64u << 20)
+#define XMAGIC 0x66616b65u
+
+struct xclique {
+    unsigned magic;
+    int nranks, joined;
+    int bar_count;
+    unsigned bar_gen;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    /* then, from offset 4096, nranks slots of XSLOT bytes */
+};
+
+static char *xslot(struct xclique *x, int r)
+{
+    return (char *)x + 4096 + (size_t)r * XSLOT;
+}
+
+/* A barrier of the processes; -1 after FAKE_NCCL_WAIT_S (60) s: a rank
+ * died or never came. */
+static int xbarrier(struct xclique *x)
+{
+    int rc = 0;
+    const char *ws = getenv("FAKE_NCCL_WAIT_S");
+    long wait_s = ws && atol(ws) > 0 ? atol(ws) : 60;
+    pthread_mutex_lock(&x->mu);
+    unsigned g = x->bar_gen;
+    if (++x->bar_count == x->nranks) {
+        x->bar_count = 0;
+        x->bar_gen++;
+        pthread_cond_broadcast(&x->cv);
+    } else {
+        struct timespec dl;
+        clock_gettime(CLOCK_REALTIME, &dl);
+        dl.tv_sec += wait_s;
+        while (g == x->bar_gen && rc == 0)
+            rc = pthread_cond_timedwait(&x->cv, &x->mu, &dl);
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc ? -1 : 0;
+}
+
+static void nap_10ms(void)
+{
+    struct timespec ts = {0, 10000000};
+    nanosleep(&ts, NULL);
+}
+
+/* Rank 0 (or whoever comes first) creates the file; the others wait for
+ * it to be complete.  The name goes once every rank has it mapped. */
+static int xjoin(struct comm *cm, int nranks, const char *id, int rank)
+{
+    char name[200];
+    snprintf(name, sizeof name, "/dev/shm/ncd-%.120s", id);
+    for (char *p = name + 13; *p; p++)
+        if (*p == '/')
+            *p = '_';
+    size_t size = 4096 + (size_t)nranks * XSLOT;
+    struct xclique *x = MAP_FAILED;
+    int fd = open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+        if (ftruncate(fd, (off_t)size) == 0)
+            x = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (x == MAP_FAILED) {
+            unlink(name);
+            return 2;
+        }
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+        pthread_mutex_init(&x->mu, &ma);
+        pthread_condattr_t ca;
+        pthread_condattr_init(&ca);
+        pthread_condattr_setpshared(&ca, PTHREAD_PROCESS_SHARED);
+        pthread_cond_init(&x->cv, &ca);
+        x->nranks = nranks;
+        __atomic_store_n(&x->magic, XMAGIC, __ATOMIC_RELEASE);
+    } else {
+        struct stat st;
+        for (int i = 0; i < 1000 && fd < 0; i++) {
+            fd = open(name, O_RDWR | O_CLOEXEC);
+            if (fd >= 0 && (fstat(fd, &st) < 0 || (size_t)st.st_size < size)) {
+                close(fd);
+                fd = -1;
+            }
+            if (fd < 0)
+                nap_10ms();
+        }
+        if (fd < 0)
+            return 2;
+        x = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        close(fd);
+        if (x == MAP_FAILED)
+            return 2;
+        for (int i = 0;
+             i < 1000 && __atomic_load_n(&x->magic, __ATOMIC_ACQUIRE) != XMAGIC;
+             i++)
+            nap_10ms();
+    }
+    if (x->magic != XMAGIC || x->nranks != nranks) {
+        munmap(x, size);
+        return 4;
+    }
+    cm->x = x;
+    cm->rank = rank;
+    if (xbarrier(x))
+        return 2;
+    if (rank == 0)
+        unlink(name);
+    return 0;
+}
+
+static void xleave(struct comm *cm)
+{
+    struct xclique *x = cm->x;
+    munmap(x, 4096 + (size_t)x->nranks * XSLOT);
+    free(cm);
+}
+
+static void reduce_all(struct clique *c, int me, int dt, int redop,
+                       const void *const *src, size_t off, size_t n,
+                       void *out);
+
+/* One all_reduce through the slots: copy in, meet, reduce, meet. */
+static int xallreduce(struct comm *cm, const void *s, void *r, size_t n,
+                      int dt, int op)
+{
+    static const size_t xesz[10] = {1, 1, 4, 4, 8, 8, 2, 4, 8, 2};
+    struct xclique *x = cm->x;
+    if (op < 0 || op > 4 || n * xesz[dt] > XSLOT)
+        return 5;
+    memcpy(xslot(x, cm->rank), s, n * xesz[dt]);
+    if (xbarrier(x))
+        return 2;
+    struct clique *c = calloc(1, sizeof *c);
+    if (!c)
+        return 2;
+    c->nranks = x->nranks;
+    const void *src[MAXR];
+    for (int i = 0; i < x->nranks && i < MAXR; i++)
+        src[i] = xslot(x, i);
+    reduce_all(c, cm->rank, dt, op, src, 0, n, r);
+    free(c);
+    if (cm->rank == 0 && n && getenv("FAKE_NCCL_CORRUPT"))
+        ((unsigned char *)r)[0] ^= 0x5a;
+    delay();
+    return xbarrier(x) ? 2 : 0;
+}
+
 
 EXPORT int ncclGetUniqueId(uid_t128 *id);
 EXPORT int ncclGetUniqueId(uid_t128 *id)
@@ -128,6 +311,17 @@ EXPORT int ncclCommInitRank(struct comm **out, int nranks, uid_t128 id,
 {
     if (nranks < 1 || nranks > MAXR || rank < 0 || rank >= nranks)
         return 4;
+    if (getenv("FAKE_NCCL_INIT_FAIL"))
+        return 2; /* ncclSystemError */
+    if (getenv("FAKE_NCCL_XPROC")) {
+        struct comm *cm = calloc(1, sizeof *cm);
+        int rc = cm ? xjoin(cm, nranks, id.internal, rank) : 2;
+        if (rc)
+            free(cm);
+        else
+            *out = cm;
+        return rc;
+    }
     pthread_mutex_lock(&reg_mu);
     struct clique *c = reg;
     while (c && memcmp(c->id, id.internal, 128) != 0)
@@ -166,6 +360,10 @@ static void leave(struct comm *cm)
 {
     if (!cm)
         return;
+    if (cm->x) {
+        xleave(cm);
+        return;
+    }
     pthread_mutex_lock(&reg_mu);
     struct clique *c = cm->c;
     if (++c->left == c->nranks) {
@@ -455,6 +653,7 @@ static int execute(struct comm *cm, struct op *ops, int n)
     }
     free(res);
     barrier(c);
+    delay();
     return 0;
 }
 
@@ -480,6 +679,10 @@ static int post(struct comm *cm, struct op o)
     if (o.dt < 0 || o.dt > 9)
         return 4;
     trace(cm, &o);
+    if (cm->x) /* shared memory: one all_reduce at a time, no groups */
+        return o.kind == K_AR && group_depth == 0
+                   ? xallreduce(cm, o.send, o.recv, o.count, o.dt, o.redop)
+                   : 5;
     if (group_depth == 0)
         return execute(cm, &o, 1);
     if (nqueue == MAXOPS)

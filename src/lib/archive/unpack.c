@@ -278,6 +278,49 @@ static void pick_root(const char *top, char *dir, size_t dirsz)
     }
 }
 
+typedef int (*open_fn_t)(const struct ncd__archive_api *A, struct archive *a,
+                         const void *arg);
+
+/* tar only (gather writes pax; hwloc-gather-topology and users' own
+ * `tar czf` give ustar/gnutar), any compression. */
+static int open_tar(const struct ncd__archive_api *A, struct archive *a,
+                    open_fn_t open_fn, const void *arg)
+{
+    A->read_support_filter_all(a);
+    A->read_support_format_tar(a);
+    A->read_support_format_gnutar(a);
+    return open_fn(A, a, arg);
+}
+
+/* Counts the entries, headers only, before anything is written: an archive
+ * of a million empty files is refused in a fraction of a second instead of
+ * after half a million files were created.  Read errors are left to the
+ * unpacking pass, which reports them.  @return 0 or NCD_ERANGE/NCD_ENOMEM. */
+static int check_entry_count(const struct ncd__archive_api *A,
+                             const char *tarball, open_fn_t open_fn,
+                             const void *arg, char *err, size_t errsz)
+{
+    struct archive *a = A->read_new();
+    if (!a)
+        return ncd_errbuf(err, errsz, NCD_ENOMEM, "%s: out of memory",
+                          tarball);
+    int rc = 0;
+    long entries = 0;
+    struct archive_entry *e;
+    if (open_tar(A, a, open_fn, arg) == ARCHIVE_OK)
+        while (A->read_next_header(a, &e) == ARCHIVE_OK)
+            if (++entries > NCD_SYSROOT_MAX_ENTRIES) {
+                rc = ncd_errbuf(err, errsz, NCD_ERANGE,
+                                "%s: more than %d entries, refused (a "
+                                "capture from `gather` has about 200, an "
+                                "hwloc-gather-topology one up to ~12,000)",
+                                tarball, NCD_SYSROOT_MAX_ENTRIES);
+                break;
+            }
+    A->read_free(a);
+    return rc;
+}
+
 /* Unpacks the archive open_fn(A, a, arg) opens; `tarball` names it in
  * messages. */
 static int unpack(const char *tarball,
@@ -292,6 +335,9 @@ static int unpack(const char *tarball,
     const struct ncd__archive_api *A = ncd__archive(err, errsz);
     if (!A)
         return NCD_EDLOPEN;
+    int crc = check_entry_count(A, tarball, open_fn, arg, err, errsz);
+    if (crc < 0)
+        return crc;
     const char *tmpd = getenv("TMPDIR");
     char tmpl[PATH_MAX];
     snprintf(tmpl, sizeof tmpl, "%s/ncd-sysroot-XXXXXX",
@@ -308,12 +354,7 @@ static int unpack(const char *tarball,
                     tmpl);
         goto out;
     }
-    /* tar only (gather writes pax; hwloc-gather-topology and users' own
-     * `tar czf` give ustar/gnutar), any compression. */
-    A->read_support_filter_all(a);
-    A->read_support_format_tar(a);
-    A->read_support_format_gnutar(a);
-    if (open_fn(A, a, arg) != ARCHIVE_OK) {
+    if (open_tar(A, a, open_fn, arg) != ARCHIVE_OK) {
         rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
                     A->error_string(a));
         goto out;

@@ -101,7 +101,7 @@ int ncd_check_ports(const struct ncd_node *n, const struct ncd_check_opts *opts,
             ADD("net.ports.comm-id-busy", NCD_CAT_NET_UNREACHABLE,
                 NCD_SEV_WARNING,
                 "Something already listens on NCCL_COMM_ID's port %d", port);
-            ncd_finding_evidence(f, "/proc/net/tcp{,6}: %d listener(s)", nl);
+            ncd_finding_evidence(f, "%d TCP listener(s) on port %d", nl, port);
             ncd_finding_cause(f, "If this is rank 0's host, NCCL's root "
                                  "listener cannot bind (a previous job still "
                                  "running, or another service).");

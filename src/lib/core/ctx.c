@@ -32,6 +32,7 @@ struct ncd_ctx {
     int sysop_depth;
     void *sys_state;
     void (*sys_release)(void *);
+    void *sys_memo; /* answers the sys layer computes once; free() */
 };
 
 static int env_find(const struct ncd_ctx *ctx, const char *name)
@@ -136,6 +137,7 @@ void ncd_ctx_free(struct ncd_ctx *ctx)
         ctx->on_free(ctx->on_free_arg);
     if (ctx->sys_release)
         ctx->sys_release(ctx->sys_state);
+    free(ctx->sys_memo);
     env_free(ctx->env, ctx->nenv);
     free(ctx->sysroot);
     free(ctx);
@@ -273,6 +275,8 @@ int ncd_ctx_set_sysroot_label(struct ncd_ctx *ctx, const char *label)
 void ncd_ctx_set_sysops(struct ncd_ctx *ctx, const struct ncd_sysops *ops)
 {
     ctx->ops = ops;
+    free(ctx->sys_memo); /* answers of the previous table */
+    ctx->sys_memo = NULL;
 }
 
 const struct ncd_sysops *ncd_ctx_sysops(const struct ncd_ctx *ctx)
@@ -313,4 +317,15 @@ void ncd__ctx_set_sys_state(struct ncd_ctx *ctx, void *state,
 {
     ctx->sys_state = state;
     ctx->sys_release = release;
+}
+
+void *ncd__ctx_sys_memo(const struct ncd_ctx *ctx)
+{
+    return ctx->sys_memo;
+}
+
+void ncd__ctx_set_sys_memo(struct ncd_ctx *ctx, void *memo)
+{
+    free(ctx->sys_memo);
+    ctx->sys_memo = memo;
 }

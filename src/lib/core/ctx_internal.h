@@ -20,4 +20,10 @@ void *ncd__ctx_sys_state(const struct ncd_ctx *ctx);
 void ncd__ctx_set_sys_state(struct ncd_ctx *ctx, void *state,
                             void (*release)(void *));
 
+/* A second slot, for answers the sys layer computes once per context (the
+ * libnccl.so.2 the loader would pick and its version): one malloc'ed block
+ * the context frees with free(); setting it frees the previous one. */
+void *ncd__ctx_sys_memo(const struct ncd_ctx *ctx);
+void ncd__ctx_set_sys_memo(struct ncd_ctx *ctx, void *memo);
+
 #endif

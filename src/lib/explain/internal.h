@@ -67,6 +67,27 @@ static inline const char *ncd__find(const char *h, size_t hl, const char *nd,
 
 /* ---- line.c ---- */
 size_t ncd__parse_timestamp(const char *s, size_t n, double *ts);
+/* Decimal s[0, n) (1..12 digits) into *out: 0, or -1 when not one. */
+int ncd__parse_uint(const char *s, size_t n, long *out);
+
+/* ---- line_wrap.c: the layers outside NCCL's header (see line.c) ---- */
+/* Drops ANSI escapes and CRs; NULs and line feeds become blanks; `out`
+ * holds len bytes.  Returns the cleaned length. */
+size_t ncd__line_clean_slow(const char *in, size_t len, char *out);
+/* The raw line into `out`, cleaned as ncd__line_clean_slow(). */
+size_t ncd__line_clean_copy(const char *in, size_t len, char *out);
+/* A JSON-wrapped line's message decoded into `out` (its time stamp into
+ * *ts when it has one): the message length, 0 when not such a line. */
+size_t ncd__line_json_unwrap(const char *s, size_t n, char *out, double *ts);
+/* Prefix shape `pat` at the start of s: its length (rank and time stamp it
+ * carries into *rank / *ts), 0 when it does not match. */
+size_t ncd__line_shape_match(const char *pat, const char *s, size_t n,
+                             int *rank, double *ts);
+/* Whether shape `sh` can match text starting with c (a cheap first test). */
+int ncd__line_first_ok(const char *sh, char c);
+/* One launcher / collector prefix at the start of s (after blanks): its
+ * length, 0 when none. */
+size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts);
 /* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
  * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
 void ncd__sanitize(char *s, size_t n);

@@ -17,105 +17,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
-                          char *cuda, size_t cudasz)
-{
-    int fd = ncd_fs_open(ctx, path, O_RDONLY);
-    if (fd < 0)
-        return fd;
-    int found = 0;
-    Elf64_Ehdr eh;
-    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
-        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
-        eh.e_ident[EI_CLASS] != ELFCLASS64 ||
-        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
-        eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum) {
-        close(fd);
-        return 0;
-    }
-    size_t shsz = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
-    Elf64_Shdr *sh = malloc(shsz);
-    if (!sh) {
-        close(fd);
-        return NCD_ENOMEM;
-    }
-    if (pread(fd, sh, shsz, (off_t)eh.e_shoff) != (ssize_t)shsz)
-        goto out;
-    Elf64_Shdr *ss = &sh[eh.e_shstrndx];
-    if (ss->sh_size == 0 || ss->sh_size > (1u << 20))
-        goto out;
-    char *names = malloc(ss->sh_size + 1);
-    if (!names)
-        goto out;
-    if (pread(fd, names, ss->sh_size, (off_t)ss->sh_offset) !=
-        (ssize_t)ss->sh_size) {
-        free(names);
-        goto out;
-    }
-    names[ss->sh_size] = '\0';
-    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
-        if (sh[i].sh_name >= ss->sh_size ||
-            strcmp(names + sh[i].sh_name, ".rodata") != 0)
-            continue;
-        /* .rodata of libnccl is a few MB; refuse absurd sizes. */
-        if (sh[i].sh_size == 0 || sh[i].sh_size > (256u << 20))
-            break;
-        char *ro = malloc(sh[i].sh_size);
-        if (!ro)
-            break;
-        if (pread(fd, ro, sh[i].sh_size, (off_t)sh[i].sh_offset) ==
-            (ssize_t)sh[i].sh_size)
-            found = ncd_nccl_version_in_buf(ro, sh[i].sh_size, code, cuda,
-                                            cudasz);
-        free(ro);
-    }
-    free(names);
-out:
-    free(sh);
-    close(fd);
-    return found;
-}
-
-int ncd_ldcache_parse(const unsigned char *buf, size_t len,
-                      const char *prefix,
-                      void (*fn)(const char *name, const char *path,
-                                 void *arg),
-                      void *arg)
-{
-    static const char magic[] = "glibc-ld.so.cache1.1";
-    const size_t ml = sizeof magic - 1;
-    const unsigned char *h = memmem(buf, len, magic, ml);
-    if (!h)
-        return NCD_EPARSE;
-    size_t base = (size_t)(h - buf);
-    if (base + 48 > len)
-        return NCD_EPARSE;
-    uint32_t nlibs;
-    memcpy(&nlibs, buf + base + 20, 4);
-    if ((size_t)nlibs > (len - base - 48) / 24)
-        return NCD_EPARSE;
-    size_t pl = strlen(prefix);
-    int count = 0;
-    for (uint32_t i = 0; i < nlibs; i++) {
-        const unsigned char *e = buf + base + 48 + (size_t)i * 24;
-        uint32_t key, value;
-        memcpy(&key, e + 4, 4);
-        memcpy(&value, e + 8, 4);
-        if ((size_t)key + base >= len || (size_t)value + base >= len)
-            return NCD_EPARSE;
-        const char *k = (const char *)buf + base + key;
-        const char *v = (const char *)buf + base + value;
-        if (!memchr(k, 0, len - base - key) || !memchr(v, 0, len - base - value))
-            return NCD_EPARSE;
-        if (strncmp(k, prefix, pl) == 0) {
-            count++;
-            if (fn)
-                fn(k, v, arg);
-        }
-    }
-    return count;
-}
-
 /* ---- scan ------------------------------------------------------------------- */
 
 struct scan_state {
@@ -123,6 +24,8 @@ struct scan_state {
     struct ncd_nccl_scan *s;
     int oom;
     const char *origin;
+    struct ncd_nccl_lib live; /* the loader's pick, answered live */
+    char live_real[512];      /* its real path, "" when none */
 };
 
 static void add_file(struct scan_state *st, const char *path)
@@ -148,8 +51,16 @@ static void add_file(struct scan_state *st, const char *path)
     ncd__scpy(f->path, sizeof f->path, path);
     ncd__scpy(f->real, sizeof f->real, real);
     ncd__scpy(f->origin, sizeof f->origin, st->origin);
-    int r = ncd_nccl_file_version(st->ctx, real, &f->version, f->cuda,
+    int r;
+    if (st->live_real[0] && strcmp(st->live_real, real) == 0) {
+        /* read already by the live answer: each file is read once */
+        f->version = st->live.version;
+        ncd__scpy(f->cuda, sizeof f->cuda, st->live.cuda);
+        r = 1;
+    } else {
+        r = ncd_nccl_file_version(st->ctx, real, &f->version, f->cuda,
                                   sizeof f->cuda);
+    }
     if (r == NCD_ENOMEM)
         st->oom = 1;
     if (r <= 0)
@@ -183,9 +94,10 @@ static void scan_dir(struct scan_state *st, const char *dir)
     ncd_fs_list_free(names, n);
 }
 
-/* Calls scan_dir on <base>/<entries starting with pfx>/<suffix>. */
+/* Calls scan_dir on <base>/<entries starting with pfx>/<suffix> for each
+ * suffix of the NULL-terminated list, in that order; `base` is listed once. */
 static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
-                      const char *suffix)
+                      const char *const *suffixes)
 {
     char **names;
     int n = ncd_fs_list(st->ctx, base, &names);
@@ -194,22 +106,26 @@ static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
         return;
     }
     char p[600];
-    for (int i = 0; i < n; i++) {
-        if (strncmp(names[i], pfx, strlen(pfx)) != 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s%s", base, names[i], suffix);
-        scan_dir(st, p);
-    }
+    for (const char *const *sfx = suffixes; *sfx; sfx++)
+        for (int i = 0; i < n; i++) {
+            if (strncmp(names[i], pfx, strlen(pfx)) != 0)
+                continue;
+            snprintf(p, sizeof p, "%s/%s%s", base, names[i], *sfx);
+            scan_dir(st, p);
+        }
     ncd_fs_list_free(names, n);
 }
+
+static const char *const lib_only[] = {"/lib", NULL};
 
 /* <prefix>/lib/python3.N/{site,dist}-packages/nvidia/nccl/lib */
 static void scan_python(struct scan_state *st, const char *prefix)
 {
+    static const char *const pkgs[] = {"/site-packages/nvidia/nccl/lib",
+                                       "/dist-packages/nvidia/nccl/lib", NULL};
     char lib[512];
     snprintf(lib, sizeof lib, "%s/lib", prefix);
-    scan_glob(st, lib, "python3", "/site-packages/nvidia/nccl/lib");
-    scan_glob(st, lib, "python3", "/dist-packages/nvidia/nccl/lib");
+    scan_glob(st, lib, "python3", pkgs);
 }
 
 static void ldcache_cb(const char *name, const char *path, void *arg)
@@ -248,6 +164,12 @@ static int find_real(const struct ncd_nccl_scan *s, struct ncd_ctx *ctx,
 static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
 {
     struct scan_state st = {.ctx = ctx, .s = out};
+    if (ncd_sys_nccl_version(ctx, &st.live) == 0 && st.live.loaded &&
+        st.live.found &&
+        ncd_fs_realpath(ctx, st.live.path, st.live_real,
+                        sizeof st.live_real) < 0)
+        st.live_real[0] = '\0';
+    ncd_ctx_clear_error(ctx);
     const char *v = ncd_getenv(ctx, "FLAGS_nccl_dir");
     if (v && *v) {
         st.origin = "FLAGS_nccl_dir";
@@ -294,10 +216,10 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     for (size_t i = 0; i < sizeof sysdirs / sizeof *sysdirs; i++)
         scan_dir(&st, sysdirs[i]);
     st.origin = "CUDA";
-    scan_glob(&st, "/usr/local", "cuda", "/lib64");
-    scan_glob(&st, "/usr/local", "cuda", "/lib");
-    scan_glob(&st, "/usr/local", "cuda", "/targets/x86_64-linux/lib");
-    scan_glob(&st, "/usr/local", "cuda", "/targets/sbsa-linux/lib");
+    static const char *const cuda_libs[] = {
+        "/lib64", "/lib", "/targets/x86_64-linux/lib",
+        "/targets/sbsa-linux/lib", NULL};
+    scan_glob(&st, "/usr/local", "cuda", cuda_libs);
     const char *home = ncd_getenv(ctx, "HOME");
     const char *conda = ncd_getenv(ctx, "CONDA_PREFIX");
     const char *venv = ncd_getenv(ctx, "VIRTUAL_ENV");
@@ -310,12 +232,12 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
         scan_dir(&st, p);
     }
     scan_dir(&st, "/opt/conda/lib");
-    scan_glob(&st, "/opt/conda/envs", "", "/lib");
+    scan_glob(&st, "/opt/conda/envs", "", lib_only);
     for (size_t i = 0; home && *home && i < 4; i++) {
         snprintf(p, sizeof p, "%s/%s/lib", home, conda_names[i]);
         scan_dir(&st, p);
         snprintf(p, sizeof p, "%s/%s/envs", home, conda_names[i]);
-        scan_glob(&st, p, "", "/lib");
+        scan_glob(&st, p, "", lib_only);
     }
     st.origin = "site-packages";
     scan_python(&st, "/usr");
@@ -351,9 +273,10 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
                 }
             }
     }
-    /* A library this process really loaded confirms the pick. */
-    struct ncd_nccl_lib lib;
-    if (ncd_sys_nccl_version(ctx, &lib) == 0 && lib.loaded) {
+    /* The live answer (the loader's order, version from the file) names
+     * the pick even where the scan does not look. */
+    const struct ncd_nccl_lib lib = st.live;
+    if (lib.loaded) {
         if (lib.found && *lib.path) {
             int w = find_real(out, ctx, lib.path);
             if (w < 0) {
@@ -365,7 +288,7 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
             if (w >= 0) {
                 out->winner = w;
                 ncd__scpy(out->winner_why, sizeof out->winner_why,
-                          "dlopen(\"libnccl.so.2\") + ncclGetVersion()");
+                          "the dynamic loader's search order (live)");
                 out->v[w].version = lib.version;
             }
         }

@@ -23,7 +23,9 @@ struct ncd__backend {
      * Returns a nccl-tests status (0 ok). */
     int (*open)(struct ncd__rt *rt);
     void (*close)(struct ncd__rt *rt);
-    /* Per rank thread: join the job (may call ncd__rt_allgather). */
+    /* Per rank thread: join the job (may call ncd__rt_allgather).  A
+     * failed rank_init frees what it made; rank_fini runs only after a
+     * successful one. */
     int (*rank_init)(struct ncd__rank *rk);
     void (*rank_fini)(struct ncd__rank *rk);
     /* The rank's device line. */

@@ -32,32 +32,9 @@
 #include "perf/nccl_api.h"
 #include "perf/perf_int.h"
 
-struct cudart {
-    void *h;
-    cuda_err (*GetDeviceCount)(int *);
-    cuda_err (*SetDevice)(int);
-    cuda_err (*Malloc)(void **, size_t);
-    cuda_err (*Free)(void *);
-    cuda_err (*Memcpy)(void *, const void *, size_t, int);
-    cuda_err (*Memset)(void *, int, size_t);
-    cuda_err (*StreamCreateWithFlags)(cuda_stream *, unsigned);
-    cuda_err (*StreamDestroy)(cuda_stream);
-    cuda_err (*StreamQuery)(cuda_stream);
-    const char *(*GetErrorName)(cuda_err);
-    const char *(*GetErrorString)(cuda_err);
-    cuda_err (*DeviceGetAttribute)(int *, int, int);
-    cuda_err (*GetDeviceProperties)(void *, int);
-    cuda_err (*RuntimeGetVersion)(int *);
-    cuda_err (*MemGetInfo)(size_t *, size_t *);
-    cuda_err (*EventCreate)(void **);
-    cuda_err (*EventRecord)(void *, cuda_stream);
-    cuda_err (*EventSynchronize)(void *);
-    cuda_err (*EventElapsedTime)(float *, void *, void *);
-    cuda_err (*EventDestroy)(void *);
-};
 
 struct nccl_proc {
-    struct cudart cu;
+    struct ncd__cudart_api cu;
     struct ncd__nccl_api nc;
     int ndev;
 };
@@ -72,14 +49,6 @@ struct nccl_rank {
     cuda_stream stream;
 };
 
-#define CUDA_SUCCESS 0
-#define CUDA_NOT_READY 600
-#define CUDA_NO_DEVICE 100 /* cudaErrorNoDevice */
-#define CUDA_MEMCPY_DEFAULT 4
-#define CUDA_STREAM_NON_BLOCKING 1
-#define ATTR_PCI_BUS 33
-#define ATTR_PCI_DEVICE 34
-#define ATTR_PCI_DOMAIN 50
 #define NCCL_SCALAR_HOST_IMMEDIATE 1
 
 static void *sym(void *h, const char *name, int *missing,
@@ -112,8 +81,8 @@ static void search_path_text(char *out, size_t len)
 
 /* On failure `why` says what is missing and where it looked; `quote`
  * (>= 512 bytes) receives the loader's own words (dlerror). */
-static int load_cudart(struct cudart *cu, const char *path, char *why,
-                       size_t whylen, char *quote)
+static int load_cudart(struct ncd__cudart_api *cu, const char *path,
+                       char *why, size_t whylen, char *quote)
 {
     static const char *const names[] = {"libcudart.so",    "libcudart.so.13",
                                         "libcudart.so.12", "libcudart.so.11.0",
@@ -162,6 +131,8 @@ static int load_cudart(struct cudart *cu, const char *path, char *why,
     LOAD(cu, EventSynchronize, "cudaEventSynchronize", 0);
     LOAD(cu, EventElapsedTime, "cudaEventElapsedTime", 0);
     LOAD(cu, EventDestroy, "cudaEventDestroy", 0);
+    LOAD(cu, DriverGetVersion, "cudaDriverGetVersion", 0);
+    LOAD(cu, DeviceCanAccessPeer, "cudaDeviceCanAccessPeer", 0);
     /* CUDA 12 renamed the symbol; the old one remains for old binaries */
     LOAD(cu, GetDeviceProperties, "cudaGetDeviceProperties_v2", 0);
     if (!cu->GetDeviceProperties)
@@ -228,16 +199,30 @@ static int load_nccl(struct ncd__nccl_api *nc, const char *path, char *why,
     return 0;
 }
 
-static const char *cuda_name(const struct cudart *cu, cuda_err e)
+const char *ncd__cuda_name(const struct ncd__cudart_api *cu, cuda_err e)
 {
     const char *n = cu->GetErrorName ? cu->GetErrorName(e) : NULL;
     return n ? n : "cudaError?";
 }
 
-static const char *cuda_str(const struct cudart *cu, cuda_err e)
+const char *ncd__cuda_str(const struct ncd__cudart_api *cu, cuda_err e)
 {
     const char *n = cu->GetErrorString ? cu->GetErrorString(e) : NULL;
     return n ? n : "unknown CUDA error";
+}
+
+int ncd__cudart_load(struct ncd__cudart_api *cu, const char *path, char *why,
+                     size_t whylen)
+{
+    char quote[512];
+    return load_cudart(cu, path, why, whylen, quote);
+}
+
+int ncd__nccl_load(struct ncd__nccl_api *nc, const char *path, char *why,
+                   size_t whylen)
+{
+    char quote[512];
+    return load_nccl(nc, path, why, whylen, quote);
 }
 
 /* Backend ---------------------------------------------------------------- */
@@ -294,14 +279,14 @@ static int nccl_open(struct ncd__rt *rt)
                             ? di.dli_fname
                             : "libcudart.so";
     cuda_err e = P->cu.GetDeviceCount(&P->ndev);
-    if (e == CUDA_SUCCESS && P->ndev == 0)
-        e = CUDA_NO_DEVICE; /* what CUDA answers on such a machine */
-    if (e != CUDA_SUCCESS) {
+    if (e == NCD_CUDA_SUCCESS && P->ndev == 0)
+        e = NCD_CUDA_NO_DEVICE; /* what CUDA answers on such a machine */
+    if (e != NCD_CUDA_SUCCESS) {
         ncd__rt_fail_at(rt, NCD_PERF_STAGE_OPEN, NCD_PT_CUDA,
-                        cuda_str(&P->cu, e),
+                        ncd__cuda_str(&P->cu, e),
                         "cudaGetDeviceCount: %s (%d) '%s' (CUDA runtime %s, "
                         "NCCL %s from %s)",
-                        cuda_name(&P->cu, e), e, cuda_str(&P->cu, e), cpath,
+                        ncd__cuda_name(&P->cu, e), e, ncd__cuda_str(&P->cu, e), cpath,
                         vtxt, npath);
         dlclose(P->cu.h);
         dlclose(P->nc.h);
@@ -357,13 +342,15 @@ static int cuda_fail(struct ncd__rank *rk, enum ncd_perf_stage stage,
                      cuda_err e, const char *what)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    ncd__rt_fail_at(rk->rt, stage, NCD_PT_CUDA, cuda_str(&P->cu, e),
-                    "%s %s (%d) '%s'", what, cuda_name(&P->cu, e), e,
-                    cuda_str(&P->cu, e));
+    ncd__rt_fail_at(rk->rt, stage, NCD_PT_CUDA, ncd__cuda_str(&P->cu, e),
+                    "%s %s (%d) '%s'", what, ncd__cuda_name(&P->cu, e), e,
+                    ncd__cuda_str(&P->cu, e));
     return -1;
 }
 
-static int nccl_rank_init(struct ncd__rank *rk)
+static void nccl_rank_fini(struct ncd__rank *rk);
+
+static int rank_init_steps(struct ncd__rank *rk)
 {
     struct ncd__rt *rt = rk->rt;
     struct nccl_proc *P = rt->be_proc;
@@ -379,7 +366,7 @@ static int nccl_rank_init(struct ncd__rank *rk)
     cuda_err e = P->cu.SetDevice(n->dev);
     if (e)
         return cuda_fail(rk, NCD_PERF_STAGE_DEVICE, e, "cudaSetDevice");
-    e = P->cu.StreamCreateWithFlags(&n->stream, CUDA_STREAM_NON_BLOCKING);
+    e = P->cu.StreamCreateWithFlags(&n->stream, NCD_CUDA_STREAM_NON_BLOCKING);
     if (e)
         return cuda_fail(rk, NCD_PERF_STAGE_DEVICE, e,
                          "cudaStreamCreateWithFlags");
@@ -417,6 +404,15 @@ static int nccl_rank_init(struct ncd__rank *rk)
     return 0;
 }
 
+/* A failed init frees what it made: rank_fini runs only after success. */
+static int nccl_rank_init(struct ncd__rank *rk)
+{
+    if (rank_init_steps(rk) == 0)
+        return 0;
+    nccl_rank_fini(rk);
+    return -1;
+}
+
 static void nccl_rank_fini(struct ncd__rank *rk)
 {
     struct nccl_proc *P = rk->rt->be_proc;
@@ -452,15 +448,15 @@ static void nccl_describe(struct ncd__rank *rk, struct ncd_perf_device *d)
     ncd_job_hostname(d->host, sizeof d->host);
     d->device = n->dev;
     int bus = 0, dev = 0, dom = 0;
-    P->cu.DeviceGetAttribute(&bus, ATTR_PCI_BUS, n->dev);
-    P->cu.DeviceGetAttribute(&dev, ATTR_PCI_DEVICE, n->dev);
-    P->cu.DeviceGetAttribute(&dom, ATTR_PCI_DOMAIN, n->dev);
+    P->cu.DeviceGetAttribute(&bus, NCD_CUDA_ATTR_PCI_BUS, n->dev);
+    P->cu.DeviceGetAttribute(&dev, NCD_CUDA_ATTR_PCI_DEVICE, n->dev);
+    P->cu.DeviceGetAttribute(&dom, NCD_CUDA_ATTR_PCI_DOMAIN, n->dev);
     snprintf(d->busid, sizeof d->busid, "%04x:%02x:%02x", (unsigned)dom,
              (unsigned)bus, (unsigned)dev);
     /* cudaDeviceProp starts with char name[256]; 8 KiB covers every
      * version's struct size */
     char *prop = calloc(1, 8192);
-    if (prop && P->cu.GetDeviceProperties(prop, n->dev) == CUDA_SUCCESS) {
+    if (prop && P->cu.GetDeviceProperties(prop, n->dev) == NCD_CUDA_SUCCESS) {
         prop[255] = '\0';
         snprintf(d->name, sizeof d->name, "%s", prop);
     } else {
@@ -512,7 +508,7 @@ static int dev_copy(void *arg, void *dst, const void *src, size_t n)
 {
     struct ncd__rank *rk = arg;
     struct nccl_proc *P = rk->rt->be_proc;
-    cuda_err e = P->cu.Memcpy(dst, src, n, CUDA_MEMCPY_DEFAULT);
+    cuda_err e = P->cu.Memcpy(dst, src, n, NCD_CUDA_MEMCPY_DEFAULT);
     return e ? cuda_fail(rk, NCD_PERF_STAGE_RUN, e, "cudaMemcpy") : 0;
 }
 
@@ -621,9 +617,9 @@ static int nccl_sync(struct ncd__rank *rk)
     int timeout = rt->o->timeout_s;
     for (;;) {
         cuda_err e = P->cu.StreamQuery(n->stream);
-        if (e == CUDA_SUCCESS)
+        if (e == NCD_CUDA_SUCCESS)
             return 0;
-        if (e != CUDA_NOT_READY)
+        if (e != NCD_CUDA_NOT_READY)
             return cuda_fail(rk, NCD_PERF_STAGE_SYNC, e, "cudaStreamQuery");
         nccl_res ae = 0;
         nccl_res r = P->nc.CommGetAsyncError(n->comm, &ae);
@@ -655,7 +651,7 @@ static int nccl_to_dev(struct ncd__rank *rk, void *dev, const void *host,
                        size_t n)
 {
     struct nccl_proc *P = rk->rt->be_proc;
-    cuda_err e = P->cu.Memcpy(dev, host, n, CUDA_MEMCPY_DEFAULT);
+    cuda_err e = P->cu.Memcpy(dev, host, n, NCD_CUDA_MEMCPY_DEFAULT);
     return e ? cuda_fail(rk, NCD_PERF_STAGE_RUN, e, "cudaMemcpy") : 0;
 }
 
@@ -668,11 +664,11 @@ static int nccl_timer_start(struct ncd__rank *rk)
         !P->cu.EventSynchronize)
         return -1;
     for (int i = 0; i < 2; i++)
-        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != CUDA_SUCCESS) {
+        if (!n->ev[i] && P->cu.EventCreate(&n->ev[i]) != NCD_CUDA_SUCCESS) {
             n->ev[i] = NULL;
             return -1;
         }
-    return P->cu.EventRecord(n->ev[0], n->stream) == CUDA_SUCCESS ? 0 : -1;
+    return P->cu.EventRecord(n->ev[0], n->stream) == NCD_CUDA_SUCCESS ? 0 : -1;
 }
 
 static double nccl_timer_stop(struct ncd__rank *rk)
@@ -680,9 +676,9 @@ static double nccl_timer_stop(struct ncd__rank *rk)
     struct nccl_proc *P = rk->rt->be_proc;
     struct nccl_rank *n = rk->be;
     float ms = 0;
-    if (P->cu.EventRecord(n->ev[1], n->stream) != CUDA_SUCCESS ||
-        P->cu.EventSynchronize(n->ev[1]) != CUDA_SUCCESS ||
-        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != CUDA_SUCCESS)
+    if (P->cu.EventRecord(n->ev[1], n->stream) != NCD_CUDA_SUCCESS ||
+        P->cu.EventSynchronize(n->ev[1]) != NCD_CUDA_SUCCESS ||
+        P->cu.EventElapsedTime(&ms, n->ev[0], n->ev[1]) != NCD_CUDA_SUCCESS)
         return -1;
     return ms / 1000.0;
 }
@@ -703,7 +699,7 @@ static int nccl_iter_begin(struct ncd__rank *rk, int iters)
             return -1;
         n->iev = v;
         for (int i = n->niev; i < need; i++)
-            if (P->cu.EventCreate(&n->iev[i]) != CUDA_SUCCESS) {
+            if (P->cu.EventCreate(&n->iev[i]) != NCD_CUDA_SUCCESS) {
                 n->niev = i;
                 return -1;
             }

@@ -29,16 +29,8 @@
 #include "ncd/strbuf.h"
 #include "probe/probe_int.h"
 
-#define CELL(r, i, j) (&(r)->cells[(size_t)(i) * (size_t)(r)->nranks + (j)])
+#include "probe/reach_int.h"
 
-/* Evidence lines per finding before "... and N more". */
-#define EV_MAX 8
-/* Host names listed in a title before "and N more". */
-#define NAMES_MAX 6
-/* Pair findings before the rest are summed up in one. */
-#define PAIRS_MAX 16
-
-enum kind { K_NONE, K_OK, K_PEER, K_PORT, K_RETURN, K_PATH, K_NOADDR };
 
 const struct ncd_probe_conn *ncd__probe_path(const struct ncd_probe_cell *c,
                                              int use_rec)
@@ -83,7 +75,7 @@ static int kind_rank(enum kind k)
     return rank[k];
 }
 
-static int tested(enum kind k)
+int ncd__reach_tested(enum kind k)
 {
     return k != K_NONE && k != K_NOADDR;
 }
@@ -121,21 +113,6 @@ int ncd__probe_use_rec(const struct ncd_probe_result *r, char *common,
 
 /* ---- the host matrix ------------------------------------------------------ */
 
-struct an {
-    const struct ncd_probe_result *r;
-    struct ncd_findings *out;
-    int use_rec;
-    int nh;
-    enum kind *hk;       /* [a*nh+b] dominant kind of host a -> host b */
-    int *rep;            /* [a*nh+b] a rank pair (i*n+j) of that kind */
-    unsigned char *expl; /* [a*nh+b] explained by a finding already */
-    unsigned char *set;  /* scratch host sets */
-};
-
-#define HK(A, a, b) ((A)->hk[(size_t)(a) * (size_t)(A)->nh + (size_t)(b)])
-#define REP(A, a, b) ((A)->rep[(size_t)(a) * (size_t)(A)->nh + (size_t)(b)])
-#define EXPL(A, a, b) ((A)->expl[(size_t)(a) * (size_t)(A)->nh + (size_t)(b)])
-
 static const struct ncd_probe_conn *rep_conn(const struct an *A, int a, int b,
                                              int *i, int *j)
 {
@@ -153,13 +130,13 @@ static int first_rank_of(const struct ncd_probe_result *r, int h)
     return 0;
 }
 
-static const struct ncd_probe_rank *host_rank(const struct an *A, int h)
+const struct ncd_probe_rank *ncd__reach_host_rank(const struct an *A, int h)
 {
     return &A->r->ranks[first_rank_of(A->r, h)];
 }
 
 /* The interface and address a host's rank listens on for the judged path. */
-static const char *path_if(const struct an *A, const struct ncd_probe_rank *k)
+const char *ncd__reach_path_if(const struct an *A, const struct ncd_probe_rank *k)
 {
     const char *s = A->use_rec ? k->rec_if : k->nccl_if;
     return *s ? s : "-";
@@ -211,7 +188,7 @@ static void release(struct an *A)
 }
 
 /* "node3", "node3 and node7", "6 hosts (node1, node2, ... and 2 more)" */
-static void names(struct ncd_strbuf *sb, const struct an *A,
+void ncd__reach_names(struct ncd_strbuf *sb, const struct an *A,
                   const unsigned char *in)
 {
     int cnt = 0, shown = 0;
@@ -237,7 +214,7 @@ static void names(struct ncd_strbuf *sb, const struct an *A,
         ncd_sb_putc(sb, ')');
 }
 
-static int count(const unsigned char *in, int nh)
+int ncd__reach_count(const unsigned char *in, int nh)
 {
     int c = 0;
     for (int h = 0; h < nh; h++)
@@ -246,7 +223,7 @@ static int count(const unsigned char *in, int nh)
 }
 
 /* Most common failing status among the given host pairs' representatives. */
-static enum ncd_probe_status common_status(const struct an *A,
+enum ncd_probe_status ncd__reach_common_status(const struct an *A,
                                            const unsigned char *src,
                                            const unsigned char *dst,
                                            enum kind k)
@@ -296,7 +273,7 @@ static void pair_evidence(struct ncd_finding *f, const struct an *A, int a,
 
 /* Evidence for every host pair src x dst of kind k (at most EV_MAX lines),
  * marking them explained. */
-static void evidence_block(struct ncd_finding *f, struct an *A,
+void ncd__reach_evidence_block(struct ncd_finding *f, struct an *A,
                            const unsigned char *src, const unsigned char *dst,
                            enum kind k)
 {
@@ -367,20 +344,20 @@ static void iface_choice(struct an *A, const char *common)
     for (int h = 0; h < A->nh; h++) {
         if (done[h])
             continue;
-        const struct ncd_probe_rank *k = host_rank(A, h);
+        const struct ncd_probe_rank *k = ncd__reach_host_rank(A, h);
         unsigned char *same = calloc((size_t)A->nh, 1);
         if (!same)
             return;
         for (int g = h; g < A->nh; g++) {
-            const struct ncd_probe_rank *q = host_rank(A, g);
+            const struct ncd_probe_rank *q = ncd__reach_host_rank(A, g);
             if (!done[g] && !strcmp(q->nccl_if, k->nccl_if) &&
                 !strcmp(q->nccl_pass, k->nccl_pass) &&
                 !strcmp(q->rec_if, k->rec_if))
                 same[g] = done[g] = 1;
         }
         struct ncd_strbuf sb = {0};
-        names(&sb, A, same);
-        if (count(same, A->nh) == 1)
+        ncd__reach_names(&sb, A, same);
+        if (ncd__reach_count(same, A->nh) == 1)
             ncd_finding_evidence(f, "%s: NCCL picks %s %s (%s); recommended "
                                     "%s %s",
                                  ncd_sb_str(&sb),
@@ -401,7 +378,7 @@ static void iface_choice(struct an *A, const char *common)
     int other = 0; /* findings left on the recommended interface */
     for (int a = 0; a < A->nh; a++)
         for (int b = 0; b < A->nh; b++)
-            if (a != b && tested(HK(A, a, b)) && HK(A, a, b) != K_OK)
+            if (a != b && ncd__reach_tested(HK(A, a, b)) && HK(A, a, b) != K_OK)
                 other = 1;
     const char *then = other ? "; then mend what the findings below report "
                                "on it"
@@ -413,7 +390,7 @@ static void iface_choice(struct an *A, const char *common)
     } else {
         struct ncd_strbuf sb = {0};
         for (int h = 0; h < A->nh; h++) {
-            const struct ncd_probe_rank *k = host_rank(A, h);
+            const struct ncd_probe_rank *k = ncd__reach_host_rank(A, h);
             if (h == NAMES_MAX) {
                 ncd_sb_printf(&sb, ", ... (%d hosts)", A->nh);
                 break;
@@ -426,206 +403,6 @@ static void iface_choice(struct an *A, const char *common)
                         ncd_sb_str(&sb), then);
         ncd_sb_release(&sb);
     }
-}
-
-/* ---- 2. firewalls on the ephemeral range --------------------------------- */
-
-static int is_kind(const struct an *A, int a, int b, enum kind k)
-{
-    return a != b && HK(A, a, b) == k;
-}
-
-/* Hosts h1 and h2 see the same sources fail with kind k (columns), or the
- * same targets (rows, by_row). */
-static int alike(const struct an *A, int h1, int h2, enum kind k, int by_row)
-{
-    for (int x = 0; x < A->nh; x++) {
-        if (x == h1 || x == h2)
-            continue;
-        int u = by_row ? is_kind(A, h1, x, k) : is_kind(A, x, h1, k);
-        int v = by_row ? is_kind(A, h2, x, k) : is_kind(A, x, h2, k);
-        if (u != v)
-            return 0;
-    }
-    return by_row ? is_kind(A, h1, h2, k) == is_kind(A, h2, h1, k)
-                  : is_kind(A, h2, h1, k) == is_kind(A, h1, h2, k);
-}
-
-/* No tested source reaches h's data port. */
-static int blocked_from_all(const struct an *A, int h)
-{
-    int any = 0;
-    for (int a = 0; a < A->nh; a++) {
-        if (a == h || !tested(HK(A, a, h)))
-            continue;
-        if (HK(A, a, h) == K_OK)
-            return 0;
-        any = 1;
-    }
-    return any;
-}
-
-static void firewall_findings(struct an *A)
-{
-    int nh = A->nh;
-    unsigned char *inport = calloc((size_t)nh, 1), *ret = calloc((size_t)nh, 1),
-                  *all = calloc((size_t)nh, 1), *grp = calloc((size_t)nh, 1),
-                  *src = calloc((size_t)nh, 1), *done = calloc((size_t)nh, 1);
-    if (!inport || !ret || !all || !grp || !src || !done)
-        goto out;
-    for (int h = 0; h < nh; h++) {
-        for (int a = 0; a < nh; a++) {
-            inport[h] |= is_kind(A, a, h, K_PORT);
-            ret[h] |= is_kind(A, h, a, K_RETURN);
-        }
-        all[h] = inport[h] && blocked_from_all(A, h);
-    }
-    for (int h = 0; h < nh; h++) {
-        if (done[h] || (!inport[h] && !ret[h]))
-            continue;
-        const struct ncd_probe_rank *k = host_rank(A, h);
-        memset(grp, 0, (size_t)nh);
-        for (int g = h; g < nh; g++) {
-            const struct ncd_probe_rank *q = host_rank(A, g);
-            if (done[g] || inport[g] != inport[h] || ret[g] != ret[h] ||
-                all[g] != all[h] || q->port_lo != k->port_lo ||
-                q->port_hi != k->port_hi)
-                continue;
-            if (!all[h] && inport[h] && !alike(A, h, g, K_PORT, 0))
-                continue;
-            if (ret[h] && !inport[h] && !alike(A, h, g, K_RETURN, 1))
-                continue;
-            grp[g] = done[g] = 1;
-        }
-        int ng = count(grp, nh);
-        /* the sources that cannot reach the group's data ports */
-        memset(src, 0, (size_t)nh);
-        for (int a = 0; a < nh; a++)
-            for (int b = 0; b < nh; b++)
-                if (grp[b] && is_kind(A, a, b, K_PORT))
-                    src[a] = 1;
-        struct ncd_strbuf who = {0}, from = {0};
-        names(&who, A, grp);
-        names(&from, A, src);
-        char range[48];
-        if (k->port_lo)
-            snprintf(range, sizeof range, "%d-%d", k->port_lo, k->port_hi);
-        else
-            snprintf(range, sizeof range, "(range unknown)");
-        struct ncd_finding *f;
-        const char *ifn = path_if(A, k);
-        if (inport[h] && all[h] && ret[h])
-            f = ncd_findings_add(
-                A->out, "net.unreachable.port-filtered",
-                NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
-                "A firewall on %s drops %s ephemeral ports %s on %s without "
-                "tracking connections: no peer connects to %s, and the "
-                "replies to %s own connections are lost",
-                ncd_sb_str(&who), ng > 1 ? "their" : "its", range, ifn,
-                ng > 1 ? "them" : "it", ng > 1 ? "their" : "its");
-        else if (inport[h] && all[h])
-            f = ncd_findings_add(A->out, "net.unreachable.port-filtered",
-                                 NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
-                                 "A firewall on %s blocks %s ephemeral ports "
-                                 "%s on %s, where NCCL listens",
-                                 ncd_sb_str(&who), ng > 1 ? "their" : "its",
-                                 range, ifn);
-        else if (inport[h])
-            f = ncd_findings_add(A->out, "net.unreachable.port-filtered",
-                                 NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
-                                 "The ephemeral ports %s of %s on %s are "
-                                 "blocked from %s; other hosts connect",
-                                 range, ncd_sb_str(&who), ifn,
-                                 ncd_sb_str(&from));
-        else
-            f = ncd_findings_add(
-                A->out, "net.unreachable.return-filtered",
-                NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
-                "A firewall on %s drops the replies to %s own connections "
-                "(its ephemeral ports %s on %s)",
-                ncd_sb_str(&who), ng > 1 ? "their" : "its", range, ifn);
-        unsigned char *every = calloc((size_t)nh, 1);
-        if (f && every) {
-            memset(every, 1, (size_t)nh);
-            if (inport[h])
-                evidence_block(f, A, every, grp, K_PORT);
-            if (ret[h])
-                evidence_block(f, A, grp, every, K_RETURN);
-            int shown = 0;
-            for (int g = 0; g < nh && shown < EV_MAX; g++)
-                if (grp[g]) {
-                    const struct ncd_probe_rank *q = host_rank(A, g);
-                    ncd_finding_evidence(f, "%s: net.ipv4.ip_local_port_range"
-                                            " = %d %d",
-                                         q->host, q->port_lo, q->port_hi);
-                    shown++;
-                }
-            int lo = k->port_lo, hi = k->port_hi;
-            if (inport[h] && !all[h])
-                ncd_finding_cause(
-                    f, "NCCL's bootstrap and Socket transport listen on "
-                       "ports the kernel draws from "
-                       "net.ipv4.ip_local_port_range; a firewall between "
-                       "%s and %s (or one that trusts only some sources) "
-                       "drops or rejects connections to them.",
-                    ncd_sb_str(&from), ncd_sb_str(&who));
-            else if (inport[h])
-                ncd_finding_cause(
-                    f, "NCCL's bootstrap and Socket transport listen on "
-                       "ports the kernel draws from "
-                       "net.ipv4.ip_local_port_range; the firewall %s "
-                       "connections to them, so every peer's connect fails "
-                       "(\"connect to ... failed\")%s.",
-                    common_status(A, every, grp, K_PORT) == NCD_PROBE_REFUSED
-                        ? "rejects"
-                        : "drops",
-                    ret[h] ? "; without connection tracking it also drops "
-                             "the answers to connections made from there, "
-                             "whose source ports come from the same range"
-                           : "");
-            else
-                ncd_finding_cause(
-                    f, "Outgoing connections take a source port from "
-                       "net.ipv4.ip_local_port_range; a rule that drops "
-                       "incoming packets to those ports without a "
-                       "`ct state established,related accept` before it "
-                       "drops the peers' answers, so every connect from "
-                       "there times out while the same connect from a port "
-                       "outside the range succeeds.");
-            if (inport[h] && !all[h])
-                ncd_finding_fix(f, "Allow TCP %d-%d into %s from %s (the "
-                                   "firewall, ACL or security group between "
-                                   "them).",
-                                lo, hi, ncd_sb_str(&who), ncd_sb_str(&from));
-            else
-                ncd_finding_fix(
-                    f, "On %s allow TCP %d-%d from the other nodes%s, e.g. "
-                       "`nft add rule inet filter input ip saddr <cluster "
-                       "subnet> tcp dport %d-%d accept` (firewalld: "
-                       "firewall-cmd --permanent --zone=trusted "
-                       "--add-source=<cluster subnet>), or trust the data "
-                       "interface %s.",
-                    ncd_sb_str(&who), lo, hi,
-                    ret[h] ? " and accept established connections (`ct "
-                             "state established,related accept` first)"
-                           : "",
-                    lo, hi, ifn);
-        } else if (every) {
-            memset(every, 1, (size_t)nh);
-            evidence_block(NULL, A, every, grp, K_PORT);
-            evidence_block(NULL, A, grp, every, K_RETURN);
-        }
-        free(every);
-        ncd_sb_release(&who);
-        ncd_sb_release(&from);
-    }
-out:
-    free(inport);
-    free(ret);
-    free(all);
-    free(grp);
-    free(src);
-    free(done);
 }
 
 /* ---- 3. another process answers ----------------------------------------- */
@@ -716,7 +493,7 @@ static void all_dead(struct an *A)
         return;
     for (int a = 0; a < nh; a++)
         for (int b = 0; b < nh; b++) {
-            if (a == b || !tested(HK(A, a, b)))
+            if (a == b || !ncd__reach_tested(HK(A, a, b)))
                 continue;
             if (!open_path(A, a, b))
                 return;
@@ -728,7 +505,7 @@ static void all_dead(struct an *A)
     if (!every)
         return;
     memset(every, 1, (size_t)nh);
-    enum ncd_probe_status s = common_status(A, every, every, K_PATH);
+    enum ncd_probe_status s = ncd__reach_common_status(A, every, every, K_PATH);
     struct ncd_finding *f = ncd_findings_add(
         A->out, "net.unreachable.all", NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
         "No host reaches any other on %s (%s): the %d hosts share no working "
@@ -736,10 +513,10 @@ static void all_dead(struct an *A)
         A->use_rec ? "the recommended interface" : "NCCL's interface",
         status_words(s), nh);
     if (f) {
-        evidence_block(f, A, every, every, K_PATH);
+        ncd__reach_evidence_block(f, A, every, every, K_PATH);
         for (int h = 0; h < nh && h < EV_MAX; h++) {
-            const struct ncd_probe_rank *q = host_rank(A, h);
-            ncd_finding_evidence(f, "%s: %s %s", q->host, path_if(A, q),
+            const struct ncd_probe_rank *q = ncd__reach_host_rank(A, h);
+            ncd_finding_evidence(f, "%s: %s %s", q->host, ncd__reach_path_if(A, q),
                                  path_addr(A, q));
         }
         path_cause_fix(f, s, "every host");
@@ -763,12 +540,12 @@ static void dead_hosts(struct an *A)
         for (int a = 0; a < nh; a++) {
             if (a == h)
                 continue;
-            if (tested(HK(A, a, h))) {
+            if (ncd__reach_tested(HK(A, a, h))) {
                 tin++;
                 bin += HK(A, a, h) != K_OK;
                 pin += open_path(A, a, h);
             }
-            if (tested(HK(A, h, a))) {
+            if (ncd__reach_tested(HK(A, h, a))) {
                 tout++;
                 bout += HK(A, h, a) != K_OK;
                 pout += open_path(A, h, a);
@@ -786,13 +563,13 @@ static void dead_hosts(struct an *A)
         for (int g = h; g < nh; g++)
             if (!done[g] && in[g] == in[h] && out[g] == out[h])
                 grp[g] = done[g] = 1;
-        int ng = count(grp, nh);
+        int ng = ncd__reach_count(grp, nh);
         struct ncd_strbuf who = {0};
-        names(&who, A, grp);
+        ncd__reach_names(&who, A, grp);
         enum ncd_probe_status s =
-            in[h] ? common_status(A, every, grp, K_PATH)
-                  : common_status(A, grp, every, K_PATH);
-        const struct ncd_probe_rank *k = host_rank(A, h);
+            in[h] ? ncd__reach_common_status(A, every, grp, K_PATH)
+                  : ncd__reach_common_status(A, grp, every, K_PATH);
+        const struct ncd_probe_rank *k = ncd__reach_host_rank(A, h);
         struct ncd_finding *f = ncd_findings_add(
             A->out, "net.unreachable.host", NCD_CAT_NET_UNREACHABLE,
             NCD_SEV_ERROR, "%s %s on %s (%s)%s", ncd_sb_str(&who),
@@ -803,16 +580,16 @@ static void dead_hosts(struct an *A)
             : in[h] ? "cannot be reached by any other host"
             : ng > 1 ? "reach no other host"
                      : "reaches no other host",
-            path_if(A, k), status_words(s),
+            ncd__reach_path_if(A, k), status_words(s),
             in[h] && !out[h]   ? (ng > 1 ? "; they connect out"
                                          : "; it connects out")
             : !in[h] && out[h] ? "; the others reach it"
                                : "");
         if (f) {
             if (in[h])
-                evidence_block(f, A, every, grp, K_PATH);
+                ncd__reach_evidence_block(f, A, every, grp, K_PATH);
             if (out[h])
-                evidence_block(f, A, grp, every, K_PATH);
+                ncd__reach_evidence_block(f, A, grp, every, K_PATH);
             path_cause_fix(f, s, ncd_sb_str(&who));
             if (in[h] && !out[h] && s == NCD_PROBE_TIMEOUT)
                 ncd_finding_cause(f, "Packets to %s vanish on every port "
@@ -847,7 +624,7 @@ static void dead_groups(struct an *A)
         memset(src, 0, (size_t)nh);
         for (int a = 0; a < nh; a++)
             src[a] = open_path(A, a, h);
-        if (count(src, nh) < 2)
+        if (ncd__reach_count(src, nh) < 2)
             continue;
         memset(grp, 0, (size_t)nh);
         for (int g = h; g < nh; g++) {
@@ -862,7 +639,7 @@ static void dead_groups(struct an *A)
             if (same)
                 grp[g] = 1;
         }
-        if (count(grp, nh) < 2)
+        if (ncd__reach_count(grp, nh) < 2)
             continue;
         for (int g = 0; g < nh; g++)
             if (grp[g])
@@ -873,35 +650,35 @@ static void dead_groups(struct an *A)
             for (int b = 0; b < nh && back; b++)
                 if (src[a] && grp[b] && !open_path(A, b, a))
                     back = 0;
-        int ns = count(src, nh), rest = 1;
+        int ns = ncd__reach_count(src, nh), rest = 1;
         for (int x = 0; x < nh; x++)
             if (!grp[x] && !src[x])
                 rest = 0;
         struct ncd_strbuf who = {0}, from = {0};
-        names(&who, A, grp);
+        ncd__reach_names(&who, A, grp);
         if (rest)
             ncd_sb_printf(&from, "the other %d hosts", ns);
         else
-            names(&from, A, src);
-        enum ncd_probe_status s = common_status(A, src, grp, K_PATH);
-        const struct ncd_probe_rank *k = host_rank(A, h);
+            ncd__reach_names(&from, A, src);
+        enum ncd_probe_status s = ncd__reach_common_status(A, src, grp, K_PATH);
+        const struct ncd_probe_rank *k = ncd__reach_host_rank(A, h);
         struct ncd_finding *f =
             back ? ncd_findings_add(A->out, "net.unreachable.group",
                                     NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
                                     "%s and %s cannot reach each other on %s "
                                     "(%s); within each group they connect",
                                     ncd_sb_str(&who), ncd_sb_str(&from),
-                                    path_if(A, k), status_words(s))
+                                    ncd__reach_path_if(A, k), status_words(s))
                  : ncd_findings_add(A->out, "net.unreachable.group",
                                     NCD_CAT_NET_UNREACHABLE, NCD_SEV_ERROR,
                                     "%s cannot be reached from %s on %s (%s); "
                                     "among themselves they connect",
                                     ncd_sb_str(&who), ncd_sb_str(&from),
-                                    path_if(A, k), status_words(s));
+                                    ncd__reach_path_if(A, k), status_words(s));
         if (f) {
-            evidence_block(f, A, src, grp, K_PATH);
+            ncd__reach_evidence_block(f, A, src, grp, K_PATH);
             if (back)
-                evidence_block(f, A, grp, src, K_PATH);
+                ncd__reach_evidence_block(f, A, grp, src, K_PATH);
             ncd_finding_cause(f, "The hosts fall into groups: within a group "
                                  "every pair connects, across the groups "
                                  "nothing does.  That is a firewall, ACL or "
@@ -914,9 +691,9 @@ static void dead_groups(struct an *A)
                                "share.",
                             ncd_sb_str(&from), ncd_sb_str(&who));
         } else {
-            evidence_block(NULL, A, src, grp, K_PATH);
+            ncd__reach_evidence_block(NULL, A, src, grp, K_PATH);
             if (back)
-                evidence_block(NULL, A, grp, src, K_PATH);
+                ncd__reach_evidence_block(NULL, A, grp, src, K_PATH);
         }
         ncd_sb_release(&who);
         ncd_sb_release(&from);
@@ -979,7 +756,7 @@ static void dead_pairs(struct an *A)
                                  A->r->cells[REP(A, x, y)].src_addr[0]
                                      ? A->r->cells[REP(A, x, y)].src_addr
                                      : "-",
-                                 path_if(A, ki), j, kj->host, path_if(A, kj),
+                                 ncd__reach_path_if(A, ki), j, kj->host, ncd__reach_path_if(A, kj),
                                  path_addr(A, kj), c->port, c->detail);
             pair_evidence(f, A, x, y);
             if (a != b)
@@ -1007,7 +784,7 @@ int ncd__probe_reach_findings(const struct ncd_probe_result *r, int use_rec,
     }
     if (use_rec)
         iface_choice(&A, common);
-    firewall_findings(&A);
+    ncd__reach_firewall_findings(&A);
     duplicate_findings(&A);
     all_dead(&A);
     dead_hosts(&A);

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/libs.h"
 #include "ncd/sysops.h"
 #include "ncd/version.h"
 #include "sys/sys_internal.h"
@@ -13,20 +14,23 @@
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <link.h>
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <netdb.h>
 #include <netpacket/packet.h>
-#include <signal.h>
-#include <spawn.h>
+#include <nftables/libnftables.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/statvfs.h>
-#include <sys/wait.h>
+#include <sys/time.h>
 #include <unistd.h>
 
-extern char **environ;
 
 /* ---- getifaddrs -------------------------------------------------------------- */
 
@@ -153,35 +157,36 @@ static int live_dlopen(struct ncd_ctx *ctx, const char *soname,
     return 0;
 }
 
+/* No dlopen: the library is 200+ MB and its constructors are not ours to
+ * run.  The file the loader would pick, and the version NCCL compiles into
+ * its .rodata (VERSION_STRING, NCCL src/init.cc: the same number
+ * ncclGetVersion() returns). */
 static int live_nccl_version(struct ncd_ctx *ctx, struct ncd_nccl_lib *out)
 {
-    (void)ctx;
-    /* RTLD_LAZY: resolve nothing we do not call; LOCAL: keep the
-     * library's symbols away from anything else we load later. */
-    void *h = dlopen("libnccl.so.2", RTLD_LAZY | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(out->error, sizeof out->error, "%s", e ? e : "dlopen failed");
+    const char *why = "";
+    int r = ncd__nccl_loader_pick(ctx, out->path, sizeof out->path, &why);
+    if (r < 0)
+        return r;
+    if (r == 0) {
+        snprintf(out->error, sizeof out->error,
+                 "libnccl.so.2: not in LD_LIBRARY_PATH, /etc/ld.so.cache or "
+                 "the default library directories");
         return 0;
     }
     out->loaded = 1;
-    struct link_map *lm = NULL;
-    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && lm->l_name)
-        snprintf(out->path, sizeof out->path, "%s", lm->l_name);
-    int (*get_version)(int *) =
-        (int (*)(int *))(uintptr_t)dlsym(h, "ncclGetVersion");
     int code = 0;
-    if (!get_version) {
+    r = ncd_nccl_file_version(ctx, out->path, &code, out->cuda,
+                              sizeof out->cuda);
+    ncd_ctx_clear_error(ctx);
+    if (r == NCD_ENOMEM)
+        return r;
+    if (r <= 0 || code <= 0) {
         snprintf(out->error, sizeof out->error,
-                 "%s has no ncclGetVersion symbol", out->path);
-    } else if (get_version(&code) != 0 || code <= 0) {
-        snprintf(out->error, sizeof out->error,
-                 "ncclGetVersion() failed in %s", out->path);
-    } else {
-        out->version = ncd_nccl_version_from_code(code);
-        out->found = 1;
+                 "%.200s has no NCCL version string in .rodata", out->path);
+        return 0;
     }
-    dlclose(h);
+    out->version = code;
+    out->found = 1;
     return 0;
 }
 
@@ -336,59 +341,90 @@ static int live_nvml(struct ncd_ctx *ctx, struct ncd_nvml_answer *out)
 
 /* ---- nftables ---------------------------------------------------------------- */
 
+/* libnftables (Debian libnftables1), loaded on first use like libarchive:
+ * linked, it would bring libnftnl, libmnl, libgmp and libxtables into
+ * every command.  The same JSON as `nft -j list ruleset`, without a
+ * process.  Signatures from <nftables/libnftables.h>. */
+struct nft_api {
+    struct nft_ctx *(*ctx_new)(uint32_t);
+    void (*ctx_free)(struct nft_ctx *);
+    void (*set_flags)(struct nft_ctx *, unsigned);
+    int (*buffer_output)(struct nft_ctx *);
+    int (*buffer_error)(struct nft_ctx *);
+    const char *(*output)(struct nft_ctx *);
+    const char *(*error)(struct nft_ctx *);
+    int (*run)(struct nft_ctx *, const char *);
+};
+
+static int nft_load(struct nft_api *api, char *err, size_t errsz)
+{
+    void *h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(err, errsz, "libnftables cannot be loaded (%.150s)",
+                 e ? e : "not found");
+        return -1;
+    }
+#define SYM(field, name)                                                      \
+    api->field = (__typeof__(api->field))(uintptr_t)dlsym(h, name)
+    SYM(ctx_new, "nft_ctx_new");
+    SYM(ctx_free, "nft_ctx_free");
+    SYM(set_flags, "nft_ctx_output_set_flags");
+    SYM(buffer_output, "nft_ctx_buffer_output");
+    SYM(buffer_error, "nft_ctx_buffer_error");
+    SYM(output, "nft_ctx_get_output_buffer");
+    SYM(error, "nft_ctx_get_error_buffer");
+    SYM(run, "nft_run_cmd_from_buffer");
+#undef SYM
+    if (!api->ctx_new || !api->ctx_free || !api->set_flags ||
+        !api->buffer_output || !api->buffer_error || !api->output ||
+        !api->error || !api->run) {
+        snprintf(err, errsz, "libnftables.so.1 lacks the 0.9+ API");
+        dlclose(h);
+        return -1;
+    }
+    return 0; /* never dlclose'd once used: libnftables keeps global state */
+}
+
 static int live_firewall(struct ncd_ctx *ctx, int timeout_ms, char **buf,
                          size_t *len, char *src, size_t srcsz)
 {
-    snprintf(src, srcsz, "nft -j list ruleset");
-    const char *nft = access("/usr/sbin/nft", X_OK) == 0 ? "/usr/sbin/nft"
-                      : access("/sbin/nft", X_OK) == 0   ? "/sbin/nft"
-                                                         : NULL;
-    if (!nft)
-        return ncd_fail(ctx, NCD_ENOENT, "nft is not installed");
+    (void)timeout_ms; /* one netlink dump from the kernel: no peer to wait on */
+    snprintf(src, srcsz, "libnftables: list ruleset (JSON)");
     if (geteuid() != 0)
         return ncd_fail(ctx, NCD_EPERM,
                         "reading the nftables rule set needs root");
-    int pfd[2];
-    if (pipe2(pfd, O_CLOEXEC) < 0)
-        return ncd_fail(ctx, NCD_ESYS, "pipe: %s", strerror(errno));
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pfd[1], 1);
-    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
-    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-    char *argv[] = {(char *)nft, (char *)"-j", (char *)"list",
-                    (char *)"ruleset", NULL};
-    pid_t pid;
-    int rc = posix_spawn(&pid, nft, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    close(pfd[1]);
-    if (rc != 0) {
-        close(pfd[0]);
-        return ncd_fail(ctx, NCD_ESYS, "spawn nft: %s", strerror(rc));
+    static struct nft_api api;
+    static int state; /* 0 untried, 1 loaded, -1 failed */
+    static char load_err[200];
+    if (state == 0)
+        state = nft_load(&api, load_err, sizeof load_err) == 0 ? 1 : -1;
+    if (state < 0)
+        return ncd_fail(ctx, NCD_ENOENT, "%s", load_err);
+    struct nft_ctx *nc = api.ctx_new(0 /* NFT_CTX_DEFAULT */);
+    if (!nc)
+        return NCD_ENOMEM;
+    api.set_flags(nc, NFT_CTX_OUTPUT_JSON);
+    int rc = 0;
+    if (api.buffer_output(nc) != 0 || api.buffer_error(nc) != 0) {
+        rc = NCD_ENOMEM;
+    } else if (api.run(nc, "list ruleset") != 0) {
+        const char *e = api.error(nc);
+        rc = ncd_fail(ctx, NCD_ESYS, "nftables list ruleset failed: %.200s",
+                      e && *e ? e : "no detail");
+    } else {
+        const char *o = api.output(nc);
+        *len = o ? strlen(o) : 0;
+        if (*len > (16u << 20))
+            rc = ncd_fail(ctx, NCD_ERANGE,
+                          "the nftables rule set is more than 16 MiB of JSON");
+        else if (!(*buf = malloc(*len + 1)))
+            rc = NCD_ENOMEM;
+        else
+            memcpy(*buf, o ? o : "", *len + 1);
     }
-    int status = 0;
-    rc = ncd_read_fd_bounded(pfd[0], 16u << 20, timeout_ms, buf, len);
-    close(pfd[0]);
-    if (rc == NCD_ETIMEOUT)
-        kill(pid, SIGKILL);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (rc == NCD_ENOMEM)
-        return rc;
-    if (rc == NCD_ETIMEOUT)
-        return ncd_fail(ctx, NCD_ETIMEOUT, "nft did not answer within %d ms",
-                        timeout_ms);
-    if (rc < 0)
-        return ncd_fail(ctx, rc, "reading nft's output: %s",
-                        rc == NCD_ERANGE ? "more than 16 MiB"
-                                         : strerror(errno));
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-        free(*buf);
-        *buf = NULL;
-        return ncd_fail(ctx, NCD_ESYS, "nft -j list ruleset failed (status %d)",
-                        WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-    }
-    return 0;
+    api.ctx_free(nc);
+    return rc;
 }
 
 /* ---- identity, host name, sockets, names ------------------------------------- */
@@ -416,6 +452,99 @@ static int live_identity(struct ncd_ctx *ctx, struct ncd_sys_identity *out)
 }
 
 int ncd__sys_listen_ports_files(struct ncd_ctx *ctx, int **ports);
+
+static int cmp_port(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return (x > y) - (x < y);
+}
+
+/* One sock_diag dump (linux/inet_diag.h): TCP sockets of `family` in state
+ * LISTEN, their local ports appended to *v.  The kernel walks only the
+ * listening hash, where /proc/net/tcp walks every connection.
+ * @return 0, NCD_ENOMEM, or 1 when netlink cannot answer (no
+ *         NETLINK_SOCK_DIAG, an error message). */
+static int diag_listeners(int family, int **v, size_t *n, size_t *cap)
+{
+    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (fd < 0)
+        return 1;
+    struct timeval tv = {2, 0}; /* the kernel answers at once; never hang */
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 req;
+    } q;
+    memset(&q, 0, sizeof q);
+    q.nlh.nlmsg_len = sizeof q;
+    q.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    q.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+    q.req.sdiag_family = (unsigned char)family;
+    q.req.sdiag_protocol = IPPROTO_TCP;
+    q.req.idiag_states = 1u << TCP_LISTEN;
+    struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
+    if (sendto(fd, &q, sizeof q, 0, (struct sockaddr *)&nl, sizeof nl) < 0) {
+        close(fd);
+        return 1;
+    }
+    static __thread char buf[32768] __attribute__((aligned(8)));
+    int rc = 1;
+    for (;;) {
+        ssize_t got = recv(fd, buf, sizeof buf, 0);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            break;
+        size_t left = (size_t)got;
+        for (struct nlmsghdr *h = (struct nlmsghdr *)buf; NLMSG_OK(h, left);
+             h = NLMSG_NEXT(h, left)) {
+            if (h->nlmsg_type == NLMSG_DONE) {
+                rc = 0;
+                goto done;
+            }
+            if (h->nlmsg_type == NLMSG_ERROR)
+                goto done;
+            if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY ||
+                h->nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
+                continue;
+            const struct inet_diag_msg *m = NLMSG_DATA(h);
+            if (*n == *cap) {
+                size_t nc = *cap ? *cap * 2 : 64;
+                int *nv = realloc(*v, nc * sizeof *nv);
+                if (!nv) {
+                    rc = NCD_ENOMEM;
+                    goto done;
+                }
+                *v = nv;
+                *cap = nc;
+            }
+            (*v)[(*n)++] = ntohs(m->id.idiag_sport);
+        }
+    }
+done:
+    close(fd);
+    return rc;
+}
+
+/* Live: sock_diag; the /proc/net/tcp{,6} files where netlink cannot
+ * answer (a kernel without inet_diag). */
+static int live_listen_ports(struct ncd_ctx *ctx, int **ports)
+{
+    size_t n = 0, cap = 0;
+    int rc = diag_listeners(AF_INET, ports, &n, &cap);
+    if (rc == 0)
+        rc = diag_listeners(AF_INET6, ports, &n, &cap);
+    if (rc == NCD_ENOMEM)
+        return rc;
+    if (rc == 1) {
+        free(*ports);
+        *ports = NULL;
+        return ncd__sys_listen_ports_files(ctx, ports);
+    }
+    if (n)
+        qsort(*ports, n, sizeof **ports, cmp_port);
+    return (int)n;
+}
 
 static int live_bind_test(struct ncd_ctx *ctx, int family, const char *addr,
                           int scope_id, int *port)
@@ -469,7 +598,7 @@ const struct ncd_sysops ncd__sys_live = {
     .firewall = live_firewall,
     .hostname = live_hostname,
     .identity = live_identity,
-    .listen_ports = ncd__sys_listen_ports_files,
+    .listen_ports = live_listen_ports,
     .bind_test = live_bind_test,
     .resolve = ncd__resolve_live,
     .nvml_costly = 1,

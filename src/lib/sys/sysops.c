@@ -84,11 +84,28 @@ int ncd_sys_dlopen(struct ncd_ctx *ctx, const char *soname,
     return rc;
 }
 
+/* Asked by the version policy and by the library scan: answered once per
+ * context (the memo is dropped when the operations table changes). */
+struct nccl_memo {
+    const struct ncd_sysops *ops;
+    struct ncd_nccl_lib lib;
+};
+
 int ncd_sys_nccl_version(struct ncd_ctx *ctx, struct ncd_nccl_lib *out)
 {
     int rc;
+    struct nccl_memo *m = ncd__ctx_sys_memo(ctx);
+    if (m && m->ops == ncd_sys(ctx)) {
+        *out = m->lib;
+        return 0;
+    }
     memset(out, 0, sizeof *out);
     CALL(ctx, OP(ctx, nccl_version)(ctx, out));
+    if (rc == 0 && (m = malloc(sizeof *m)) != NULL) {
+        m->ops = ncd_sys(ctx);
+        m->lib = *out;
+        ncd__ctx_set_sys_memo(ctx, m);
+    }
     return rc;
 }
 

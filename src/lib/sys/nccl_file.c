@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/* Which libnccl.so.2 the dynamic loader would pick and its version, read
+ * from the file without loading it (see ncd/libs.h and ncd/sysops.h). */
+#define _GNU_SOURCE
+#include "ncd/error.h"
+#include "ncd/fs.h"
+#include "ncd/libs.h"
+#include "ncd/version.h"
+#include "sys/sys_internal.h"
+
+#include <elf.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
+                          char *cuda, size_t cudasz)
+{
+    int fd = ncd_fs_open(ctx, path, O_RDONLY);
+    if (fd < 0)
+        return fd;
+    int found = 0;
+    Elf64_Ehdr eh;
+    if (pread(fd, &eh, sizeof eh, 0) != (ssize_t)sizeof eh ||
+        memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
+        eh.e_ident[EI_CLASS] != ELFCLASS64 ||
+        eh.e_shentsize != sizeof(Elf64_Shdr) || eh.e_shnum == 0 ||
+        eh.e_shnum > 4096 || eh.e_shstrndx >= eh.e_shnum) {
+        close(fd);
+        return 0;
+    }
+    size_t shsz = (size_t)eh.e_shnum * sizeof(Elf64_Shdr);
+    Elf64_Shdr *sh = malloc(shsz);
+    if (!sh) {
+        close(fd);
+        return NCD_ENOMEM;
+    }
+    if (pread(fd, sh, shsz, (off_t)eh.e_shoff) != (ssize_t)shsz)
+        goto out;
+    Elf64_Shdr *ss = &sh[eh.e_shstrndx];
+    if (ss->sh_size == 0 || ss->sh_size > (1u << 20))
+        goto out;
+    char *names = malloc(ss->sh_size + 1);
+    if (!names)
+        goto out;
+    if (pread(fd, names, ss->sh_size, (off_t)ss->sh_offset) !=
+        (ssize_t)ss->sh_size) {
+        free(names);
+        goto out;
+    }
+    names[ss->sh_size] = '\0';
+    for (unsigned i = 0; i < eh.e_shnum && !found; i++) {
+        if (sh[i].sh_name >= ss->sh_size ||
+            strcmp(names + sh[i].sh_name, ".rodata") != 0)
+            continue;
+        /* .rodata of libnccl is a few MB; refuse absurd sizes. */
+        if (sh[i].sh_size == 0 || sh[i].sh_size > (256u << 20))
+            break;
+        char *ro = malloc(sh[i].sh_size);
+        if (!ro)
+            break;
+        if (pread(fd, ro, sh[i].sh_size, (off_t)sh[i].sh_offset) ==
+            (ssize_t)sh[i].sh_size)
+            found = ncd_nccl_version_in_buf(ro, sh[i].sh_size, code, cuda,
+                                            cudasz);
+        free(ro);
+    }
+    free(names);
+out:
+    free(sh);
+    close(fd);
+    return found;
+}
+
+int ncd_ldcache_parse(const unsigned char *buf, size_t len,
+                      const char *prefix,
+                      void (*fn)(const char *name, const char *path,
+                                 void *arg),
+                      void *arg)
+{
+    static const char magic[] = "glibc-ld.so.cache1.1";
+    const size_t ml = sizeof magic - 1;
+    const unsigned char *h = memmem(buf, len, magic, ml);
+    if (!h)
+        return NCD_EPARSE;
+    size_t base = (size_t)(h - buf);
+    if (base + 48 > len)
+        return NCD_EPARSE;
+    uint32_t nlibs;
+    memcpy(&nlibs, buf + base + 20, 4);
+    if ((size_t)nlibs > (len - base - 48) / 24)
+        return NCD_EPARSE;
+    size_t pl = strlen(prefix);
+    int count = 0;
+    for (uint32_t i = 0; i < nlibs; i++) {
+        const unsigned char *e = buf + base + 48 + (size_t)i * 24;
+        uint32_t key, value;
+        memcpy(&key, e + 4, 4);
+        memcpy(&value, e + 8, 4);
+        if ((size_t)key + base >= len || (size_t)value + base >= len)
+            return NCD_EPARSE;
+        const char *k = (const char *)buf + base + key;
+        const char *v = (const char *)buf + base + value;
+        if (!memchr(k, 0, len - base - key) || !memchr(v, 0, len - base - value))
+            return NCD_EPARSE;
+        if (strncmp(k, prefix, pl) == 0) {
+            count++;
+            if (fn)
+                fn(k, v, arg);
+        }
+    }
+    return count;
+}
+
+
+/* ---- the loader's pick -------------------------------------------------------- */
+
+static void ldcache_first_so2(const char *name, const char *path, void *arg)
+{
+    char *out = arg;
+    if (!out[0] && strcmp(name, "libnccl.so.2") == 0)
+        snprintf(out, 512, "%s", path);
+}
+
+int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
+                          const char **why)
+{
+    /* ld.so(8) for a program without DT_RPATH/DT_RUNPATH (nccl-doctor has
+     * none): LD_LIBRARY_PATH, then /etc/ld.so.cache, then the default
+     * directories (glibc's multiarch SYSTEM_DIRS first, as Debian builds
+     * it; lib64 for the RPM distributions). */
+    const char *v = ncd_getenv(ctx, "LD_LIBRARY_PATH");
+    char p[600];
+    if (v && *v) {
+        char *dup = strdup(v), *save = NULL;
+        if (!dup)
+            return NCD_ENOMEM;
+        for (char *d = strtok_r(dup, ":;", &save); d;
+             d = strtok_r(NULL, ":;", &save)) {
+            snprintf(p, sizeof p, "%s/libnccl.so.2", d);
+            if (ncd_fs_exists(ctx, p)) {
+                snprintf(path, len, "%s", p);
+                free(dup);
+                *why = "first LD_LIBRARY_PATH directory holding libnccl.so.2";
+                return 1;
+            }
+        }
+        free(dup);
+    }
+    char *cache;
+    size_t clen;
+    char first[512] = "";
+    if (ncd_fs_read(ctx, "/etc/ld.so.cache", 64u << 20, &cache, &clen) == 0) {
+        ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so.2",
+                          ldcache_first_so2, first);
+        free(cache);
+    }
+    ncd_ctx_clear_error(ctx);
+    if (first[0] && ncd_fs_exists(ctx, first)) {
+        snprintf(path, len, "%s", first);
+        *why = "/etc/ld.so.cache entry for libnccl.so.2";
+        return 1;
+    }
+    static const char *const dirs[] = {
+        "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu",
+        "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
+        "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+    for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
+        snprintf(p, sizeof p, "%s/libnccl.so.2", dirs[i]);
+        if (ncd_fs_exists(ctx, p)) {
+            snprintf(path, len, "%s", p);
+            *why = "default library directory";
+            return 1;
+        }
+    }
+    return 0;
+}
