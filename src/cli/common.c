@@ -158,36 +158,59 @@ void cli_put_clean(FILE *f, const char *s, size_t n)
     }
 }
 
-void cli_msg(const char *prefix, const char *fmt, ...)
+/* prefix + the message with control characters as \xNN + '\n', written to
+ * stderr in one write: ranks of one job print at the same time, and a
+ * character-at-a-time stream would interleave their messages. */
+static void put_line(const char *prefix, const char *s, size_t n)
+{
+    size_t pl = strlen(prefix), cap = pl + 4 * n + 2, k = pl;
+    char *out = malloc(cap);
+    if (!out) {
+        fputs(prefix, stderr);
+        cli_put_clean(stderr, s, n);
+        fputc('\n', stderr);
+        return;
+    }
+    memcpy(out, prefix, pl);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch < 0x20 || ch == 0x7f)
+            k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
+        else
+            out[k++] = (char)ch;
+    }
+    out[k++] = '\n';
+    fflush(stderr);
+    fwrite(out, 1, k, stderr);
+    fflush(stderr);
+    free(out);
+}
+
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
     char *s = NULL;
+    int n = vasprintf(&s, fmt, ap);
+    if (n >= 0)
+        put_line(prefix, s, (size_t)n);
+    else /* out of memory: the bare format */
+        put_line(prefix, fmt, strlen(fmt));
+    free(s);
+}
+
+void cli_msg(const char *prefix, const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    vmsg(prefix, fmt, ap);
     va_end(ap);
-    fputs(prefix, stderr);
-    if (n >= 0)
-        cli_put_clean(stderr, s, (size_t)n);
-    else
-        fputs(fmt, stderr); /* out of memory: the bare format */
-    fputc('\n', stderr);
-    free(s);
 }
 
 void cli_err(const char *fmt, ...)
 {
-    char *s = NULL;
     va_list ap;
     va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
+    vmsg("nccl-doctor: ", fmt, ap);
     va_end(ap);
-    fputs("nccl-doctor: ", stderr);
-    if (n >= 0)
-        cli_put_clean(stderr, s, (size_t)n);
-    else
-        fputs(fmt, stderr);
-    fputc('\n', stderr);
-    free(s);
 }
 
 struct ncd_ctx *cli_ctx_new(const struct cli_common *c)
