@@ -187,6 +187,8 @@ static void put_line(const char *prefix, const char *s, size_t n)
 }
 
 static void vmsg(const char *prefix, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
+static void vmsg(const char *prefix, const char *fmt, va_list ap)
 {
     char *s = NULL;
     int n = vasprintf(&s, fmt, ap);

@@ -222,6 +222,8 @@ static void bputs(struct buf *b, const char *s)
 }
 
 static void bprintf(struct buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void bprintf(struct buf *b, const char *fmt, ...)
 {
     char *s;
     va_list ap;
@@ -569,7 +571,7 @@ static void man_para(void *arg, int kind, const char *s, size_t n)
             roff(b, p, (size_t)(le - p));
             bputs(b, "\n");
         }
-        p = le + 1;
+        p = nl ? nl + 1 : e; /* never past e */
     }
 }
 

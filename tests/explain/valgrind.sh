@@ -17,8 +17,9 @@ set -- "$gathered"
 vg() {
     valgrind --error-exitcode=99 --quiet --track-origins=no "$@" >/dev/null
     st=$?
-    # explain exits 0 or 2 (findings); 99 is valgrind's
-    if [ $st -eq 99 ] || [ $st -gt 2 ]; then echo "FAIL ($st): $*"; exit 1; fi
+    # explain exits 0 or 2 (findings); 99 is valgrind's; anything else
+    # (valgrind giving up, a crash) is a failure too
+    if [ $st -ne 0 ] && [ $st -ne 2 ]; then echo "FAIL ($st): $*"; exit 1; fi
 }
 vg "$bin" explain "$@"
 vg "$bin" explain --json --facts "$@"

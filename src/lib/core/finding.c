@@ -47,6 +47,8 @@ int ncd_severity_parse(const char *s)
 }
 
 static char *vfmt(const char *fmt, va_list ap)
+    __attribute__((format(printf, 1, 0)));
+static char *vfmt(const char *fmt, va_list ap)
 {
     struct ncd_strbuf sb = {0};
     ncd_sb_vprintf(&sb, fmt, ap);
@@ -107,6 +109,8 @@ int ncd_finding_evidence(struct ncd_finding *f, const char *fmt, ...)
     return 0;
 }
 
+static int set_text(char **dst, const char *fmt, va_list ap)
+    __attribute__((format(printf, 2, 0)));
 static int set_text(char **dst, const char *fmt, va_list ap)
 {
     char *s = vfmt(fmt, ap);

@@ -39,6 +39,9 @@
 
 static void rt_fail_v(struct ncd__rt *rt, int stage, int status,
                       const char *quote, const char *fmt, va_list ap)
+    __attribute__((format(printf, 5, 0)));
+static void rt_fail_v(struct ncd__rt *rt, int stage, int status,
+                      const char *quote, const char *fmt, va_list ap)
 {
     pthread_mutex_lock(&rt->mu);
     if (!rt->status) {
