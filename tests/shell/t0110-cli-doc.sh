@@ -55,7 +55,7 @@ test_expect_success 'the man page renders (man -l) without groff warnings' "
     groff -man -Tutf8 -ww -z \"$GEN/nccl-doctor.1\" 2>gw && ! test -s gw
 "
 test_expect_success 'bash completion: commands, options, values, files' "
-    command -v bash >/dev/null || exit 0
+    command -v bash >/dev/null || { echo \"bash not installed\"; exit 77; }
     cat >c.bash <<'EOS'
 . \"\$1\"
 comp() { COMP_WORDS=(\"\$@\"); COMP_CWORD=\$((\$# - 1)); COMPREPLY=(); _nccl_doctor; echo \"\${COMPREPLY[*]}\"; }

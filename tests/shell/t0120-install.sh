@@ -25,7 +25,7 @@ test_expect_success 'nothing outside the prefix; the manifest lists every file a
     sort manifest >listed && test_cmp listed found
 "
 test_expect_success 'man -l renders the installed page' "
-    command -v man >/dev/null || exit 0
+    command -v man >/dev/null || { echo \"man not installed\"; exit 77; }
     MANWIDTH=80 man -l p/share/man/man1/nccl-doctor.1 | grep -q 'SHARED OPTIONS'
 "
 test_expect_success 'a user all_reduce_perf is left alone, with a note; a re-install keeps our links' "

@@ -27,7 +27,7 @@ for dir in "$FIX"/*/; do
     test_expect_success "fixture $name: active RDMA port never disabled" "
         \"\$NCD_BIN\" check --sysroot '$dir' --json >out.json 2>/dev/null
         n=\$(jq -e '.facts.network.rdma_active_ports' out.json) || exit 1
-        [ \"\$n\" -gt 0 ] || exit 0
+        [ \"\$n\" -gt 0 ] || { echo \"no active RDMA port in this fixture\"; exit 77; }
         jq -e '[.findings[].env // {} | .NCCL_IB_DISABLE // empty
                 | select(. != null and . != \"0\")] | length == 0' out.json &&
         jq -e '(.recommended_env.NCCL_IB_DISABLE // \"0\") == \"0\"' out.json &&

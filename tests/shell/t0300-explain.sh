@@ -34,7 +34,7 @@ test_expect_success 'stdin, CRLF, Open MPI and torchrun prefixes, ANSI colour' "
     st=0; $X - <crlf.log >out2 || st=\$?; test \$st -eq 2
 "
 test_expect_success '.gz input, and a truncated .gz reports and keeps going' "
-    command -v gzip >/dev/null || exit 0
+    command -v gzip >/dev/null || { echo \"gzip not installed\"; exit 77; }
     gzip -c shm.log >shm.log.gz &&
     st=0; $X shm.log.gz >out || st=\$?; test \$st -eq 2 && grep -q sys.shm out &&
     head -c 60 shm.log.gz >trunc.gz &&
@@ -52,7 +52,7 @@ test_expect_success 'directory of per-rank logs: earliest WARN first, consequenc
     $X --json ranks | jq -e '.findings[0].first_seen.time == \"2026-01-01T10:00:05\"'
 "
 test_expect_success 'nested directories, .gz members, natural rank order' "
-    command -v gzip >/dev/null || exit 0
+    command -v gzip >/dev/null || { echo \"gzip not installed\"; exit 77; }
     mkdir -p job/node1 job/node2 &&
     printf '%s\n' 'node2:20:21 [0] misc/socket.cc:538 NCCL WARN socketProgress: Connection closed by remote peer node1<5>' >job/node2/rank10.log &&
     printf '%s\n' 'node1:10:11 [0] x.cc:1 NCCL WARN Cuda failure '\''out of memory'\'' ' | gzip -c >job/node1/rank2.log.gz &&
@@ -122,7 +122,7 @@ test_expect_success 'only a framework summary: general diagnosis pointing to che
     grep -q 'nccl-doctor check' out
 "
 test_expect_success 'corpus: every log_sufficient case names the confirmed cause first' "
-    C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || exit 0
+    C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || { echo \"no shared corpus at \$C\"; exit 77; }
     for d in \$C/*/; do
         jq -e '.log_sufficient' \$d/case.json >/dev/null || continue
         st=0; $X --json \$d/log.txt >r.json || st=\$?; test \$st -eq 2 || { echo \"\$d exit \$st\"; exit 1; }
@@ -133,7 +133,7 @@ test_expect_success 'corpus: every log_sufficient case names the confirmed cause
     done
 "
 test_expect_success 'corpus: the other cases get a diagnosis and point to check' "
-    C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || exit 0
+    C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || { echo \"no shared corpus at \$C\"; exit 77; }
     for d in \$C/*/; do
         jq -e '.log_sufficient | not' \$d/case.json >/dev/null || continue
         st=0; $X \$d/log.txt >out || st=\$?; test \$st -le 2 &&
