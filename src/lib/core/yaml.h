@@ -34,6 +34,18 @@ struct ncd__yaml {
 int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
                    size_t len, struct ncd__yaml *y);
 
+/*
+ * A data file whose top level is a mapping holding one list under `key`
+ * (rules:, bugs:, errors:): ncd__yaml_load(), then *list is that
+ * sequence.  Returns what ncd__yaml_load() returns, or `code` with the
+ * detail "<name>[:<line>:<col>]: expected a mapping with a '<key>:' list"
+ * ("an" before a vowel) when the document has no such list.  Call
+ * ncd__yaml_release() in every case.
+ */
+int ncd__yaml_load_list(struct ncd_ctx *ctx, const char *name, const char *buf,
+                        size_t len, const char *key, int code,
+                        struct ncd__yaml *y, yaml_node_t **list);
+
 /* Frees the document.  Safe on a failed or zeroed `y`. */
 void ncd__yaml_release(struct ncd__yaml *y);
 

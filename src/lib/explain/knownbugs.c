@@ -109,13 +109,10 @@ int ncd_known_bugs_load(struct ncd_ctx *ctx, const char *buf, size_t len,
 {
     memset(out, 0, sizeof *out);
     struct ncd__yaml y;
-    int rc = ncd__yaml_load(ctx, fname, buf, len, &y);
-    yaml_node_t *list = rc == 0 ? ncd__yaml_get(&y, ncd__yaml_root(&y), "bugs")
-                                : NULL;
-    if (rc == 0 && (!list || list->type != YAML_SEQUENCE_NODE))
-        rc = ncd__yaml_fail(&y, ncd__yaml_root(&y), NCD_EPARSE,
-                            "expected a mapping with a 'bugs:' list");
-    size_t n = rc == 0 ? ncd__yaml_seq_len(list) : 0;
+    yaml_node_t *list;
+    int rc = ncd__yaml_load_list(ctx, fname, buf, len, "bugs", NCD_EPARSE,
+                                 &y, &list);
+    size_t n = ncd__yaml_seq_len(list);
     if (n && !(out->v = calloc(n, sizeof *out->v)))
         rc = NCD_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
