@@ -93,6 +93,17 @@ const char *ncd__yaml_str(struct ncd__yaml *y, yaml_node_t *map,
     return ncd__yaml_scalar(ncd__yaml_get(y, map, key));
 }
 
+int ncd__yaml_dup(struct ncd__yaml *y, yaml_node_t *m, const char *key,
+                     const char *what, char **out)
+{
+    const char *s = ncd__yaml_str(y, m, key);
+    if (!s || !*s)
+        return what ? ncd__yaml_fail(y, m, NCD_EPARSE, "%s without '%s'",
+                                     what, key)
+                    : 0;
+    return (*out = strdup(s)) ? 0 : NCD_ENOMEM;
+}
+
 int ncd__yaml_is_null(const yaml_node_t *n)
 {
     const char *s = ncd__yaml_scalar(n);

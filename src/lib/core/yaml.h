@@ -64,6 +64,15 @@ const char *ncd__yaml_scalar(const yaml_node_t *n);
 const char *ncd__yaml_str(struct ncd__yaml *y, yaml_node_t *map,
                           const char *key);
 
+/*
+ * Copies the string under `key` of mapping `m` into *out (caller frees).
+ * An absent or empty value leaves *out as it is: 0 when `what` is NULL
+ * (an optional field), else NCD_EPARSE with "<what> without '<key>'" at
+ * `m` (a required one).  Returns 0, NCD_ENOMEM or NCD_EPARSE.
+ */
+int ncd__yaml_dup(struct ncd__yaml *y, yaml_node_t *m, const char *key,
+                     const char *what, char **out);
+
 /* 1 for a plain `~` or `null` scalar (YAML's null), else 0. */
 int ncd__yaml_is_null(const yaml_node_t *n);
 
