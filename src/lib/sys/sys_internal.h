@@ -47,6 +47,13 @@ int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
 int ncd__resolve_replay(struct ncd_ctx *ctx, const char *name, int timeout_ms,
                         struct ncd_if_addr *out, char *why, size_t whylen);
 
+/* The nftables rule set through NETLINK_NETFILTER dumps (live_nft.c),
+ * written as `nft -j list ruleset` JSON (the subset ports.c reads; other
+ * expressions as {"name": null}).  *buf is malloc'ed, NUL-terminated.
+ * @return 0, NCD_EPERM, NCD_ENOENT, NCD_ESYS, NCD_ERANGE (over 16 MiB),
+ * NCD_ENOMEM. */
+int ncd__nft_dump_json(struct ncd_ctx *ctx, char **buf, size_t *len);
+
 /* NVML answers. */
 void ncd__bdf_norm(const char *in, char *out);
 int ncd__nvml_add_gpu(struct ncd_nvml_answer *a, const char *bdf,
