@@ -40,6 +40,13 @@ int ncd_fs_open(struct ncd_ctx *ctx, const char *path, int flags);
  *              file gives NCD_ERANGE.
  * @param buf   receives a malloc'ed, NUL-terminated copy; caller frees.
  * @param len   receives the length in bytes (may be NULL).
+ * Read once per context: the first successful read of a path is kept and
+ * later reads of it return a copy without opening the file again (one
+ * open per file and run, however many probes read it).  Not kept: paths
+ * under /proc and sysfs counters (any path containing "statistics" or
+ * "counters"), which are read again each time; files over 4 MiB; beyond
+ * 32 MiB per context.  ncd_fs_list() caches directory listings the same
+ * way.  The context's fs trace still sees every call.
  */
 int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
                 size_t *len);

@@ -56,6 +56,148 @@ done:
     return fd;
 }
 
+/* ---- the per-context read cache -----------------------------------------
+ * Two probes asking for one file (the loader's view of /etc/ld.so.cache,
+ * a PCI device's vendor and numa_node, a directory listing) open it once
+ * per context: the first successful read is kept and later reads get a
+ * copy.  Not kept: /proc (process state, counters that move) and sysfs
+ * counters (statistics/, counters/, hw_counters/), which callers read
+ * twice on purpose to see them change; files over 4 MiB; more than 32 MiB
+ * in all.  The trace still sees every access (gather records it). */
+
+#define FS_CACHE_BUCKETS 512
+#define FS_CACHE_MAX_FILE (4u << 20)
+#define FS_CACHE_MAX_ALL (32u << 20)
+
+struct fs_ent {
+    struct fs_ent *next;
+    int is_list;
+    int absent; /* NCD_ENOENT the first time: absent for the whole run */
+    char *data; /* file content (NUL-terminated) */
+    size_t len;
+    char **names; /* directory listing */
+    int n;
+    char path[];
+};
+
+struct ncd__fs_cache {
+    size_t bytes;
+    struct fs_ent *b[FS_CACHE_BUCKETS];
+};
+
+void ncd__fs_cache_free(struct ncd__fs_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < FS_CACHE_BUCKETS; i++)
+        for (struct fs_ent *e = c->b[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e->data);
+            for (int k = 0; k < e->n; k++)
+                free(e->names[k]);
+            free(e->names);
+            free(e);
+        }
+    free(c);
+}
+
+static int cacheable(const char *path)
+{
+    while (path[0] == '/' && path[1] == '/')
+        path++;
+    return strncmp(path, "/proc/", 6) != 0 && strcmp(path, "/proc") != 0 &&
+           !strstr(path, "statistics") && !strstr(path, "counters");
+}
+
+static unsigned path_hash(const char *p)
+{
+    unsigned h = 2166136261u;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % FS_CACHE_BUCKETS;
+}
+
+static struct fs_ent *cache_find(struct ncd_ctx *ctx, const char *path,
+                                 int is_list)
+{
+    struct ncd__fs_cache *c = *ncd__ctx_fs_cache(ctx);
+    if (!c)
+        return NULL;
+    for (struct fs_ent *e = c->b[path_hash(path)]; e; e = e->next)
+        if (e->is_list == is_list && strcmp(e->path, path) == 0)
+            return e;
+    return NULL;
+}
+
+/* Keeps a copy; silently keeps nothing when memory or the budget is short. */
+static void cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
+                      size_t len, char **names, int n)
+{
+    struct ncd__fs_cache **slot = ncd__ctx_fs_cache(ctx);
+    size_t cost = len + strlen(path) + sizeof(struct fs_ent);
+    for (int i = 0; i < n; i++)
+        cost += strlen(names[i]) + 1 + sizeof(char *);
+    if (len > FS_CACHE_MAX_FILE)
+        return;
+    if (!*slot && !(*slot = calloc(1, sizeof **slot)))
+        return;
+    if ((*slot)->bytes + cost > FS_CACHE_MAX_ALL)
+        return;
+    size_t pl = strlen(path);
+    struct fs_ent *e = calloc(1, sizeof *e + pl + 1);
+    if (!e)
+        return;
+    memcpy(e->path, path, pl + 1);
+    if (names) {
+        e->is_list = 1;
+        if (n && !(e->names = calloc((size_t)n, sizeof *e->names)))
+            goto fail;
+        for (; e->n < n; e->n++)
+            if (!(e->names[e->n] = strdup(names[e->n])))
+                goto fail;
+    } else {
+        if (!(e->data = malloc(len + 1)))
+            goto fail;
+        memcpy(e->data, data, len);
+        e->data[len] = '\0';
+        e->len = len;
+    }
+    unsigned h = path_hash(path);
+    e->next = (*slot)->b[h];
+    (*slot)->b[h] = e;
+    (*slot)->bytes += cost;
+    return;
+fail:
+    for (int k = 0; k < e->n; k++)
+        free(e->names[k]);
+    free(e->names);
+    free(e->data);
+    free(e);
+}
+
+static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
+                            char **buf, size_t *len);
+
+static void cache_absent(struct ncd_ctx *ctx, const char *path, int is_list)
+{
+    struct ncd__fs_cache **slot = ncd__ctx_fs_cache(ctx);
+    size_t pl = strlen(path);
+    if (!*slot && !(*slot = calloc(1, sizeof **slot)))
+        return;
+    if ((*slot)->bytes + pl + sizeof(struct fs_ent) > FS_CACHE_MAX_ALL)
+        return;
+    struct fs_ent *e = calloc(1, sizeof *e + pl + 1);
+    if (!e)
+        return;
+    memcpy(e->path, path, pl + 1);
+    e->is_list = is_list;
+    e->absent = 1;
+    unsigned h = path_hash(path);
+    e->next = (*slot)->b[h];
+    (*slot)->b[h] = e;
+    (*slot)->bytes += pl + sizeof *e;
+}
+
 int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
                 size_t *len)
 {
@@ -64,6 +206,36 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         *len = 0;
     if (!max)
         max = NCD_FS_MAX_DEFAULT;
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 0) : NULL;
+    if (e) {
+        ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
+        if (e->absent)
+            return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
+        if (e->len > max)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: larger than %zu bytes",
+                            path, max);
+        if (!(*buf = malloc(e->len + 1)))
+            return NCD_ENOMEM;
+        memcpy(*buf, e->data, e->len + 1);
+        if (len)
+            *len = e->len;
+        return 0;
+    }
+    size_t l = 0;
+    int rc = fs_read_uncached(ctx, path, max, buf, &l);
+    if (len)
+        *len = l;
+    if (rc == 0 && use)
+        cache_put(ctx, path, *buf, l, NULL, 0);
+    else if (rc == NCD_ENOENT && use)
+        cache_absent(ctx, path, 0);
+    return rc;
+}
+
+static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
+                            char **buf, size_t *len)
+{
     /* O_NONBLOCK so that a FIFO planted in a capture cannot block open();
      * only regular files are read (sysfs and procfs files are). */
     int fd = ncd_fs_open(ctx, path, O_RDONLY | O_NONBLOCK);
@@ -275,10 +447,46 @@ static int natcmp_q(const void *a, const void *b)
     return ncd_natcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int list_copy(struct fs_ent *e, char ***names)
+{
+    char **v = e->n ? calloc((size_t)e->n, sizeof *v) : NULL;
+    if (e->n && !v)
+        return NCD_ENOMEM;
+    for (int i = 0; i < e->n; i++)
+        if (!(v[i] = strdup(e->names[i]))) {
+            ncd_fs_list_free(v, i);
+            return NCD_ENOMEM;
+        }
+    *names = v;
+    return e->n;
+}
+
+static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
+                            char ***names);
+
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
 {
-    int err = 0;
     *names = NULL;
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 1) : NULL;
+    if (e) {
+        ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
+        if (e->absent)
+            return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
+        return list_copy(e, names);
+    }
+    int n = fs_list_uncached(ctx, path, names);
+    if (n >= 0 && use)
+        cache_put(ctx, path, NULL, 0, *names ? *names : (char *[]){NULL}, n);
+    else if (n == NCD_ENOENT && use)
+        cache_absent(ctx, path, 1);
+    return n;
+}
+
+static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
+                            char ***names)
+{
+    int err = 0;
     DIR *d = ncd_fs_opendir(ctx, path, &err);
     if (!d)
         return err;

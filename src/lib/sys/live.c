@@ -196,10 +196,23 @@ static int live_nccl_libs(struct ncd_ctx *ctx, ncd_sys_scan_fn scan,
     return scan(ctx, out);
 }
 
+/* dlopen by the path ld.so would pick (ncd__loader_pick): no second read
+ * of /etc/ld.so.cache by ld.so, no walk of its search path when the
+ * library is absent.  NULL (and *found = 0 when it is not there). */
+static void *dlopen_picked(struct ncd_ctx *ctx, const char *soname, int flags,
+                           int *found)
+{
+    char path[600];
+    const char *why;
+    *found = ncd__loader_pick(ctx, soname, path, sizeof path, &why) == 1;
+    ncd_ctx_clear_error(ctx);
+    return *found ? dlopen(path, flags) : NULL;
+}
+
 static int live_cuda_driver(struct ncd_ctx *ctx, char *src, size_t srcsz)
 {
-    (void)ctx;
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    int found;
+    void *h = dlopen_picked(ctx, "libcuda.so.1", RTLD_LAZY | RTLD_LOCAL, &found);
     if (!h) {
         snprintf(src, srcsz, "libcuda.so.1 not loadable");
         return 0;
@@ -305,10 +318,12 @@ int ncd__nvml_query(const struct ncd__nvml_api *api,
 
 static int live_nvml(struct ncd_ctx *ctx, struct ncd_nvml_answer *out)
 {
-    (void)ctx;
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    int found;
+    void *h = dlopen_picked(ctx, "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL,
+                            &found);
     if (!h) {
-        const char *e = dlerror();
+        const char *e = found ? dlerror() : "not in LD_LIBRARY_PATH, "
+                                            "/etc/ld.so.cache or /usr/lib";
         snprintf(out->error, sizeof out->error,
                  "libnvidia-ml.so.1 not loadable: %.90s", e ? e : "?");
         return 0;
