@@ -7,8 +7,8 @@
 #include "ncd/strbuf.h"
 #include "ncd/sysops.h"
 #include "node_internal.h"
+#include "jflat.h"
 
-#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,54 +58,71 @@ static void iv_add(struct ivs *s, long a, long b)
     s->n++;
 }
 
-/* The elements of the named set "family table name" (json_t borrowed). */
-static json_t *set_elems(json_t *arr, const char *fam, const char *table,
+/* jflat.h, over the document `d` in scope */
+#define G(x, k) ncd__jf_get(d, (x), (k))
+#define S(x) ncd__jf_str(d, (x))
+#define F(x) ncd__jf_first(d, (x))
+#define N(x, k) ncd__jf_next(d, (x), (k))
+#define IS_INT(x) (JF_TYPE(d, (x)) == JF_INT)
+#define IS_ARR(x) (JF_TYPE(d, (x)) == JF_ARR)
+#define IS_STR(x) (JF_TYPE(d, (x)) == JF_STR)
+#define INT(x) (d->n[(x)].i)
+#define JF_FOREACH(arr, it) for (unsigned it = F(arr); it; it = N((arr), it))
+
+/* Does value v hold the string w (itself, or in an array or set)? */
+static int has_str(const struct jf *d, unsigned v, const char *w)
+{
+    if (IS_STR(v))
+        return strcmp(S(v), w) == 0;
+    if (!IS_ARR(v) && !IS_ARR(G(v, "set")))
+        return 0;
+    JF_FOREACH(IS_ARR(v) ? v : G(v, "set"), e) if (has_str(d, e, w)) return 1;
+    return 0;
+}
+
+/* The elements of the named set "family table name" (node index in d). */
+static unsigned set_elems(const struct jf *d, unsigned arr, const char *fam, const char *table,
                          const char *name)
 {
-    size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o)
-    {
-        json_t *st = json_object_get(o, "set");
-        const char *f = json_string_value(json_object_get(st, "family"));
-        const char *t = json_string_value(json_object_get(st, "table"));
-        const char *n = json_string_value(json_object_get(st, "name"));
+    JF_FOREACH(arr, o) {
+        unsigned st = G(o, "set");
+        const char *f = S(G(st, "family"));
+        const char *t = S(G(st, "table"));
+        const char *n = S(G(st, "name"));
         if (f && t && n && !strcmp(f, fam) && !strcmp(t, table) &&
             !strcmp(n, name))
-            return json_object_get(st, "elem");
+            return G(st, "elem");
     }
-    return NULL;
+    return 0;
 }
 
 /* Ports matched by a "right" operand: number, {"range":[a,b]},
  * {"set":[...]}, "@named-set" (elements from the rule set's set objects). */
-static void ports_in(json_t *right, json_t *all, const char *fam,
+static void ports_in(const struct jf *d, unsigned right, unsigned all, const char *fam,
                      const char *table, struct ivs *out, int depth)
 {
     if (depth > 4)
         return;
-    if (json_is_integer(right)) {
-        long p = (long)json_integer_value(right);
+    if (IS_INT(right)) {
+        long p = (long)INT(right);
         iv_add(out, p, p);
         return;
     }
-    const char *ref = json_string_value(right);
+    const char *ref = S(right);
     if (ref && ref[0] == '@') {
-        ports_in(set_elems(all, fam, table, ref + 1), all, fam, table, out,
+        ports_in(d, set_elems(d, all, fam, table, ref + 1), all, fam, table, out,
                  depth + 1);
         return;
     }
-    json_t *r = json_object_get(right, "range");
-    if (json_is_array(r) && json_array_size(r) == 2) {
-        iv_add(out, (long)json_integer_value(json_array_get(r, 0)),
-               (long)json_integer_value(json_array_get(r, 1)));
+    unsigned r = G(right, "range");
+    if (IS_ARR(r) && ncd__jf_size(d, r) == 2) {
+        iv_add(out, (long)INT(F(r)),
+               (long)INT(N(r, F(r))));
         return;
     }
-    json_t *set = json_is_array(right) ? right : json_object_get(right, "set");
-    if (json_is_array(set)) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(set, i, e) ports_in(e, all, fam, table, out, depth + 1);
+    unsigned set = IS_ARR(right) ? right : G(right, "set");
+    if (IS_ARR(set)) {
+        JF_FOREACH(set, e) ports_in(d, e, all, fam, table, out, depth + 1);
     }
 }
 
@@ -130,32 +147,28 @@ static int iv_covers(struct ivs *s, long lo, long hi)
     return next > hi;
 }
 
-static int is_tcp_dport(json_t *left)
+static int is_tcp_dport(const struct jf *d, unsigned left)
 {
-    json_t *pl = json_object_get(left, "payload");
-    const char *proto = json_string_value(json_object_get(pl, "protocol"));
-    const char *field = json_string_value(json_object_get(pl, "field"));
+    unsigned pl = G(left, "payload");
+    const char *proto = S(G(pl, "protocol"));
+    const char *field = S(G(pl, "field"));
     return proto && field && strcmp(proto, "tcp") == 0 &&
            strcmp(field, "dport") == 0;
 }
 
 /* A match a new connection from a peer host passes for sure?  ct state
  * established/related does not (new connections), nor does iif lo. */
-static int match_excludes_new_peer(json_t *m)
+static int match_excludes_new_peer(const struct jf *d, unsigned m)
 {
-    json_t *left = json_object_get(m, "left");
-    json_t *ct = json_object_get(left, "ct");
-    const char *key = json_string_value(json_object_get(ct, "key"));
+    unsigned left = G(m, "left");
+    unsigned ct = G(left, "ct");
+    const char *key = S(G(ct, "key"));
     if (key && strcmp(key, "state") == 0) {
-        char *s = json_dumps(json_object_get(m, "right"),
-                             JSON_COMPACT | JSON_ENCODE_ANY);
-        int excl = s && !strstr(s, "new");
-        free(s);
-        return excl;
+        return !has_str(d, G(m, "right"), "new");
     }
-    json_t *meta = json_object_get(left, "meta");
-    const char *mk = json_string_value(json_object_get(meta, "key"));
-    const char *rv = json_string_value(json_object_get(m, "right"));
+    unsigned meta = G(left, "meta");
+    const char *mk = S(G(meta, "key"));
+    const char *rv = S(G(m, "right"));
     if (mk && rv && (strcmp(mk, "iifname") == 0 || strcmp(mk, "iif") == 0) &&
         strcmp(rv, "lo") == 0)
         return 1;
@@ -164,63 +177,58 @@ static int match_excludes_new_peer(json_t *m)
 
 /* A match only packets of another protocol than TCP pass: udp dport,
  * meta l4proto udp, ip protocol udp... */
-static int match_other_proto(json_t *m)
+static int match_other_proto(const struct jf *d, unsigned m)
 {
-    json_t *left = json_object_get(m, "left");
-    const char *op = json_string_value(json_object_get(m, "op"));
+    unsigned left = G(m, "left");
+    const char *op = S(G(m, "op"));
     if (op && strcmp(op, "==") != 0)
         return 0;
-    json_t *pl = json_object_get(left, "payload");
-    const char *proto = json_string_value(json_object_get(pl, "protocol"));
-    const char *field = json_string_value(json_object_get(pl, "field"));
+    unsigned pl = G(left, "payload");
+    const char *proto = S(G(pl, "protocol"));
+    const char *field = S(G(pl, "field"));
     if (proto && strcmp(proto, "tcp") && strcmp(proto, "ip") &&
         strcmp(proto, "ip6") && strcmp(proto, "th"))
         return 1;
     const char *mk =
-        json_string_value(json_object_get(json_object_get(left, "meta"), "key"));
+        S(G(G(left, "meta"), "key"));
     int l4 = (mk && strcmp(mk, "l4proto") == 0) ||
              (proto && field && (strcmp(field, "protocol") == 0 ||
                                  strcmp(field, "nexthdr") == 0));
-    const char *rv = json_string_value(json_object_get(m, "right"));
+    const char *rv = S(G(m, "right"));
     return l4 && rv && strcmp(rv, "tcp") != 0;
 }
 
 /* ---- nft-like text of a rule, for evidence ---------------------------------- */
 
-static void txt_value(struct ncd_strbuf *o, json_t *v, int quote)
+static void txt_value(const struct jf *d, struct ncd_strbuf *o, unsigned v,
+                      int quote)
 {
-    if (json_is_integer(v)) {
-        ncd_sb_printf(o, "%lld", (long long)json_integer_value(v));
-    } else if (json_is_string(v)) {
-        ncd_sb_printf(o, quote ? "\"%s\"" : "%s", json_string_value(v));
-    } else if (json_is_array(v)) {
-        size_t i;
-        json_t *e;
-        json_array_foreach(v, i, e)
-        {
-            if (i)
+    if (IS_INT(v)) {
+        ncd_sb_printf(o, "%lld", (long long)INT(v));
+    } else if (IS_STR(v)) {
+        ncd_sb_printf(o, quote ? "\"%s\"" : "%s", S(v));
+    } else if (IS_ARR(v)) {
+        JF_FOREACH(v, e) {
+            if (e != F(v))
                 ncd_sb_putc(o, ',');
-            txt_value(o, e, quote);
+            txt_value(d, o, e, quote);
         }
-    } else if (json_object_get(v, "range")) {
-        json_t *r = json_object_get(v, "range");
-        txt_value(o, json_array_get(r, 0), quote);
+    } else if (G(v, "range")) {
+        unsigned r = G(v, "range");
+        txt_value(d, o, F(r), quote);
         ncd_sb_putc(o, '-');
-        txt_value(o, json_array_get(r, 1), quote);
-    } else if (json_object_get(v, "prefix")) {
-        json_t *p = json_object_get(v, "prefix");
-        txt_value(o, json_object_get(p, "addr"), 0);
+        txt_value(d, o, N(r, F(r)), quote);
+    } else if (G(v, "prefix")) {
+        unsigned p = G(v, "prefix");
+        txt_value(d, o, G(p, "addr"), 0);
         ncd_sb_printf(o, "/%lld",
-                      (long long)json_integer_value(json_object_get(p, "len")));
-    } else if (json_object_get(v, "set")) {
+                      (long long)INT(G(p, "len")));
+    } else if (G(v, "set")) {
         ncd_sb_puts(o, "{ ");
-        size_t i;
-        json_t *e;
-        json_array_foreach(json_object_get(v, "set"), i, e)
-        {
-            if (i)
+        JF_FOREACH(G(v, "set"), e) {
+            if (e != F(G(v, "set")))
                 ncd_sb_puts(o, ", ");
-            txt_value(o, e, quote);
+            txt_value(d, o, e, quote);
         }
         ncd_sb_puts(o, " }");
     } else {
@@ -229,34 +237,31 @@ static void txt_value(struct ncd_strbuf *o, json_t *v, int quote)
 }
 
 /* "tcp dport { 3000, 4000-4100 } drop", as `nft list ruleset` shows it. */
-static void rule_text(struct ncd_strbuf *o, json_t *expr)
+static void rule_text(const struct jf *d, struct ncd_strbuf *o, unsigned expr)
 {
-    size_t i;
-    json_t *e;
-    json_array_foreach(expr, i, e)
-    {
+    JF_FOREACH(expr, e) {
         size_t before = o->len;
         if (before && o->buf[before - 1] != ' ')
             ncd_sb_putc(o, ' ');
-        json_t *m = json_object_get(e, "match");
+        unsigned m = G(e, "match");
         const char *vk = NULL;
         if (m) {
-            json_t *l = json_object_get(m, "left");
-            json_t *pl = json_object_get(l, "payload");
-            const char *meta = json_string_value(
-                json_object_get(json_object_get(l, "meta"), "key"));
-            const char *ct = json_string_value(
-                json_object_get(json_object_get(l, "ct"), "key"));
+            unsigned l = G(m, "left");
+            unsigned pl = G(l, "payload");
+            const char *meta = S(
+                G(G(l, "meta"), "key"));
+            const char *ct = S(
+                G(G(l, "ct"), "key"));
             int quote = 0;
-            if (json_object_get(pl, "protocol"))
+            if (G(pl, "protocol"))
                 ncd_sb_printf(o, "%s %s",
-                              json_string_value(json_object_get(pl, "protocol")),
-                              json_string_value(json_object_get(pl, "field")));
+                              S(G(pl, "protocol")),
+                              S(G(pl, "field")));
             else if (pl)
                 ncd_sb_printf(o, "@%s,%lld,%lld",
-                              json_string_value(json_object_get(pl, "base")),
-                              (long long)json_integer_value(json_object_get(pl, "offset")),
-                              (long long)json_integer_value(json_object_get(pl, "len")));
+                              S(G(pl, "base")),
+                              (long long)INT(G(pl, "offset")),
+                              (long long)INT(G(pl, "len")));
             else if (meta && (!strcmp(meta, "iifname") || !strcmp(meta, "oifname") ||
                               !strcmp(meta, "iif") || !strcmp(meta, "oif")))
                 ncd_sb_puts(o, meta), quote = meta[3] == 'n' || meta[2] == 'f';
@@ -266,25 +271,25 @@ static void rule_text(struct ncd_strbuf *o, json_t *expr)
                 ncd_sb_printf(o, "ct %s", ct);
             else
                 ncd_sb_puts(o, "?");
-            const char *op = json_string_value(json_object_get(m, "op"));
+            const char *op = S(G(m, "op"));
             if (op && strcmp(op, "==") && strcmp(op, "in"))
                 ncd_sb_printf(o, " %s", op);
             ncd_sb_putc(o, ' ');
-            txt_value(o, json_object_get(m, "right"), quote && meta && strstr(meta, "name"));
-        } else if (json_object_get(e, "accept")) {
+            txt_value(d, o, G(m, "right"), quote && meta && strstr(meta, "name"));
+        } else if (G(e, "accept")) {
             vk = "accept";
-        } else if (json_object_get(e, "drop")) {
+        } else if (G(e, "drop")) {
             vk = "drop";
-        } else if (json_object_get(e, "reject")) {
-            const char *t = json_string_value(
-                json_object_get(json_object_get(e, "reject"), "type"));
+        } else if (G(e, "reject")) {
+            const char *t = S(
+                G(G(e, "reject"), "type"));
             ncd_sb_puts(o, t && !strcmp(t, "tcp reset") ? "reject with tcp reset"
                                                         : "reject");
-        } else if (json_object_get(e, "jump") || json_object_get(e, "goto")) {
-            int j = json_object_get(e, "jump") != NULL;
+        } else if (G(e, "jump") || G(e, "goto")) {
+            int j = G(e, "jump") != 0;
             ncd_sb_printf(o, "%s %s", j ? "jump" : "goto",
-                          json_string_value(json_object_get(
-                              json_object_get(e, j ? "jump" : "goto"), "target")));
+                          S(G(
+                              G(e, j ? "jump" : "goto"), "target")));
         } else {
             o->len = before; /* counter and the like: left out */
             if (o->buf)
@@ -298,32 +303,33 @@ static void rule_text(struct ncd_strbuf *o, json_t *expr)
 int ncd_nft_analyze(struct ncd_ctx *ctx, const char *js, size_t len, int lo,
                     int hi, struct ncd_fw *out)
 {
-    json_error_t err;
-    json_t *root = json_loadb(js, len, 0, &err);
-    json_t *arr = json_object_get(root, "nftables");
-    if (!json_is_array(arr)) {
-        json_decref(root);
-        return ncd_fail(ctx, NCD_EPARSE, "nft JSON: %s",
-                        root ? "no \"nftables\" array" : err.text);
+    struct jf doc;
+    const struct jf *d = &doc;
+    int prc = ncd__jf_parse(&doc, js, len);
+    if (prc == -2)
+        return NCD_ENOMEM;
+    if (prc < 0)
+        return ncd_fail(ctx, NCD_EPARSE, "nft JSON: not valid JSON");
+    unsigned arr = G(1, "nftables");
+    if (!IS_ARR(arr)) {
+        ncd__jf_free(&doc);
+        return ncd_fail(ctx, NCD_EPARSE, "nft JSON: no \"nftables\" array");
     }
     out->known = 1;
     /* input base chains: "family table name" */
     char chains[32][160];
     int nch = 0;
-    size_t i;
-    json_t *o;
-    json_array_foreach(arr, i, o)
-    {
-        json_t *ch = json_object_get(o, "chain");
-        const char *hook = json_string_value(json_object_get(ch, "hook"));
+    JF_FOREACH(arr, o) {
+        unsigned ch = G(o, "chain");
+        const char *hook = S(G(ch, "hook"));
         if (!hook || strcmp(hook, "input") != 0 || nch >= 32)
             continue;
         snprintf(chains[nch++], sizeof chains[0], "%s %s %s",
-                 json_string_value(json_object_get(ch, "family")),
-                 json_string_value(json_object_get(ch, "table")),
-                 json_string_value(json_object_get(ch, "name")));
+                 S(G(ch, "family")),
+                 S(G(ch, "table")),
+                 S(G(ch, "name")));
         out->input_chains++;
-        const char *pol = json_string_value(json_object_get(ch, "policy"));
+        const char *pol = S(G(ch, "policy"));
         if (pol && strcmp(pol, "drop") == 0) {
             out->policy_drop = 1;
             fw_ev(out, chains[nch - 1], ": input hook, policy drop");
@@ -331,46 +337,42 @@ int ncd_nft_analyze(struct ncd_ctx *ctx, const char *js, size_t len, int lo,
     }
     int accept_all = 0;
     struct ivs acc = {0}, cov = {0};
-    json_array_foreach(arr, i, o)
-    {
-        json_t *r = json_object_get(o, "rule");
+    JF_FOREACH(arr, o) {
+        unsigned r = G(o, "rule");
         if (!r)
             continue;
-        const char *fam = json_string_value(json_object_get(r, "family"));
-        const char *table = json_string_value(json_object_get(r, "table"));
+        const char *fam = S(G(r, "family"));
+        const char *table = S(G(r, "table"));
         char key[160];
         snprintf(key, sizeof key, "%s %s %s", fam, table,
-                 json_string_value(json_object_get(r, "chain")));
+                 S(G(r, "chain")));
         int in_input = 0;
         for (int k = 0; k < nch; k++)
             in_input |= strcmp(chains[k], key) == 0;
         if (!in_input)
             continue; /* jumps into user chains are not followed */
-        json_t *expr = json_object_get(r, "expr");
+        unsigned expr = G(r, "expr");
         int verdict = 0; /* 1 accept, 2 drop/reject */
         int has_dport = 0, excludes = 0, other_proto = 0;
         cov.n = 0;
-        size_t k;
-        json_t *e;
-        json_array_foreach(expr, k, e)
-        {
-            if (json_object_get(e, "accept"))
+        JF_FOREACH(expr, e) {
+            if (G(e, "accept"))
                 verdict = 1;
-            else if (json_object_get(e, "drop") || json_object_get(e, "reject"))
+            else if (G(e, "drop") || G(e, "reject"))
                 verdict = 2;
-            json_t *m = json_object_get(e, "match");
+            unsigned m = G(e, "match");
             if (!m)
                 continue;
-            json_t *left = json_object_get(m, "left");
-            const char *op = json_string_value(json_object_get(m, "op"));
-            if (is_tcp_dport(left) && op &&
+            unsigned left = G(m, "left");
+            const char *op = S(G(m, "op"));
+            if (is_tcp_dport(d, left) && op &&
                 (strcmp(op, "==") == 0 || strcmp(op, "in") == 0)) {
                 has_dport = 1;
-                ports_in(json_object_get(m, "right"), arr, fam ? fam : "",
+                ports_in(d, G(m, "right"), arr, fam ? fam : "",
                          table ? table : "", &cov, 0);
-            } else if (match_excludes_new_peer(m)) {
+            } else if (match_excludes_new_peer(d, m)) {
                 excludes = 1;
-            } else if (match_other_proto(m)) {
+            } else if (match_other_proto(d, m)) {
                 other_proto = 1;
             }
         }
@@ -387,7 +389,7 @@ int ncd_nft_analyze(struct ncd_ctx *ctx, const char *js, size_t len, int lo,
                 out->drop_overlap = 1;
                 struct ncd_strbuf t = {0};
                 ncd_sb_printf(&t, "%s: ", key);
-                rule_text(&t, expr);
+                rule_text(d, &t, expr);
                 fw_ev(out, "drops part of the range: ", ncd_sb_str(&t));
                 ncd_sb_release(&t);
             }
@@ -397,7 +399,7 @@ int ncd_nft_analyze(struct ncd_ctx *ctx, const char *js, size_t len, int lo,
     int oom = acc.oom || cov.oom;
     free(acc.v);
     free(cov.v);
-    json_decref(root);
+    ncd__jf_free(&doc);
     return oom ? NCD_ENOMEM : 0;
 }
 
