@@ -72,7 +72,8 @@ done:
 struct fs_ent {
     struct fs_ent *next;
     int is_list;
-    int absent; /* NCD_ENOENT the first time: absent for the whole run */
+    int absent; /* NCD_ENOENT the first time: absent for the whole run;
+                 * for a readlink entry: not a symbolic link */
     char *data; /* file content (NUL-terminated) */
     size_t len;
     char **names; /* directory listing */
@@ -129,8 +130,9 @@ static struct fs_ent *cache_find(struct ncd_ctx *ctx, const char *path,
     return NULL;
 }
 
-/* Keeps a copy; silently keeps nothing when memory or the budget is short. */
-static void cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
+/* Keeps a copy; silently keeps nothing when memory or the budget is short.
+ * Returns the entry or NULL. */
+static struct fs_ent *cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
                       size_t len, char **names, int n)
 {
     struct ncd__fs_cache **slot = ncd__ctx_fs_cache(ctx);
@@ -138,15 +140,15 @@ static void cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
     for (int i = 0; i < n; i++)
         cost += strlen(names[i]) + 1 + sizeof(char *);
     if (len > FS_CACHE_MAX_FILE)
-        return;
+        return NULL;
     if (!*slot && !(*slot = calloc(1, sizeof **slot)))
-        return;
+        return NULL;
     if ((*slot)->bytes + cost > FS_CACHE_MAX_ALL)
-        return;
+        return NULL;
     size_t pl = strlen(path);
     struct fs_ent *e = calloc(1, sizeof *e + pl + 1);
     if (!e)
-        return;
+        return NULL;
     memcpy(e->path, path, pl + 1);
     if (names) {
         e->is_list = 1;
@@ -166,13 +168,14 @@ static void cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
     e->next = (*slot)->b[h];
     (*slot)->b[h] = e;
     (*slot)->bytes += cost;
-    return;
+    return e;
 fail:
     for (int k = 0; k < e->n; k++)
         free(e->names[k]);
     free(e->names);
     free(e->data);
     free(e);
+    return NULL;
 }
 
 static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
@@ -246,7 +249,9 @@ static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
         close(fd);
         return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file", path);
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* O_NONBLOCK stays: it means nothing to a regular file's read (sysfs,
+     * procfs and disk files), and two fcntl calls per file were 20% of
+     * check's system calls */
     int rc = ncd_read_fd_bounded(fd, max, -1, buf, len);
     int e = errno;
     close(fd);
@@ -295,11 +300,42 @@ int ncd_fs_read_ll(struct ncd_ctx *ctx, const char *path, long long *out)
     return 0;
 }
 
+/* readlinkat() through the cache (is_list 2): symbolic links do not move
+ * during a run, and realpath walks the same components again and again
+ * (/sys, /sys/bus, /sys/bus/pci... for every device).  Returns the
+ * target's length, or -1 with errno. */
+static ssize_t readlink_cached(struct ncd_ctx *ctx, const char *path,
+                               char *out, size_t outsz)
+{
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 2) : NULL;
+    if (e) {
+        if (e->absent) {
+            errno = EINVAL;
+            return -1;
+        }
+        size_t n = e->len < outsz ? e->len : outsz;
+        memcpy(out, e->data, n);
+        return (ssize_t)n;
+    }
+    ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz);
+    int err = errno;
+    if (use && n >= 0) {
+        struct fs_ent *ne = cache_put(ctx, path, out, (size_t)n, NULL, 0);
+        if (ne)
+            ne->is_list = 2;
+    } else if (use && (err == EINVAL || err == ENOENT)) {
+        cache_absent(ctx, path, 2);
+    }
+    errno = err;
+    return n;
+}
+
 int ncd_fs_readlink(struct ncd_ctx *ctx, const char *path, char *out,
                     size_t outsz)
 {
     ncd__ctx_fs_traced(ctx, NCD_FS_READLINK, path);
-    ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz - 1);
+    ssize_t n = readlink_cached(ctx, path, out, outsz - 1);
     if (n < 0) {
         int e = errno;
         out[0] = '\0';
@@ -348,8 +384,7 @@ int ncd_fs_realpath(struct ncd_ctx *ctx, const char *path, char *out,
         res[rl] = '/';
         memcpy(res + rl + 1, comp, clen + 1);
         char target[PATH_MAX];
-        ssize_t tn = readlinkat(ncd_ctx_rootfd(ctx), res + 1, target,
-                                sizeof target - 1);
+        ssize_t tn = readlink_cached(ctx, res, target, sizeof target - 1);
         if (tn < 0)
             continue; /* not a link, or does not exist: keep as is */
         target[tn] = '\0';
