@@ -110,6 +110,14 @@ int ncd_fs_exists(struct ncd_ctx *ctx, const char *path);
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names);
 
 /**
+ * ncd_fs_list() keeping only the names that start with `pfx` (NULL: all),
+ * filtered before the sort: listing a library directory of thousands of
+ * entries for "libnccl.so" sorts a handful.  Same returns and ownership.
+ */
+int ncd_fs_list_prefix(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                       char ***names);
+
+/**
  * Natural-order comparison used by ncd_fs_list(): digit runs compare by
  * value, so "eth2" < "eth10" and "rank9.log" < "rank10.log".
  */

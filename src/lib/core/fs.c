@@ -482,39 +482,79 @@ static int natcmp_q(const void *a, const void *b)
     return ncd_natcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int list_copy(struct fs_ent *e, char ***names)
+static int list_copy(struct fs_ent *e, const char *pfx, char ***names)
 {
-    char **v = e->n ? calloc((size_t)e->n, sizeof *v) : NULL;
-    if (e->n && !v)
-        return NCD_ENOMEM;
+    size_t pl = pfx ? strlen(pfx) : 0;
+    int k = 0;
     for (int i = 0; i < e->n; i++)
-        if (!(v[i] = strdup(e->names[i]))) {
-            ncd_fs_list_free(v, i);
+        k += !pl || !strncmp(e->names[i], pfx, pl);
+    char **v = k ? calloc((size_t)k, sizeof *v) : NULL;
+    if (k && !v)
+        return NCD_ENOMEM;
+    k = 0;
+    for (int i = 0; i < e->n; i++) {
+        if (pl && strncmp(e->names[i], pfx, pl))
+            continue;
+        if (!(v[k] = strdup(e->names[i]))) {
+            ncd_fs_list_free(v, k);
             return NCD_ENOMEM;
         }
+        k++;
+    }
     *names = v;
-    return e->n;
+    return k;
 }
 
 static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
                             char ***names);
+static int natcmp_q(const void *a, const void *b);
 
-int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
+/* The listing of `path`, unsorted, all names or those starting with pfx. */
+static int list_any(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                    char ***names)
 {
     *names = NULL;
     int use = cacheable(path);
     struct fs_ent *e = use ? cache_find(ctx, path, 1) : NULL;
-    if (e) {
+    if (!e) {
+        char **all;
+        int n = fs_list_uncached(ctx, path, &all);
+        if (n == NCD_ENOENT && use)
+            cache_absent(ctx, path, 1);
+        if (n < 0)
+            return n;
+        if (use)
+            e = cache_put(ctx, path, NULL, 0, all ? all : (char *[]){NULL}, n);
+        if (!e) { /* not kept: filter this copy */
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (!pfx || !strncmp(all[i], pfx, strlen(pfx)))
+                    all[k++] = all[i];
+                else
+                    free(all[i]);
+            *names = all;
+            return k;
+        }
+        ncd_fs_list_free(all, n);
+    } else {
         ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
-        if (e->absent)
-            return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
-        return list_copy(e, names);
     }
-    int n = fs_list_uncached(ctx, path, names);
-    if (n >= 0 && use)
-        cache_put(ctx, path, NULL, 0, *names ? *names : (char *[]){NULL}, n);
-    else if (n == NCD_ENOENT && use)
-        cache_absent(ctx, path, 1);
+    if (e->absent)
+        return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
+    return list_copy(e, pfx, names);
+}
+
+int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
+{
+    return ncd_fs_list_prefix(ctx, path, NULL, names);
+}
+
+int ncd_fs_list_prefix(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                       char ***names)
+{
+    int n = list_any(ctx, path, pfx, names);
+    if (n > 1)
+        qsort(*names, (size_t)n, sizeof **names, natcmp_q);
     return n;
 }
 
@@ -543,9 +583,7 @@ static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
         n++;
     }
     closedir(d);
-    if (n)
-        qsort(v, (size_t)n, sizeof *v, natcmp_q);
-    *names = v;
+    *names = v; /* sorted by ncd_fs_list_prefix(), after filtering */
     return n;
 oom:
     closedir(d);
