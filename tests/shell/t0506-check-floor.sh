@@ -1,6 +1,6 @@
 #!/bin/sh
 # `check` at its floor (issue 14.10) and bounded tarball input (14.7):
-# listeners through sock_diag, nftables through libnftables, the NCCL
+# listeners through sock_diag, nftables through netlink dumps, the NCCL
 # version from the library file without dlopen, and a tarball of 100,000
 # entries refused before anything is written.  Costs are measured by
 # bench/check; these tests check what the process does (strace).
