@@ -74,6 +74,18 @@ struct ncd__hit *ncd__hit_new(struct ncd__reason *rs, size_t rule)
     return h;
 }
 
+struct ncd__hit *ncd__hit_proc(struct ncd__reason *rs, size_t rule,
+                               const struct ncd__proc *p, char *where,
+                               size_t wsz)
+{
+    struct ncd__hit *h = ncd__hit_new(rs, rule);
+    if (!h)
+        return NULL;
+    ncd__proc_where(p, where, wsz);
+    ncd__hit_var(h, "host", p->host);
+    return h;
+}
+
 void ncd__hit_var(struct ncd__hit *h, const char *n, const char *v)
 {
     if (h->nv >= NCD__HIT_VARS)
