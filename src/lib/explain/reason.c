@@ -191,7 +191,8 @@ int ncd__rec_version(const struct ncd_explain *ex, const struct ncd__rec *rec)
         if (c)
             v = c;
     }
-    return v;
+    /* no NCCL "NCCL version" line: the one a framework's error named */
+    return v ? v : ex->fw_vcode > 0 ? ex->fw_vcode : 0;
 }
 
 const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name)
