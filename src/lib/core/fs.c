@@ -517,7 +517,7 @@ static int list_any(struct ncd_ctx *ctx, const char *path, const char *pfx,
     int use = cacheable(path);
     struct fs_ent *e = use ? cache_find(ctx, path, 1) : NULL;
     if (!e) {
-        char **all;
+        char **all = NULL;
         int n = fs_list_uncached(ctx, path, &all);
         if (n == NCD_ENOENT && use)
             cache_absent(ctx, path, 1);
