@@ -46,19 +46,33 @@ CLASS_PRIORITY = 22
 UNQUOTED_END = "($|[^ a-z]| [^a-z]| at )"
 OTHER_PRIORITY = 19
 
-# (form name, pattern prefix, pattern suffix, example line with {n} {m} {name})
+# (form name, pattern prefix, pattern suffix, example line with {n} {m} {name}, source)
 FORMS = [
     ("nccl", "Cuda failure( [0-9]+)? '", "'",
-     "node1:1:1 [0] NCCL WARN Cuda failure {n} '{m}'"),
+     "node1:1:1 [0] NCCL WARN Cuda failure {n} '{m}'",
+     "NCCL src/include/checks.h CUDACHECK, cudawrap.h CUCHECK (data/nccl-messages.tsv)"),
     ("nccl-tests", "CUDA failure [^ ]+ '", "'",
-     "node1: Test CUDA failure common.cu:900 '{m}'"),
+     "node1: Test CUDA failure common.cu:900 '{m}'",
+     "nccl-tests src/common.h CUDACHECK (data/nccl-messages.tsv)"),
     ("pytorch", "CUDA (driver )?error: ", "",
-     "RuntimeError: CUDA error: {m}"),
+     "RuntimeError: CUDA error: {m}",
+     "pytorch c10/cuda/CUDAException.cpp c10_cuda_check_implementation @0e4c6cd66277; "
+     "'CUDA driver error: ' + cuGetErrorString is the same idiom for the driver API"),
     ("thc", "cuda runtime error \\([0-9]+\\) : ", "",
-     "RuntimeError: cuda runtime error ({n}) : {m} at /pytorch/aten/src/THC/THCGeneral.cpp:50"),
+     "RuntimeError: cuda runtime error ({n}) : {m} at /pytorch/aten/src/THC/THCGeneral.cpp:50",
+     "pytorch aten/src/THC/THCGeneral.cpp __THCudaCheck _THError (PyTorch 1.x)"),
+    ("thc-fail", "THCudaCheck FAIL file=[^ ]+ line=[0-9]+ error=[0-9]+ : ", "",
+     "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=50 error={n} : {m}",
+     "pytorch aten/src/THC/THCGeneral.cpp __THCudaCheck fprintf (PyTorch 1.x)"),
     ("paddle", "CUDA error\\([0-9]+\\), ", "",
-     "ExternalError: CUDA error({n}), {m}. "),
+     "ExternalError: CUDA error({n}), {m}. ",
+     "Paddle paddle/phi/core/enforce.h build_nvidia_error_msg(cudaError_t) (develop 2025)"),
 ]
+# error names: cupy CUDARuntimeError '%s: %s' % (cudaGetErrorName, cudaGetErrorString)
+# (cupy_backends/cuda/api/runtime.pyx @008224f79b85); CUresult names as JAX/XLA and
+# cupy.cuda.driver print them
+NAME_SOURCE = "cupy cupy_backends/cuda/api/runtime.pyx CUDARuntimeError @008224f79b85"
+
 
 
 def die(msg):
@@ -228,6 +242,9 @@ def main():
     y.append("# cuda-shm-p2p.yaml (priority %d; cuda.error.other %d)." % (CLASS_PRIORITY, OTHER_PRIORITY))
     y.append("# source: " + rt_src)
     y.append("# source: " + drv_src)
+    for f in FORMS:
+        y.append("# form %s: %s" % (f[0], f[4]))
+    y.append("# names: " + NAME_SOURCE)
     y.append("rules:")
     ids = [c["id"] for c in classes]
     for c in classes:
@@ -240,7 +257,7 @@ def main():
         # an unquoted message ends the line or is followed by punctuation or
         # " at file": "operation not permitted" must not claim "operation not
         # permitted when stream is capturing" (another class)
-        pats = ["%s(?<err>%s)%s" % (pre, alt, post or UNQUOTED_END) for _, pre, post, _ in FORMS]
+        pats = ["%s(?<err>%s)%s" % (pre, alt, post or UNQUOTED_END) for _, pre, post, _, _ in FORMS]
         name_alt = []
         for r in mem:
             tail = "([^A-Za-z]|$)" if r[0] == "runtime" else "([^A-Z_]|$)"
@@ -253,7 +270,7 @@ def main():
         for r in mem:
             if r[0] != "runtime":
                 continue
-            for fname, _, _, ex in FORMS:
+            for fname, _, _, ex, _ in FORMS:
                 cands.append(ex.format(n=r[1], m=r[3], name=r[2]))
             cands.append("cupy_backends.cuda.api.runtime.CUDARuntimeError: %s: %s" % (r[2], r[3]))
         for r in mem:
@@ -305,6 +322,7 @@ def main():
     y.append("      - " + yq("CUDA (driver )?error: (?<err>[^ ].*)"))
     y.append("      - " + yq("CUDA error\\([0-9]+\\), (?<err>[^ ].*)"))
     y.append("      - " + yq("cuda runtime error \\([0-9]+\\) : (?<err>[^ ].*)"))
+    y.append("      - " + yq("THCudaCheck FAIL file=[^ ]+ line=[0-9]+ error=[0-9]+ : (?<err>[^ ].*)"))
     y.append("      - " + yq("cudaError[A-Z][A-Za-z]+|CUDA_ERROR_[A-Z][A-Z_]+"))
     y.append("    cause: >")
     y.append("      A CUDA call failed with an error this catalogue (CUDA %s) does not list, probably from" % cuda_ver)

@@ -9,6 +9,8 @@
  *   nccl-num    "host:1:2 [0] NCCL WARN Cuda failure N 'msg'"
  *   nccl-tests  "host: Test CUDA failure common.cu:900 'msg'"
  *   pytorch     "RuntimeError: CUDA error: msg"
+ *   thc         "RuntimeError: cuda runtime error (N) : msg at file:line" (PyTorch 1.x)
+ *   thc-fail    "THCudaCheck FAIL file=f line=N error=N : msg" (PyTorch 1.x)
  *   paddle      "ExternalError: CUDA error(N), msg. [Hint: ...]"
  *   cupy        "...CUDARuntimeError: cudaErrorX: msg"
  *   driver rows "...XlaRuntimeError: INTERNAL: ...: CUDA_ERROR_X" (JAX) and
@@ -33,9 +35,11 @@
 #include "ncd/explain.h"
 #include "ncd/finding.h"
 
-enum { F_NCCL, F_NCCL_NUM, F_TESTS, F_PYTORCH, F_PADDLE, F_CUPY, F_JAX, F_CUPY_DRV, F__N };
-static const char *const fname[F__N] = {"nccl", "nccl-num", "nccl-tests", "pytorch",
-                                        "paddle", "cupy", "jax", "cupy-driver"};
+enum { F_NCCL, F_NCCL_NUM, F_TESTS, F_PYTORCH, F_THC, F_THC_FAIL, F_PADDLE, F_CUPY, F_JAX,
+       F_CUPY_DRV, F__N };
+static const char *const fname[F__N] = {"nccl",   "nccl-num", "nccl-tests", "pytorch",
+                                        "thc",    "thc-fail", "paddle",     "cupy",
+                                        "jax",    "cupy-driver"};
 
 enum { C_API, C_NUM, C_NAME, C_MSG, C_CLASS, C_CAT, C_RULE, C_REFINED, C__N };
 
@@ -55,6 +59,16 @@ static int line_for(int f, char **col, char *out, size_t n)
         return snprintf(out, n, "node1: Test CUDA failure common.cu:900 '%s'", col[C_MSG]);
     case F_PYTORCH:
         return snprintf(out, n, "RuntimeError: CUDA error: %s", col[C_MSG]);
+    case F_THC:
+        return snprintf(out, n,
+                        "RuntimeError: cuda runtime error (%s) : %s at "
+                        "/pytorch/aten/src/THC/THCCachingHostAllocator.cpp:278",
+                        col[C_NUM], col[C_MSG]);
+    case F_THC_FAIL:
+        return snprintf(out, n,
+                        "THCudaCheck FAIL file=/pytorch/aten/src/THC/THCGeneral.cpp line=383 "
+                        "error=%s : %s",
+                        col[C_NUM], col[C_MSG]);
     case F_PADDLE:
         return snprintf(out, n,
                         "ExternalError: CUDA error(%s), %s. [Hint: please search for the "
