@@ -7,6 +7,7 @@
  *
  *   nccl        "host:1:2 [0] init.cc:100 NCCL WARN Cuda failure 'msg'"
  *   nccl-num    "host:1:2 [0] NCCL WARN Cuda failure N 'msg'"
+ *   nccl-nvls   "CUDA error N 'msg'." (the end of NCCL's NVLS message, split)
  *   nccl-tests  "host: Test CUDA failure common.cu:900 'msg'"
  *   pytorch     "RuntimeError: CUDA error: msg"
  *   thc         "RuntimeError: cuda runtime error (N) : msg at file:line" (PyTorch 1.x)
@@ -35,9 +36,9 @@
 #include "ncd/explain.h"
 #include "ncd/finding.h"
 
-enum { F_NCCL, F_NCCL_NUM, F_TESTS, F_PYTORCH, F_THC, F_THC_FAIL, F_PADDLE, F_CUPY, F_JAX,
+enum { F_NCCL, F_NCCL_NUM, F_NVLS, F_TESTS, F_PYTORCH, F_THC, F_THC_FAIL, F_PADDLE, F_CUPY, F_JAX,
        F_CUPY_DRV, F__N };
-static const char *const fname[F__N] = {"nccl",   "nccl-num", "nccl-tests", "pytorch",
+static const char *const fname[F__N] = {"nccl",   "nccl-num", "nccl-nvls", "nccl-tests", "pytorch",
                                         "thc",    "thc-fail", "paddle",     "cupy",
                                         "jax",    "cupy-driver"};
 
@@ -55,6 +56,8 @@ static int line_for(int f, char **col, char *out, size_t n)
     case F_NCCL_NUM:
         return snprintf(out, n, "node1:1:2 [0] NCCL WARN Cuda failure %s '%s'", col[C_NUM],
                         col[C_MSG]);
+    case F_NVLS:
+        return snprintf(out, n, "CUDA error %s '%s'.", col[C_NUM], col[C_MSG]);
     case F_TESTS:
         return snprintf(out, n, "node1: Test CUDA failure common.cu:900 '%s'", col[C_MSG]);
     case F_PYTORCH:
