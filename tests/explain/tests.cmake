@@ -69,3 +69,26 @@ add_test(NAME explain.catalog
                  $<TARGET_FILE:explain_catalog> $<TARGET_FILE:nccl-doctor>
                  ${CMAKE_SOURCE_DIR}/data/nccl-messages.tsv)
 set_tests_properties(explain.catalog PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# The CUDA error catalogue (data/cuda-errors.tsv, scripts/cuda-errors.py):
+# every cudaError_t message and CUresult name, in the forms NCCL,
+# nccl-tests, PyTorch, Paddle, cupy and JAX print, must be claimed by its
+# class rule (rules/cuda-errors.yaml) or a hand rule of the same category;
+# one batch `explain --json` run over all of them must not fall back to
+# "no rule".
+add_executable(explain_cuda_catalog ${CMAKE_CURRENT_LIST_DIR}/cuda_catalog.c)
+target_link_libraries(explain_cuda_catalog PRIVATE ncd)
+ncd_set_warnings(explain_cuda_catalog)
+add_test(NAME explain.cuda_catalog
+         COMMAND sh ${CMAKE_CURRENT_LIST_DIR}/cuda_catalog.sh
+                 $<TARGET_FILE:explain_cuda_catalog> $<TARGET_FILE:nccl-doctor>
+                 ${CMAKE_SOURCE_DIR}/data/cuda-errors.tsv)
+set_tests_properties(explain.cuda_catalog PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 120)
+
+# data/cuda-errors.tsv and rules/cuda-errors.yaml are what
+# scripts/cuda-errors.py makes of the installed CUDA toolkit and
+# data/cuda-error-classes.yaml (skipped without CUDA 13.0's headers and
+# libcudart, or without PyYAML: another toolkit would list other errors).
+add_test(NAME explain.cuda_errors_fresh
+         COMMAND sh -c "[ -r /usr/local/cuda-13.0/include/driver_types.h ] || { echo 'no CUDA 13.0 toolkit: skipped'; exit 77; }; python3 -c 'import yaml' 2>/dev/null || { echo 'no PyYAML: skipped'; exit 77; }; cd '${CMAKE_SOURCE_DIR}' && python3 scripts/cuda-errors.py --cuda /usr/local/cuda-13.0 --check")
+set_tests_properties(explain.cuda_errors_fresh PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 60)
