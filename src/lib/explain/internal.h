@@ -74,8 +74,9 @@ int ncd__parse_uint(const char *s, size_t n, long *out);
 /* Drops ANSI escapes and CRs; NULs and line feeds become blanks; `out`
  * holds len bytes.  Returns the cleaned length. */
 size_t ncd__line_clean_slow(const char *in, size_t len, char *out);
-/* The raw line into `out`, cleaned as ncd__line_clean_slow(). */
-size_t ncd__line_clean_copy(const char *in, size_t len, char *out);
+/* The raw line into `out`, cleaned as ncd__line_clean_slow(); *same is
+ * set to 1 when `out` holds the raw bytes unchanged, else 0. */
+size_t ncd__line_clean_copy(const char *in, size_t len, char *out, int *same);
 /* A JSON-wrapped line's message decoded into `out` (its time stamp into
  * *ts when it has one): the message length, 0 when not such a line. */
 size_t ncd__line_json_unwrap(const char *s, size_t n, char *out, double *ts);
@@ -86,8 +87,38 @@ size_t ncd__line_shape_match(const char *pat, const char *s, size_t n,
 /* Whether shape `sh` can match text starting with c (a cheap first test). */
 int ncd__line_first_ok(const char *sh, char c);
 /* One launcher / collector prefix at the start of s (after blanks): its
- * length, 0 when none. */
-size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts);
+ * length, 0 when none; *shape (when not NULL) the index of the shape in
+ * line_wrap.c's table, NCD__SHAPE_OMPI or NCD__SHAPE_TORCH for the two
+ * read by dedicated code (their result depends on the bytes matched and
+ * the one after only). */
+size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts,
+                           int *shape);
+#define NCD__SHAPE_OMPI 0  /* "[%N,%R]<%A>:%_" */
+#define NCD__SHAPE_TORCH 2 /* "[%A%R]:%_" */
+
+/*
+ * The header of the last line parsed (line.c): a line that starts with the
+ * same bytes up to and including the blank after the level word, and goes
+ * on past it, has the same header, launcher prefix and message offset (the
+ * parse reads nothing past that blank on the paths kept: see
+ * ncd__log_parse_memo).  Lines of one process come in runs, so most lines
+ * skip the prefix shapes and the header parse.  Per scanning thread.
+ */
+#define NCD__MEMO_KEY 128
+struct ncd__hdr_memo {
+    uint16_t plen;  /* key bytes (the message's offset); 0: empty */
+    uint16_t k;     /* launcher prefix bytes (shapes[0] or [2]), 0: none */
+    uint16_t host_off, host_len, src_off, src_len;
+    int src_line, dev, rank;
+    enum ncd_log_level level;
+    long pid, tid;
+    char key[NCD__MEMO_KEY];
+};
+
+/* ncd_log_parse() with a memo (NULL: none) of the previous line's header. */
+int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
+                        size_t scratch_sz, struct ncd_log_line *o,
+                        struct ncd__hdr_memo *mm);
 /* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
  * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
 void ncd__sanitize(char *s, size_t n);
@@ -222,6 +253,7 @@ struct ncd__matcher {
     uint32_t *cand;      /* candidate pattern ranks */
     size_t ncand;
     unsigned char *seen; /* per pattern rank */
+    struct ncd__hdr_memo memo; /* the previous line's header (line.c) */
 };
 
 int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);
