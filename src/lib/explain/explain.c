@@ -261,7 +261,7 @@ static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
     if (len == 0 || (len == 1 && line[0] == '\r'))
         return 0; /* NCCL prints an empty line before every WARN */
     if (ncd__log_parse_memo(line, len, scratch, scratch_sz, &o->ll,
-                            &m->memo) < 0 ||
+                            m->memo) < 0 ||
         o->ll.text_len == 0)
         return 0;
     o->rule = ncd__rules_match(r, m, o->ll.text, o->ll.text_len, 0, o->ll.src,
@@ -582,8 +582,10 @@ static void scan_block(struct par *P, struct ncd__matcher *m, struct slot *s)
     size_t nev = 0, capev = s->capev, used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
     struct ncd__lscan *ev = s->ev;
     uint32_t nlines = 0;
+    struct nl_scan ns;
+    nl_init(&ns, p, (size_t)(e - p));
     while (!s->err && p < s->lim && p < e) {
-        const char *nl = memchr(p, '\n', (size_t)(e - p));
+        const char *nl = nl_next(&ns, p);
         /* without '\n' here: the file's last line, or one longer than
          * NCD_LOG_MAX_LINE (only its first NCD_LOG_MAX_LINE bytes count) */
         size_t len = (size_t)((nl ? nl : e) - p);

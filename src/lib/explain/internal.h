@@ -97,13 +97,16 @@ size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts,
 #define NCD__SHAPE_TORCH 2 /* "[%A%R]:%_" */
 
 /*
- * The header of the last line parsed (line.c): a line that starts with the
- * same bytes up to and including the blank after the level word, and goes
- * on past it, has the same header, launcher prefix and message offset (the
- * parse reads nothing past that blank on the paths kept: see
- * ncd__log_parse_memo).  Lines of one process come in runs, so most lines
- * skip the prefix shapes and the header parse.  Per scanning thread.
+ * Headers of lines parsed before (line.c): a line that starts with the
+ * same bytes as one of them up to and including the blank after the level
+ * word, and goes on past it, has the same header, launcher prefix and
+ * message offset (the parse reads nothing past that blank on the paths
+ * kept: see memo_keep).  NCD__MEMO_SLOTS of them, direct-mapped by the
+ * line's first 16 bytes (launcher prefix, host, pid: one process), so the
+ * lines of up to a few hundred processes, in runs or interleaved, skip the
+ * prefix shapes and the header parse.  Per scanning thread.
  */
+#define NCD__MEMO_SLOTS 1024
 #define NCD__MEMO_KEY 128
 struct ncd__hdr_memo {
     uint16_t plen;  /* key bytes (the message's offset); 0: empty */
@@ -115,7 +118,8 @@ struct ncd__hdr_memo {
     char key[NCD__MEMO_KEY];
 };
 
-/* ncd_log_parse() with a memo (NULL: none) of the previous line's header. */
+/* ncd_log_parse() with a memo of headers (NCD__MEMO_SLOTS of them, zeroed
+ * at first; NULL: none). */
 int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
                         size_t scratch_sz, struct ncd_log_line *o,
                         struct ncd__hdr_memo *mm);
@@ -253,7 +257,7 @@ struct ncd__matcher {
     uint32_t *cand;      /* candidate pattern ranks */
     size_t ncand;
     unsigned char *seen; /* per pattern rank */
-    struct ncd__hdr_memo memo; /* the previous line's header (line.c) */
+    struct ncd__hdr_memo *memo; /* NCD__MEMO_SLOTS headers (line.c) */
 };
 
 int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);

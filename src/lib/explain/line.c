@@ -667,6 +667,17 @@ static void rebase(struct ncd_log_line *o, const char *from, char *to)
         o->src = to + (o->src - from);
 }
 
+/* The memo slot of a line: its first 16 bytes hashed. */
+static inline size_t memo_slot(const char *s)
+{
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + 8, 8);
+    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
+    h ^= h >> 29;
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 32) & (NCD__MEMO_SLOTS - 1);
+}
+
 /* The memo's header for a line whose cleaned text starts with its key:
  * what the parse below would find (see ncd__log_parse_memo). */
 static void memo_fill(const struct ncd__hdr_memo *mm, const char *text,
@@ -711,12 +722,14 @@ static void memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
                       size_t k, int shape, const struct ncd_log_line *o)
 {
     size_t plen = (size_t)(o->msg - text);
-    mm->plen = 0;
+    if (plen < 16)
+        return; /* shorter than the slot's hash */
     if ((k && shape != NCD__SHAPE_OMPI && shape != NCD__SHAPE_TORCH) ||
         (k && text[0] != '[') || text[k] == '[' || o->ts >= 0 ||
         plen >= n || plen > NCD__MEMO_KEY || plen <= k ||
         text[plen - 1] != ' ' || o->msg != o->text + (plen - k))
         return;
+    mm->plen = 0;
     memcpy(mm->key, text, plen);
     mm->k = (uint16_t)k;
     mm->level = o->level;
@@ -777,6 +790,10 @@ int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
 
     const char *text = base;
     size_t skip;
+    if (mm && n > 16)
+        mm += memo_slot(base);
+    else
+        mm = NULL;
     if (mm && mm->plen && n > mm->plen && memcmp(base, mm->key, mm->plen) == 0 &&
         /* after a launcher prefix, the header read at the first byte
          * fails, as it did (cheaply: at the '[') */

@@ -576,7 +576,8 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
     m->seen = pad_alloc(r->npats + 1, NULL);
     if (m->seen)
         memset(m->seen, 0, r->npats + 1);
-    if (!m->md || !m->md_obs || !m->cand || !m->seen) {
+    m->memo = calloc(NCD__MEMO_SLOTS, sizeof *m->memo);
+    if (!m->md || !m->md_obs || !m->cand || !m->seen || !m->memo) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;
     }
@@ -589,6 +590,7 @@ void ncd__matcher_release(struct ncd__matcher *m)
     pcre2_match_data_free(m->md_obs);
     free(m->cand);
     free(m->seen);
+    free(m->memo);
     memset(m, 0, sizeof *m);
 }
 
