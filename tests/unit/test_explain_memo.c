@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "explain/internal.h"
+#include "ncd/ctx.h"
 
 static const char *const prefixes[] = {
     "[1,0]<stdout>:", "[1,3]<stderr>: ", "[12,345]<stdout>:\t", "[1,0]<>:",
@@ -161,8 +162,13 @@ static void check_pair(struct ncd__hdr_memo *memo, const char *first,
     static char s1[NCD_LOG_MAX_LINE + 1], s2[NCD_LOG_MAX_LINE + 1];
     struct ncd_log_line a, b;
     memset(memo, 0, NCD__MEMO_SLOTS * sizeof *memo);
-    assert_int_equal(ncd__log_parse_memo(first, flen, s1, sizeof s1, &a, memo), 0);
-    assert_int_equal(ncd__log_parse_memo(line, len, s1, sizeof s1, &a, memo), 0);
+    struct ncd__hdr_memo *used;
+    assert_int_equal(ncd__log_parse_memo(first, flen, s1, sizeof s1, &a, memo,
+                                         &used), 0);
+    assert_int_equal(ncd__log_parse_memo(line, len, s1, sizeof s1, &a, memo,
+                                         &used), 0);
+    if (used) /* the text starts with the header the slot holds */
+        assert_memory_equal(a.text, used->key + used->k, used->plen - used->k);
     assert_int_equal(ncd_log_parse(line, len, s2, sizeof s2, &b), 0);
     same_line(line, len, &a, &b);
 }
@@ -213,30 +219,66 @@ static void test_memo(void **state)
 }
 
 /* The memo is a cache: lines of many processes interleaved, each parsed
- * with it, parse as without it. */
+ * with it, parse as without it; the rule found with the prefilter starting
+ * past the header's quiet windows is the one found from the start. */
 static void test_memo_interleaved(void **state)
 {
     (void)state;
-    struct ncd__hdr_memo *memo = calloc(NCD__MEMO_SLOTS, sizeof *memo);
-    assert_non_null(memo);
+    struct ncd_ctx *ctx;
+    struct ncd_rules *rules;
+    struct ncd__matcher m;
+    assert_int_equal(ncd_ctx_new("/", NULL, &ctx), 0);
+    assert_int_equal(ncd_rules_new(&rules), 0);
+    assert_true(ncd_rules_load_builtin(ctx, rules) > 0);
+    assert_int_equal(ncd__matcher_init(&m, rules), 0);
+    static const char *const msgs[] = {
+        "AllReduce: opCount 1 sendbuff 0x1 count 5",
+        "NET/IB : Got completion from peer 10.0.0.2<49577> with error 12, "
+        "opcode 0, len 0, vendor err 129",
+        "Call to ibv_create_qp failed",
+        "misc/socket.cc:456 -> 2",
+        "Bootstrap : Using eth0:10.0.0.1<0>",
+        "x",
+    };
     static char s1[NCD_LOG_MAX_LINE + 1], s2[NCD_LOG_MAX_LINE + 1];
     char line[256];
     uint64_t x = 12345;
+    size_t matched = 0, skipped = 0;
     for (int it = 0; it < 200000; it++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         unsigned p = (unsigned)(x >> 33) % 3000;
         int n = snprintf(line, sizeof line,
-                         "%snode%u:%u:%u [%u] NCCL %s %s %u",
+                         "%snode%u:%u:%u [%u] %sNCCL %s %s",
                          p % 3 == 0 ? "[1,7]<stdout>:" : p % 3 == 1 ? "[rank7]:" : "",
                          p / 8, 100000 + p, 200000 + p, p % 8,
-                         (x >> 40) % 5 ? "INFO" : "WARN",
-                         (x >> 44) % 2 ? "AllReduce: opCount 1" : "x", p);
+                         p % 5 == 0 ? "transport/net_ib.cc:881 " : "",
+                         p % 5 == 0 ? "WARN" : "INFO",
+                         msgs[(x >> 40) % (sizeof msgs / sizeof msgs[0])]);
         struct ncd_log_line a, b;
-        assert_int_equal(ncd__log_parse_memo(line, (size_t)n, s1, sizeof s1, &a, memo), 0);
+        struct ncd__hdr_memo *used;
+        assert_int_equal(ncd__log_parse_memo(line, (size_t)n, s1, sizeof s1,
+                                             &a, m.memo, &used), 0);
         assert_int_equal(ncd_log_parse(line, (size_t)n, s2, sizeof s2, &b), 0);
         same_line(line, (size_t)n, &a, &b);
+        if (!used)
+            continue;
+        size_t from = ncd__prefilter_quiet(rules, a.text, used->plen - used->k);
+        size_t p1 = 0, p2 = 0;
+        long r1 = ncd__rules_match(rules, &m, a.text, a.text_len, 0, a.src,
+                                   a.src ? a.src_len : 0, &p1);
+        long r2 = ncd__rules_match_from(rules, &m, a.text, a.text_len, 0, a.src,
+                                        a.src ? a.src_len : 0, &p2, from);
+        assert_int_equal(r1, r2);
+        if (r1 >= 0)
+            assert_int_equal(p1, p2);
+        matched += r1 >= 0;
+        skipped += from > 0;
     }
-    free(memo);
+    assert_true(matched > 1000); /* the rules' part was exercised */
+    assert_true(skipped > 1000);
+    ncd__matcher_release(&m);
+    ncd_rules_free(rules);
+    ncd_ctx_free(ctx);
 }
 
 int main(void)

@@ -260,12 +260,23 @@ static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
 {
     if (len == 0 || (len == 1 && line[0] == '\r'))
         return 0; /* NCCL prints an empty line before every WARN */
-    if (ncd__log_parse_memo(line, len, scratch, scratch_sz, &o->ll,
-                            m->memo) < 0 ||
+    struct ncd__hdr_memo *hdr;
+    if (ncd__log_parse_memo(line, len, scratch, scratch_sz, &o->ll, m->memo,
+                            &hdr) < 0 ||
         o->ll.text_len == 0)
         return 0;
-    o->rule = ncd__rules_match(r, m, o->ll.text, o->ll.text_len, 0, o->ll.src,
-                               o->ll.src ? o->ll.src_len : 0, &o->pat);
+    /* the prefilter's windows inside a known header: those without a
+     * bitmap hit once, not on every line of the process */
+    size_t from = 0;
+    if (hdr) {
+        if (hdr->pf_from == 0xffff)
+            hdr->pf_from = (uint16_t)ncd__prefilter_quiet(
+                r, o->ll.text, (size_t)(hdr->plen - hdr->k));
+        from = hdr->pf_from;
+    }
+    o->rule = ncd__rules_match_from(r, m, o->ll.text, o->ll.text_len, 0,
+                                    o->ll.src, o->ll.src ? o->ll.src_len : 0,
+                                    &o->pat, from);
     o->nobs = 0;
     for (size_t k = 0; k < m->nobs && k < NCD__MAX_OBS_PER_LINE; k++)
         o->obs[o->nobs++] = (uint32_t)m->obs[k];

@@ -115,6 +115,8 @@ struct ncd__hdr_memo {
     int src_line, dev, rank;
     enum ncd_log_level level;
     long pid, tid;
+    uint16_t pf_from; /* ncd__prefilter_quiet() of the header in text
+                       * (the matcher's rules); 0xffff: not known yet */
     char key[NCD__MEMO_KEY];
 };
 
@@ -122,7 +124,9 @@ struct ncd__hdr_memo {
  * at first; NULL: none). */
 int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
                         size_t scratch_sz, struct ncd_log_line *o,
-                        struct ncd__hdr_memo *mm);
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used);
+/* *used: the memo slot holding this line's header (o->text starts with
+ * its key[k, plen)), NULL when none. */
 /* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
  * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
 void ncd__sanitize(char *s, size_t n);
@@ -276,6 +280,19 @@ void ncd__matcher_release(struct ncd__matcher *m);
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
                       const char *src, size_t src_len, size_t *pat);
+/* ncd__rules_match() whose prefilter starts at text[from]: `from` as
+ * ncd__prefilter_quiet() gave it for the start of text, so the windows
+ * skipped have no bitmap hit. */
+long ncd__rules_match_from(const struct ncd_rules *r, struct ncd__matcher *m,
+                           const char *text, size_t len, int version,
+                           const char *src, size_t src_len, size_t *pat,
+                           size_t from);
+/* The first window position of the prefilter's scan of text (a multiple
+ * of its stride) whose 4 bytes are not all in text[0, n) or hit the
+ * bitmap: a line starting with text[0, n) can skip the windows before it,
+ * they are no candidate's. */
+size_t ncd__prefilter_quiet(const struct ncd_rules *r, const char *text,
+                            size_t n);
 
 /* Adds the known bugs in YAML text buf[0, len) to the rule set, their
  * signatures as observer patterns of the rule with `when: known-bug` (no

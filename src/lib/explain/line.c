@@ -703,8 +703,8 @@ static void memo_fill(const struct ncd__hdr_memo *mm, const char *text,
 
 /*
  * Keeps the header just parsed from text[0, n) (k bytes of launcher prefix
- * of `shape`, -1 none) when the parse took a path that reads nothing past
- * the blank after the level word:
+ * of `shape`, -1 none), returning 1, when the parse took a path that reads
+ * nothing past the blank after the level word:
  *  - no launcher prefix, or one of shapes[NCD__SHAPE_OMPI / _TORCH] at the
  *    first byte (their code reads the prefix and the byte after it; the
  *    shapes tried before TORCH fail on its second byte, a letter);
@@ -718,17 +718,17 @@ static void memo_fill(const struct ncd__hdr_memo *mm, const char *text,
  *  - a message follows (n > the key's length).
  * Header-less lines, JSON lines and time stamps are never kept.
  */
-static void memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
-                      size_t k, int shape, const struct ncd_log_line *o)
+static int memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
+                     size_t k, int shape, const struct ncd_log_line *o)
 {
     size_t plen = (size_t)(o->msg - text);
     if (plen < 16)
-        return; /* shorter than the slot's hash */
+        return 0; /* shorter than the slot's hash */
     if ((k && shape != NCD__SHAPE_OMPI && shape != NCD__SHAPE_TORCH) ||
         (k && text[0] != '[') || text[k] == '[' || o->ts >= 0 ||
         plen >= n || plen > NCD__MEMO_KEY || plen <= k ||
         text[plen - 1] != ' ' || o->msg != o->text + (plen - k))
-        return;
+        return 0;
     mm->plen = 0;
     memcpy(mm->key, text, plen);
     mm->k = (uint16_t)k;
@@ -742,19 +742,23 @@ static void memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
     mm->tid = o->tid;
     mm->dev = o->dev;
     mm->rank = o->rank;
+    mm->pf_from = 0xffff;
     mm->plen = (uint16_t)plen;
+    return 1;
 }
 
 int ncd_log_parse(const char *line, size_t len, char *scratch,
                   size_t scratch_sz, struct ncd_log_line *o)
 {
-    return ncd__log_parse_memo(line, len, scratch, scratch_sz, o, NULL);
+    return ncd__log_parse_memo(line, len, scratch, scratch_sz, o, NULL, NULL);
 }
 
 int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
                         size_t scratch_sz, struct ncd_log_line *o,
-                        struct ncd__hdr_memo *mm)
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used)
 {
+    if (used)
+        *used = NULL;
     if (len > NCD_LOG_MAX_LINE)
         len = NCD_LOG_MAX_LINE;
     /* field by field: a memset here compiles to `rep stos` */
@@ -800,6 +804,8 @@ int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
         (!mm->k || !header_fwd(base, n, o, &skip))) {
         memo_fill(mm, base, n, o);
         rebase(o, base, scratch);
+        if (used)
+            *used = mm;
         return 0;
     }
     size_t k0 = 0; /* the launcher prefix stripped, when one shape of it */
@@ -808,8 +814,10 @@ int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
         if (header_fwd(text, n, o, &skip)) {
             o->text = text + skip;
             o->text_len = n - skip;
-            if (mm && iter <= 1)
-                memo_keep(mm, base, (size_t)(text - base) + n, k0, shape, o);
+            if (mm && iter <= 1 &&
+                memo_keep(mm, base, (size_t)(text - base) + n, k0, shape, o) &&
+                used)
+                *used = mm;
             rebase(o, base, scratch);
             return 0;
         }

@@ -633,9 +633,35 @@ long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
     return -1;
 }
 
+size_t ncd__prefilter_quiet(const struct ncd_rules *r, const char *text,
+                            size_t n)
+{
+    const size_t stride = r->stride ? r->stride : 1;
+    size_t i = 0;
+    if (!r->nlits)
+        return 0;
+    for (; i + 4 <= n; i += stride) {
+        uint32_t g;
+        memcpy(&g, text + i, 4);
+        uint32_t h = ncd__gram_hash(g);
+        if (r->bitmap[h >> 6] & (1ull << (h & 63)))
+            break;
+    }
+    return i;
+}
+
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
                       const char *src, size_t src_len, size_t *pat)
+{
+    return ncd__rules_match_from(r, m, text, len, version, src, src_len, pat,
+                                 0);
+}
+
+long ncd__rules_match_from(const struct ncd_rules *r, struct ncd__matcher *m,
+                           const char *text, size_t len, int version,
+                           const char *src, size_t src_len, size_t *pat,
+                           size_t from)
 {
     /* a WARN of a subsystem's file: the bar a pattern rule must reach */
     long frule = src ? ncd__file_rule(r, src, src_len, version) : -1;
@@ -647,7 +673,7 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
     const unsigned char *t = (const unsigned char *)text;
     const uint64_t *bm = r->bitmap;
     const size_t stride = r->stride ? r->stride : 1;
-    for (size_t i = 0; i + 4 <= len; i += stride) {
+    for (size_t i = from; i + 4 <= len; i += stride) {
         uint32_t g;
         memcpy(&g, t + i, 4);
         uint32_t h = ncd__gram_hash(g);
