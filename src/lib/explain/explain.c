@@ -512,6 +512,7 @@ int ncd_explain_set_threads(struct ncd_explain *ex, int n)
  * stays in one core's cache.
  */
 #define SLOTS_PER_THREAD 3
+#define READ_TAIL 2048 /* bytes read past a block for its last line */
 
 struct slot {
     _Alignas(128) size_t k; /* its block */
@@ -578,8 +579,20 @@ static void scan_block(struct par *P, struct ncd__matcher *m, struct slot *s)
     size_t to = start + B + NCD_LOG_MAX_LINE + 1;
     if (to > P->size)
         to = P->size;
-    long got = read_at(P->fd, s->buf, to - from, from);
-    s->err = got < 0 ? (int)-got : (size_t)got < to - from ? EIO : 0;
+    /* the block and READ_TAIL bytes, then the rest up to `to` only when
+     * the block's last line goes on past them (every byte read is copied
+     * by the kernel: 8 KiB more per block was ~3% more copying) */
+    size_t want = start + B + READ_TAIL < to ? start + B + READ_TAIL - from
+                                             : to - from;
+    long got = read_at(P->fd, s->buf, want, from);
+    if (got == (long)want && from + want < to &&
+        !memchr(s->buf + (start + B - 1 - from), '\n',
+                want - (start + B - 1 - from))) {
+        long more = read_at(P->fd, s->buf + want, to - from - want, from + want);
+        got = more < 0 ? more : got + more;
+        want = to - from;
+    }
+    s->err = got < 0 ? (int)-got : (size_t)got < want ? EIO : 0;
     s->got = got > 0 ? (size_t)got : 0;
     s->nev = s->nlines = 0;
     s->oom = 0;
