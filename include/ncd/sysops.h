@@ -369,13 +369,6 @@ void ncd_env_redact(const char *name, const char *value,
                     struct ncd_strbuf *out);
 
 /**
- * Appends `v` to `out` with the credentials of "user:password@host" (with
- * or without a scheme:// before it) replaced by "<redacted>@"; how values
- * are kept in .ncd/env.  A bare "user@host" is kept.  Pure.
- */
-void ncd_mask_userinfo(const char *v, struct ncd_strbuf *out);
-
-/**
  * .ncd/ifaddrs: one getifaddrs() entry per line, in getifaddrs order,
  * AF_INET/AF_INET6 only:
  *     <ifa_name> <inet|inet6> <address> <prefixlen> <ifa_flags in hex>
