@@ -25,7 +25,8 @@
 static const char *const prefixes[] = {
     "[1,0]<stdout>:", "[1,3]<stderr>: ", "[12,345]<stdout>:\t", "[1,0]<>:",
     "[1,0]<std_out>:", "[1,0]<-x>:", "[1,12345678]<stdout>:", "[1,1234567]<a>:",
-    "[1234567890123,1]<a>:", "[123456789012,1]<a>:", "[1,0]<stdout>", "[1,0]<stdout",
+    "[1234567890123,1]<a>:", "[123456789012,1]<a>:", "[1,0]<stdout>",
+    "[1,0]<stdout",
     "[,0]<a>:", "[1,]<a>:", "[rank3]:", "[rank165]: ", "[default0]:",
     "[default-0]:", "[trainer_3]:", "[rank]:", "[3]:", "[r12345678]:",
     "[r1234567]:", "[trainer0|0]:", "[2026-01-02 03:04:05] ", "[5] ",
@@ -56,7 +57,8 @@ static const char *const headers[] = {
 static const char *const messages[] = {
     "Bootstrap : Using eth0:10.0.0.1<0>", "x", " 6 : NET/0", "(",
     ") (x) NCCL WARN y", "12345678", "[0] NCCL INFO z", "NCCL INFO x",
-    "\r", "\x1b[0m done", "   ", "\t", "comm 0x1 rank 0 nranks 8 - Init COMPLETE",
+    "\r", "\x1b[0m done", "   ", "\t",
+    "comm 0x1 rank 0 nranks 8 - Init COMPLETE",
 };
 
 static const char *fast_shape[] = {"[%N,%R]<%A>:%_", "[%R]<%A>:%_",
@@ -207,8 +209,10 @@ static void test_memo(void **state)
                     int cut = (int)(x % (uint64_t)(fn + 1));
                     memcpy(line, first, (size_t)cut);
                     int extra = (int)((x >> 20) % 12);
+                    /* its NUL too */
+                    static const char noise[] = "() :[]NCL WARIFO\r\x1b 01";
                     for (int k = 0; k < extra; k++)
-                        line[cut + k] = "() :[]NCL WARIFO\r\x1b 01"[(x >> (k * 3 + 8)) % 22];
+                        line[cut + k] = noise[(x >> (k * 3 + 8)) % sizeof noise];
                     check_pair(memo, first, (size_t)fn, line,
                                (size_t)(cut + extra));
                     npairs++;
@@ -233,8 +237,8 @@ static void test_memo_interleaved(void **state)
     assert_int_equal(ncd__matcher_init(&m, rules), 0);
     static const char *const msgs[] = {
         "AllReduce: opCount 1 sendbuff 0x1 count 5",
-        "NET/IB : Got completion from peer 10.0.0.2<49577> with error 12, "
-        "opcode 0, len 0, vendor err 129",
+        ("NET/IB : Got completion from peer 10.0.0.2<49577> with error 12, "
+         "opcode 0, len 0, vendor err 129"),
         "Call to ibv_create_qp failed",
         "misc/socket.cc:456 -> 2",
         "Bootstrap : Using eth0:10.0.0.1<0>",
@@ -247,9 +251,9 @@ static void test_memo_interleaved(void **state)
     for (int it = 0; it < 200000; it++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         unsigned p = (unsigned)(x >> 33) % 3000;
+        static const char *const lead[] = {"[1,7]<stdout>:", "[rank7]:", ""};
         int n = snprintf(line, sizeof line,
-                         "%snode%u:%u:%u [%u] %sNCCL %s %s",
-                         p % 3 == 0 ? "[1,7]<stdout>:" : p % 3 == 1 ? "[rank7]:" : "",
+                         "%snode%u:%u:%u [%u] %sNCCL %s %s", lead[p % 3],
                          p / 8, 100000 + p, 200000 + p, p % 8,
                          p % 5 == 0 ? "transport/net_ib.cc:881 " : "",
                          p % 5 == 0 ? "WARN" : "INFO",

@@ -376,7 +376,8 @@ static inline uint64_t nl_mask64(const char *p)
     const __m128i nl = _mm_set1_epi8('\n');
     uint64_t m = 0;
     for (int k = 0; k < 4; k++) {
-        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+        __m128i v =
+            _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
         m |= (uint64_t)(uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, nl))
              << (16 * k);
     }
@@ -590,7 +591,8 @@ static void scan_block(struct par *P, struct ncd__matcher *m, struct slot *s)
     if (got == (long)want && from + want < to &&
         !memchr(s->buf + (start + B - 1 - from), '\n',
                 want - (start + B - 1 - from))) {
-        long more = read_at(P->fd, s->buf + want, to - from - want, from + want);
+        long more =
+            read_at(P->fd, s->buf + want, to - from - want, from + want);
         got = more < 0 ? more : got + more;
         want = to - from;
     }
