@@ -211,8 +211,10 @@ static void test_memo(void **state)
                     int extra = (int)((x >> 20) % 12);
                     /* its NUL too */
                     static const char noise[] = "() :[]NCL WARIFO\r\x1b 01";
-                    for (int k = 0; k < extra; k++)
-                        line[cut + k] = noise[(x >> (k * 3 + 8)) % sizeof noise];
+                    for (int k = 0; k < extra; k++) {
+                        size_t c = (x >> (3 * k + 8)) % sizeof noise;
+                        line[cut + k] = noise[c];
+                    }
                     check_pair(memo, first, (size_t)fn, line,
                                (size_t)(cut + extra));
                     npairs++;
