@@ -273,7 +273,7 @@ void ncd_explain_free(struct ncd_explain *ex);
 /**
  * Threads used to read and scan a large regular file given to
  * ncd_explain_feed_path() (default 1).  The threads scan blocks of lines
- * (1 MiB each) concurrently and apply their results in input order, so the
+ * (256 KiB each) concurrently and apply their results in input order, so the
  * findings, facts and evidence are exactly those of one thread.  Input
  * that is not a large regular file (stdin, gzip, small files) is read by
  * one thread.
@@ -383,7 +383,7 @@ struct ncd_explain_inputs {
  *  - a file or directory (device and inode) is read once per scan, however
  *    often it is named or linked: symlink cycles end (counted in
  *    in->nagain).
- * Reads in 1 MiB chunks (memory stays bounded, see ncd_explain_feed()).
+ * Reads in 256 KiB chunks (memory stays bounded, see ncd_explain_feed()).
  * @return 0 when everything under `path` was read, else the NCD_E* code of
  *         the last problem (already reported through in->problem), or
  *         NCD_ENOMEM when no read buffer could be had.

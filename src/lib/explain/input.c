@@ -22,7 +22,9 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 
-#define READ_CHUNK (1u << 20) /* bytes per read() / gzread() */
+#define READ_CHUNK (1u << 18) /* bytes per read() / gzread(): the copy stays
+                                * in L2 for the scan (1 MiB measured ~4% more
+                                * CPU on bench/explain) */
 #define MAX_DEPTH 4           /* directory levels walked below an input */
 #define MAX_RULES_FILE (16u << 20)
 
