@@ -25,4 +25,16 @@ test_expect_success 'tune: perf options without a collective run all_reduce' '
     grep -q "(baseline)" out
 '
 
+# explain DIR: a link to a directory inside it (here /proc, whose
+# pagemap files never end) is not followed; a link to a log file is read.
+test_expect_success 'explain DIR: links to directories are skipped' '
+    mkdir logs real &&
+    printf "%s\n" "h1:1:1 [0] include/shm.h:28 NCCL WARN Call to posix_fallocate failed: No space left on device" >real/rank0.log &&
+    ln -s ../real/rank0.log logs/rank0.log && ln -s /proc logs/proc &&
+    ln -s .. logs/up &&
+    st=0; timeout 60 $NCD explain logs >out 2>err || st=$?
+    test "$st" -eq 2 && grep -q "sys.shm" out && grep -q "rank0.log:1" out &&
+    ! grep -q "/proc/" err
+'
+
 test_done
