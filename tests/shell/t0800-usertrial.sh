@@ -37,4 +37,16 @@ test_expect_success 'explain DIR: links to directories are skipped' '
     ! grep -q "/proc/" err
 '
 
+# NCCL_IB_HCA of one character: NCCL reads it as a list (no
+# NCCL_SOCKET_IFNAME-style one-character rule), so "x" selects no HCA and
+# NCCL silently falls back to sockets; check must say so.
+test_expect_success 'check: NCCL_IB_HCA=x selects no HCA' '
+    cp -a "$NCD_SOURCE_DIR/tests/fixtures/sysroots/dgx-8gpu-4hca" dgx &&
+    grep -v "^NCCL_IB_HCA=" dgx/.ncd/env >env.new &&
+    echo "NCCL_IB_HCA=x" >>env.new && cp env.new dgx/.ncd/env &&
+    st=0; $NCD check --sysroot dgx >out 2>err || st=$?
+    test "$st" -eq 2 &&
+    grep -q "NCCL_IB_HCA=.x. matches no active port" out
+'
+
 test_done
