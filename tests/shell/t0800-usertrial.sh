@@ -49,4 +49,23 @@ test_expect_success 'check: NCCL_IB_HCA=x selects no HCA' '
     grep -q "NCCL_IB_HCA=.x. matches no active port" out
 '
 
+# env --format: values each format cannot hold as they are.  sbatch
+# splits --export at commas (NCCL_IB_HCA=mlx5_0,mlx5_1 became two
+# variables); a docker env file cannot hold a line break; YAML folds a
+# raw line break into a space.
+test_expect_success 'env --format slurm/env/k8s keep awkward values intact' '
+    $NCD env --format slurm --set NCCL_IB_HCA=mlx5_0,mlx5_1 \
+        --set "X_SP=a b" --unset OMPI_MCA_btl_tcp_if_include >out &&
+    head -n 1 out >first && ! grep -q "mlx5_1" first && ! grep -q X_SP first &&
+    grep -qx "export NCCL_IB_HCA=mlx5_0,mlx5_1" out &&
+    grep -qx "export X_SP=.a b." out &&
+    grep -qx "unset OMPI_MCA_btl_tcp_if_include" out &&
+    $NCD env --format slurm --set NCCL_DEBUG=WARN >out &&
+    test "$(wc -l <out)" -eq 1 && grep -q ",NCCL_DEBUG=WARN" out &&
+    $NCD env --format env --set "X_NL=a
+b" >out && ! grep -qx b out && grep -q "X_NL left out" out &&
+    $NCD env --format k8s --set "X_NL=a
+b	c" >out && grep -qF "value: \"a\\nb\\tc\"" out
+'
+
 test_done
