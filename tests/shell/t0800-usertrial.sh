@@ -68,4 +68,19 @@ b" >out && ! grep -qx b out && grep -q "X_NL left out" out &&
 b	c" >out && grep -qF "value: \"a\\nb\\tc\"" out
 '
 
+# Secrets quoted by findings: check echoed NCCL_COMM_ID's password and a
+# secret-named variable's value (gather masked both); NCCL_IB_PKEY is a
+# setting, not a secret: replaying a capture must not warn about it.
+test_expect_success 'check: no secret in findings; NCCL_IB_PKEY replays' '
+    NCCL_COMM_ID=user:hunter2@10.0.0.1:1234 NCCL_X_TOKEN=s3cr3tz \
+        $NCD check >out 2>&1 || true
+    NCCL_COMM_ID=user:hunter2@10.0.0.1:1234 NCCL_X_TOKEN=s3cr3tz \
+        $NCD check --json >>out 2>&1 || true
+    grep -q "NCCL_COMM_ID" out && grep -q "NCCL_X_TOKEN" out &&
+    ! grep -q "hunter2" out && ! grep -q "s3cr3tz" out &&
+    NCCL_IB_PKEY=0x8001 $NCD gather -o pk.tgz >/dev/null 2>&1 &&
+    { $NCD check --sysroot pk.tgz >out2 2>&1 || true; } &&
+    grep -q "check of" out2 && ! grep -q "NCCL_IB_PKEY" out2
+'
+
 test_done
