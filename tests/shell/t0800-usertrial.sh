@@ -12,7 +12,7 @@ test_expect_success 'tune: perf rejecting its options stops tune (exit 3)' '
     test "$st" -eq 3 &&
     grep -q "perf rejected its options (exit status 6)" err &&
     grep -q "bogus" err &&
-    ! grep -q "make the benchmark fail" out &&
+    ! grep -q "make the benchmark fail" out || exit 1
     st=0; $NCD tune -np 2 --backend socket --reps 1 --families sockets \
         -- all_reduce -b 1M -e 1K >out 2>err || st=$?
     test "$st" -eq 3 && grep -q "exit status 255" err
@@ -81,6 +81,17 @@ test_expect_success 'check: no secret in findings; NCCL_IB_PKEY replays' '
     NCCL_IB_PKEY=0x8001 $NCD gather -o pk.tgz >/dev/null 2>&1 &&
     { $NCD check --sysroot pk.tgz >out2 2>&1 || true; } &&
     grep -q "check of" out2 && ! grep -q "NCCL_IB_PKEY" out2
+'
+
+# run sets NCCL_DEBUG=INFO itself: when the command fails before NCCL
+# logs anything, the advice must not be "re-run with NCCL_DEBUG=INFO".
+test_expect_success 'run: no NCCL line although run set NCCL_DEBUG=INFO' '
+    st=0; $NCD run --logs l1 -- sh -c "exit 1" >out 2>err || st=$?
+    test "$st" -eq 1 && grep -q "NCCL_DEBUG=INFO was set, yet no NCCL line" err &&
+    ! grep -q "re-run with NCCL_DEBUG=INFO" err || exit 1
+    st=0; NCCL_DEBUG=WARN $NCD run --logs l2 -- sh -c "exit 1" >out 2>err ||
+        st=$?
+    test "$st" -eq 1 && grep -q "re-run with NCCL_DEBUG=INFO" err
 '
 
 test_done
