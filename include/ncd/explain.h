@@ -365,6 +365,8 @@ struct ncd_explain_inputs {
     int nagain;  /**< files and directories skipped because the same one
                       (device and inode) was read already: given twice, or
                       reached again through a link or a symlink cycle */
+    int nlinkdirs; /**< symbolic links to directories met inside a named
+                        directory: not followed (as grep -r) */
     /** Bytes of decompressed gzip data read from one input before the
      *  rest is dropped with a problem report (a gzip bomb expands ~1000x);
      *  0 means NCD_EXPLAIN_MAX_INFLATED. */
