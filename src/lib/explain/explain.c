@@ -498,6 +498,16 @@ int ncd_explain_set_threads(struct ncd_explain *ex, int n)
     return 0;
 }
 
+void ncd_explain_set_debug_on(struct ncd_explain *ex, int on)
+{
+    ex->debug_on = on != 0;
+}
+
+int ncd_explain_debug_on(const struct ncd_explain *ex)
+{
+    return ex->debug_on;
+}
+
 /* ------------------------------------------------ parallel block scan */
 
 /*
