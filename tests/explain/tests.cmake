@@ -70,7 +70,7 @@ endforeach()
 
 # The message catalogue (data/nccl-messages.tsv, scripts/nccl-messages.py):
 # every failure format NCCL 2.4..newest prints (figures for 2.18..newest
-# printed apart), nccl-tests, PyTorch and Paddle, filled with plausible
+# printed apart), nccl-tests, PyTorch, Gloo, Horovod, vLLM, Ray and Paddle, filled with plausible
 # values, must be claimed by the rule or category the catalogue names; one
 # batch `explain --json` run over all of them must not fall back to
 # "no rule".
