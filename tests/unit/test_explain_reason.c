@@ -193,6 +193,57 @@ static void test_ib_silent_fallback(void **state)
     ncd_explain_free(ex);
 }
 
+/* An ibv_modify_qp EINVAL on an HCA of an iWARP-capable provider (irdma,
+ * named by the process's NET/IB line) gets the provider entry of
+ * data/ib-verbs-errors.yaml (NCCL_IB_DISABLE=1); the same errno on an mlx5
+ * HCA keeps the GID-index rule, and so does a line whose HCA is unknown. */
+static void test_iwarp_provider_modify_qp(void **state)
+{
+    (void)state;
+    const char *qp = "misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error "
+                     "Invalid argument errno 22\n";
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "host1:1:2 [3] NCCL INFO NET/IB : Using [0]irdma0:1/RoCE [RO]; \nhost1:1:2 [3] %s", qp);
+    struct src a[] = {{"a", buf}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.verb-errno");
+    int disable = 0;
+    for (size_t i = 0; i < fl.v[0].n_env; i++)
+        disable |= strcmp(fl.v[0].env[i].name, "NCCL_IB_DISABLE") == 0;
+    assert_true(disable);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    snprintf(buf, sizeof buf,
+             "host1:1:2 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; \nhost1:1:2 [3] %s", qp);
+    struct src b[] = {{"b", buf}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp-gid-invalid");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    snprintf(buf, sizeof buf, "host1:1:2 [3] %s", qp);
+    struct src c[] = {{"c", buf}};
+    ex = scan(c, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp-gid-invalid");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* 2.24+ names the HCA on the line itself */
+    struct src d[] = {{"d", "host1:1:2 [3] misc/ibvwrap.cc:300 NCCL WARN Call to ibv_modify_qp failed "
+                            "with 22 Invalid argument, on dev iwp175s0f0:1, curr state INIT, next state RTR\n"}};
+    ex = scan(d, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.verb-errno");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_earliest_timestamp_wins(void **state)
 {
     (void)state;
@@ -522,6 +573,7 @@ int main(void)
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_framework_version_known_bug),
         cmocka_unit_test(test_ib_silent_fallback),
+        cmocka_unit_test(test_iwarp_provider_modify_qp),
         cmocka_unit_test(test_earliest_timestamp_wins),
         cmocka_unit_test(test_rank_order_without_timestamps),
         cmocka_unit_test(test_only_consequences),

@@ -25,7 +25,9 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 
-#define READ_CHUNK (1u << 20) /* bytes per read() / gzread() */
+#define READ_CHUNK (1u << 18) /* bytes per read() / gzread(): the copy stays
+                                * in L2 for the scan (1 MiB measured ~4% more
+                                * CPU on bench/explain) */
 #define MAX_DEPTH 4           /* directory levels walked below an input */
 #define MAX_RULES_FILE (16u << 20)
 
@@ -328,11 +330,20 @@ static void feed_path(struct walk *w, const char *path, int depth)
         return;
     }
     /* inside directories only regular files and directories: a FIFO or a
-     * device there would block or never end */
-    struct stat pre;
-    if (depth > 0 && stat(path, &pre) == 0 && !S_ISREG(pre.st_mode) &&
-        !S_ISDIR(pre.st_mode))
-        return;
+     * device there would block or never end; and, as grep -r, a symbolic
+     * link to a directory is not followed (one to /proc or / would walk
+     * files without end), while one to a file is read (kubelet's
+     * /var/log/containers files are links) */
+    struct stat pre, lpre;
+    if (depth > 0 && stat(path, &pre) == 0) {
+        if (!S_ISREG(pre.st_mode) && !S_ISDIR(pre.st_mode))
+            return;
+        if (S_ISDIR(pre.st_mode) && lstat(path, &lpre) == 0 &&
+            S_ISLNK(lpre.st_mode)) {
+            w->in->nlinkdirs++;
+            return;
+        }
+    }
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         problem(w, ncd_err_from_errno(errno), "%s: %s", path, strerror(errno));
