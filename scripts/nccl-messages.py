@@ -32,8 +32,9 @@ skipped (not built on Linux).
 
 --nccl-tests adds the failure messages of nccl-tests (every tag v2.*: printf
 and fprintf formats in src/ that report a failure).  --frameworks merges a
-hand-kept table of PyTorch and Paddle messages (those repositories are too
-big to tokenise here; the table names the file and commit of each).
+hand-kept table of framework messages (PyTorch, Gloo, Horovod, vLLM,
+Ray/cupy, Paddle: those repositories are too big to tokenise here; the
+table names the file and commit of each).
 
 Each row gets the expected nccl-doctor mapping from --map (first matching
 row wins; see the header of data/nccl-message-map.tsv): `expect` for the
@@ -1131,7 +1132,7 @@ def main():
     ap.add_argument("--nccl", help="NVIDIA/nccl git dir (required unless --scan-cache "
                     "or --from-catalogue)")
     ap.add_argument("--nccl-tests", help="NVIDIA/nccl-tests git dir")
-    ap.add_argument("--frameworks", help="hand-kept PyTorch/Paddle table")
+    ap.add_argument("--frameworks", help="hand-kept framework table (data/framework-messages.tsv)")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--map", default=os.path.join(here, "..", "data", "nccl-message-map.tsv"))
     ap.add_argument("--rules", help="rules file whose generated blocks to rewrite "
