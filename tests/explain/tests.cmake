@@ -35,7 +35,14 @@ set_tests_properties(explain.threads PROPERTIES LABELS explain TIMEOUT 600)
 # (mixed nvidia-nccl-cu* wheels in environment reports; NVLS bind failures
 # by release and CUDA error, the 2.27.3-2.28 INFO fallback no longer an
 # error).  g303 stays failing: the thread quotes the CUDA message without
-# its last letter.  75/83 = 90.4% overall.  A
+# its last letter.  75/83 = 90.4% overall.  g400-g410 (branch heldout4, the
+# network side: aws-ofi-nccl/EFA, RoCE GIDs in pods, sockets, Kubernetes)
+# passed 2/8 log_sufficient before its changes (general 2/3): OFI failures
+# all fell to one lib.nccl rule (g400 g406 g407), libfabric's own lines were
+# not catalogued (g401), a failed connect to 127.0.0.1 lost to the
+# 'Software caused connection abort' known bug (g410), an IPv4 link-local
+# (169.254/16) NET/Socket interface was not recognised (g405).  After: 8/8
+# (general 3/3); 83/91 = 91.2% overall.  A
 # build tree configured earlier keeps its cached value: reconfigure with
 # -DNCD_CORPUS_MIN_PCT=<pct>.
 set(NCD_CORPUS_MIN_PCT 90 CACHE STRING
