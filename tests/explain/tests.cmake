@@ -43,7 +43,15 @@ set_tests_properties(explain.threads PROPERTIES LABELS explain TIMEOUT 600)
 # Cuda failure 'operation not supported' printed by init.cc is NCCL 2.23+'s
 # cudaMemPoolCreate (memory pools unsupported, sys.virt), no longer the
 # cuMem/NVLS rule.  g510 stays without a finding (only the mpirun command line
-# was posted).  82/90 = 91.1% overall.  A
+# was posted).  82/90 = 91.1% overall.
+# g400-g410 (branch heldout4, the
+# network side: aws-ofi-nccl/EFA, RoCE GIDs in pods, sockets, Kubernetes)
+# passed 2/8 log_sufficient before its changes (general 2/3): OFI failures
+# all fell to one lib.nccl rule (g400 g406 g407), libfabric's own lines were
+# not catalogued (g401), a failed connect to 127.0.0.1 lost to the
+# 'Software caused connection abort' known bug (g410), an IPv4 link-local
+# (169.254/16) NET/Socket interface was not recognised (g405).  After: 8/8
+# (general 3/3); 83/91 = 91.2% on its own; with heldout5's cases 90/98 (91.8%).  A
 # build tree configured earlier keeps its cached value: reconfigure with
 # -DNCD_CORPUS_MIN_PCT=<pct>.
 set(NCD_CORPUS_MIN_PCT 90 CACHE STRING

@@ -25,8 +25,9 @@ static const struct ncd__iface *suspect(const struct ncd__proc *p,
     if (mode == IF_LINKLOCAL) {
         if (p->nboot && (ncd__addr_linklocal(p->boot[0].addr) ||
                          ncd__addr_loopback(p->boot[0].name, p->boot[0].addr))) {
-            *what = ncd__addr_linklocal(p->boot[0].addr) ? "IPv6 link-local"
-                                                         : "loopback";
+            *what = !ncd__addr_linklocal(p->boot[0].addr) ? "loopback"
+                    : strchr(p->boot[0].addr, ':') ? "IPv6 link-local"
+                                                   : "IPv4 link-local";
             return &p->boot[0];
         }
         return NULL;
@@ -87,7 +88,8 @@ static int linklocal_peer(struct ncd__reason *rs, size_t rule)
     ncd__hit_var(h, "iface", ifn[0] ? ifn : "a link-local interface");
     ncd__hit_var(h, "addr", addr);
     ncd__hit_var(h, "host", cf->ev[0].host);
-    ncd__hit_var(h, "what", "IPv6 link-local");
+    ncd__hit_var(h, "what", strchr(addr, ':') ? "IPv6 link-local"
+                                              : "IPv4 link-local");
     ncd__hit_var(h, "good_iface", rs->good_iface);
     ncd__hit_from_rec(h, cf);
     ncd__hit_ev_rec(ex, h, cf);

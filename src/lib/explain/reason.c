@@ -295,9 +295,11 @@ const struct ncd__iberr_table *ncd__reason_iberr(struct ncd__reason *rs,
 
 /* ----------------------------------------------------------- interfaces */
 
+/* IPv6 fe80::/10 and IPv4 169.254.0.0/16 (RFC 3927: cloud metadata and
+ * pod-identity links, autoconfigured NICs): valid on one link only. */
 int ncd__addr_linklocal(const char *a)
 {
-    return strncasecmp(a, "fe80", 4) == 0;
+    return strncasecmp(a, "fe80", 4) == 0 || strncmp(a, "169.254.", 8) == 0;
 }
 
 int ncd__addr_loopback(const char *name, const char *a)
