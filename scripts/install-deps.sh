@@ -9,7 +9,7 @@ set -eu
 
 PKGS="build-essential cmake pkg-config
       libhwloc-dev libjansson-dev libyaml-dev libpcre2-dev libcmocka-dev
-      zlib1g-dev libarchive-dev libnftables-dev
+      zlib1g-dev libarchive-dev libnftnl-dev libmnl-dev
       libopenmpi-dev openmpi-bin
       iproute2 iperf3 nftables procps kmod jq time
       clang ripgrep valgrind zsh man-db groff-base dpkg-dev

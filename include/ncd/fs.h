@@ -40,6 +40,13 @@ int ncd_fs_open(struct ncd_ctx *ctx, const char *path, int flags);
  *              file gives NCD_ERANGE.
  * @param buf   receives a malloc'ed, NUL-terminated copy; caller frees.
  * @param len   receives the length in bytes (may be NULL).
+ * Read once per context: the first successful read of a path is kept and
+ * later reads of it return a copy without opening the file again (one
+ * open per file and run, however many probes read it).  Not kept: paths
+ * under /proc and sysfs counters (any path containing "statistics" or
+ * "counters"), which are read again each time; files over 4 MiB; beyond
+ * 32 MiB per context.  ncd_fs_list() caches directory listings the same
+ * way.  The context's fs trace still sees every call.
  */
 int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
                 size_t *len);
@@ -101,6 +108,14 @@ int ncd_fs_exists(struct ncd_ctx *ctx, const char *path);
  * @return the count, or a negative NCD_E* code.
  */
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names);
+
+/**
+ * ncd_fs_list() keeping only the names that start with `pfx` (NULL: all),
+ * filtered before the sort: listing a library directory of thousands of
+ * entries for "libnccl.so" sorts a handful.  Same returns and ownership.
+ */
+int ncd_fs_list_prefix(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                       char ***names);
 
 /**
  * Natural-order comparison used by ncd_fs_list(): digit runs compare by

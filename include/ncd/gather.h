@@ -25,7 +25,9 @@
  *   .ncd/nccl-libs    libnccl scan
  *   .ncd/nccl-version version of the libnccl.so.2 dlopen picks ("2.21.5")
  *   .ncd/nvml         NVML answers and the CUDA driver version
- *   .ncd/nft.json     `nft -j list ruleset`
+ *   .ncd/nft.json     the nftables rule set in `nft -j list ruleset`'s
+ *                     JSON schema (netlink dump, decoded); captures
+ *                     holding `nft -j` output itself read the same way
  *   .ncd/self         "uid <n>" of the gathering process
  *   .ncd/resolve      host names the probes resolved
  *   .ncd/gather-info  tool version and time of the capture

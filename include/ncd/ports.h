@@ -13,8 +13,9 @@
  * sysctl (e.g. "50000 51000") and open it in the firewall.
  *
  * Firewall rules are read, never changed: ncd_sys_firewall() (sysops.h:
- * `nft -j list ruleset` on a live node, run with a 2 s timeout, only as
- * root; .ncd/nft.json on a recorded one).  iptables-legacy rules are not
+ * NETLINK_NETFILTER dumps on a live node, only as root, written in the
+ * JSON schema of `nft -j list ruleset`; .ncd/nft.json on a recorded one,
+ * which may also hold `nft -j` output itself).  iptables-legacy rules are not
  * read; /proc/net/ip_tables_names tells whether any tables are loaded.
  * Listening sockets and the bind test: ncd_sys_listen_ports() and
  * ncd_sys_bind_test() in sysops.h.
@@ -40,7 +41,7 @@ int ncd_port_range_parse(const char *buf, int *lo, int *hi);
 /** What the nftables rule set does to new TCP connections to a range. */
 struct ncd_fw {
     int known;            /**< a rule set was read */
-    char source[64];      /**< "nft -j list ruleset", ".ncd/nft.json" */
+    char source[64];      /**< "netlink: nftables rule set", ".ncd/nft.json" */
     int input_chains;     /**< base chains on the input hook */
     int policy_drop;      /**< one of them has policy drop */
     int accept_covers;    /**< an accept rule whose tcp dport covers all of
@@ -53,9 +54,15 @@ struct ncd_fw {
 };
 
 /**
- * Analyses `nft -j list ruleset` output for the TCP range [lo, hi].
- * Rules with conditions it cannot evaluate (source addresses, interfaces)
- * count as accepting, so the verdict errs on "may be open".
+ * Analyses `nft -j list ruleset` output (or ncd_sys_firewall()'s answer,
+ * same schema) for the TCP range [lo, hi]: tcp dport values, ranges,
+ * anonymous sets and named sets ("@name", from the set objects) of the
+ * rules in input-hook base chains.  Rules with conditions it cannot
+ * evaluate (source addresses, interfaces) count as accepting, so the
+ * verdict errs on "may be open"; rules matching only another protocol
+ * (udp dport, meta l4proto udp) do not count.  Evidence lines show a rule
+ * as `nft list ruleset` writes it ("inet t input: tcp dport { 3000,
+ * 4000-4100 } drop").  Jumps into other chains are not followed.
  * @return 0, or NCD_EPARSE when the JSON is not an nftables rule set.
  */
 int ncd_nft_analyze(struct ncd_ctx *ctx, const char *json, size_t len, int lo,

@@ -29,6 +29,7 @@
 #define NCD_RESOLVE_H
 
 #include <stddef.h>
+#include <sys/socket.h>
 
 #include "ncd/ctx.h"
 #include "ncd/netif.h"
@@ -56,6 +57,32 @@ extern "C" {
  */
 int ncd_resolve_first(struct ncd_ctx *ctx, const char *name, int timeout_ms,
                       struct ncd_if_addr *out, char *why, size_t whylen);
+
+/** One name's live answer (ncd_resolve_live_batch). */
+struct ncd_resolve_answer {
+    int gai; /**< getaddrinfo()'s return: 0 answered, else an EAI_* code
+                  (gai_strerror() words it) */
+    struct sockaddr_storage first;  /**< first answer (NCCL's pick);
+                                         ss_family 0 when there is none */
+    struct sockaddr_storage first4; /**< first IPv4 answer; ss_family 0
+                                         when there is none */
+};
+
+/**
+ * Asks this machine (always live: for callers that resolve on the host
+ * they run on, as probe's ranks do) for `n` names with NCCL's hints (see
+ * ncd_resolve_first), one after the other in one worker thread, waiting at
+ * most `timeout_ms` milliseconds for all of them together.  Lookups still
+ * running at the deadline finish in the detached thread, which frees what
+ * it holds; the names are copied, so the caller's may go at return.
+ * @param names    n host names (not modified, owned by the caller).
+ * @param answers  room for n answers; the first (return value) are filled,
+ *                 the rest are untouched.
+ * @return how many names, from the first, were answered in time (0..n);
+ *         NCD_ENOMEM; NCD_ESYS when no thread could be started.
+ */
+int ncd_resolve_live_batch(const char *const *names, int n, int timeout_ms,
+                           struct ncd_resolve_answer *answers);
 
 #ifdef __cplusplus
 }

@@ -219,10 +219,15 @@ int ncd_sys_nvml(struct ncd_ctx *ctx, struct ncd_nvml_answer *out);
 int ncd_sys_nvml_costly(struct ncd_ctx *ctx);
 
 /**
- * The nftables rule set as `nft -j list ruleset` prints it (live: run with
- * a timeout, root only).  Replay: .ncd/nft.json.
+ * The nftables rule set in the JSON schema of `nft -j list ruleset` (live:
+ * NFT_MSG_GETTABLE/GETCHAIN/GETSET/GETSETELEM/GETRULE netlink dumps
+ * decoded with libnftnl, root only; the expressions the firewall analysis
+ * reads come back as nft's matches, others as {"name": null}).  Replay:
+ * .ncd/nft.json (gather records this answer; `nft -j` output reads the
+ * same).  timeout_ms is unused live (the kernel answers, no peer).
  * @param buf   receives a malloc'ed NUL-terminated copy; caller frees.
- * @param src   receives the source ("nft -j list ruleset", ".ncd/nft.json").
+ * @param src   receives the source ("netlink: nftables rule set",
+ *              ".ncd/nft.json").
  * @return 0, NCD_ENOENT (no nft / not recorded: detail "no nftables rule
  *         set in this capture"), NCD_EPERM (not root), NCD_ETIMEOUT,
  *         NCD_ESYS, NCD_ENOMEM.
@@ -367,13 +372,6 @@ struct ncd_strbuf;
  */
 void ncd_env_redact(const char *name, const char *value,
                     struct ncd_strbuf *out);
-
-/**
- * Appends `v` to `out` with the credentials of "user:password@host" (with
- * or without a scheme:// before it) replaced by "<redacted>@"; how values
- * are kept in .ncd/env.  A bare "user@host" is kept.  Pure.
- */
-void ncd_mask_userinfo(const char *v, struct ncd_strbuf *out);
 
 /**
  * .ncd/ifaddrs: one getifaddrs() entry per line, in getifaddrs order,

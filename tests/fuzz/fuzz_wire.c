@@ -51,12 +51,13 @@ static void pg_hello(uint8_t par, const uint8_t *buf, size_t len)
         return;
     fds[0] = -1;
     struct pg_hello h, h2;
-    int fatal, fatal2;
+    int kind, kind2;
     const char *why = ncd__pg_hello_check(buf, len, nprocs, TOKEN, fds,
-                                          &fatal, &h);
+                                          &kind, &h);
     const char *why2 = ncd__pg_hello_check(buf, len, nprocs, TOKEN, fds,
-                                           &fatal2, &h2);
-    check(why == why2 && fatal == fatal2, "pg hello: same answer twice");
+                                           &kind2, &h2);
+    check(why == why2 && kind == kind2, "pg hello: same answer twice");
+    check(!why == (kind == PG_HELLO_JOIN), "pg hello: joins without reason");
     if (!why) {
         check(len >= sizeof h && !memcmp(&h, buf, sizeof h),
               "pg hello: the frame as received");
@@ -67,9 +68,15 @@ static void pg_hello(uint8_t par, const uint8_t *buf, size_t len)
                   (h.token == 0 || h.token == TOKEN),
               "pg hello: our job");
     } else {
-        check(!fatal || (len >= sizeof h && h.magic == PG_MAGIC &&
-                         h.version == PG_PROTO_VERSION),
-              "pg hello: only this job's processes are fatal");
+        check(kind == PG_HELLO_STRAY ||
+                  (len >= sizeof h && h.magic == PG_MAGIC &&
+                   h.version == PG_PROTO_VERSION &&
+                   (h.token == 0 || h.token == TOKEN)),
+              "pg hello: only this job's processes are fatal or refused");
+        check(kind != PG_HELLO_TAKEN ||
+                  (h.proc >= 1 && h.proc < (uint32_t)nprocs &&
+                   fds[h.proc] >= 0),
+              "pg hello: a taken slot exists and is held");
     }
     free(fds);
 }

@@ -1,6 +1,6 @@
 #!/bin/sh
 # `check` at its floor (issue 14.10) and bounded tarball input (14.7):
-# listeners through sock_diag, nftables through libnftables, the NCCL
+# listeners through sock_diag, nftables through netlink dumps, the NCCL
 # version from the library file without dlopen, and a tarball of 100,000
 # entries refused before anything is written.  Costs are measured by
 # bench/check; these tests check what the process does (strace).
@@ -11,7 +11,7 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 
 HAVE_STRACE=
 command -v strace >/dev/null 2>&1 && HAVE_STRACE=1
-[ -n "$HAVE_STRACE" ] && strace -f -qq -e trace=openat,execve -o "$TEST_TMP/st" \
+[ -n "$HAVE_STRACE" ] && strace -f -qq -e trace=openat,open,execve -o "$TEST_TMP/st" \
     "$NCD_BIN" check >"$TEST_TMP/out" 2>&1
 opened() { grep 'openat(' "$TEST_TMP/st" | grep -v ENOENT | grep -c "$1" ; }
 
@@ -22,6 +22,17 @@ test_expect_success 'live check does not read /proc/net/tcp{,6} (sock_diag)' '
 '
 test_expect_success 'live check starts no process (no nft subprocess)' '
     test "$(grep -c "execve(" "$TEST_TMP/st")" -eq 1
+'
+# Each file, directory and absent path is opened once per run (fs.c's read
+# cache; libcuda/libnvidia-ml dlopen'ed by the path ld.so would pick, so
+# ld.so does not read /etc/ld.so.cache a second time).  ASan's runtime
+# reads /proc/self/maps on its own: not ours.
+test_expect_success 'live check opens no path twice' '
+    grep -o "open[a-z]*([^\"]*\"[^\"]*\"" "$TEST_TMP/st" |
+        sed "s/^open[a-z]*(//" | grep -v "/proc/self/maps" |
+        sort | uniq -c | sort -rn >"$TEST_TMP/opens" &&
+    test -s "$TEST_TMP/opens" &&
+    ! awk "\$1 > 1" "$TEST_TMP/opens" | grep .
 '
 else
 test_expect_success 'strace is missing: skipped (install-deps installs it)' 'true'

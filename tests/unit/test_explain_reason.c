@@ -120,6 +120,50 @@ static void test_two_versions(void **state)
     ncd_explain_free(ex);
 }
 
+/* Without NCCL's own "NCCL version" line, the version PyTorch's NCCL error
+ * names (C10D_NCCL_CHECK) ties a known bug's signature to the release; two
+ * different such versions tie nothing; an NVLS WARN is not that signature. */
+static void test_framework_version_known_bug(void **state)
+{
+    (void)state;
+    struct src one[] = {{"a",
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1333, "
+        "unhandled cuda error (run with NCCL_DEBUG=INFO for details), NCCL version 2.18.1\n"
+        "ncclUnhandledCudaError: Call to CUDA function failed.\n"
+        "Last error:\n"
+        "Cuda failure 'invalid argument'\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(one, 1, 0, &fl);
+    dump(&fl);
+    assert_true(fl.n > 0);
+    assert_string_equal(fl.v[0].id, "version.known-bug");
+    assert_non_null(strstr(fl.v[0].title, "2.18.1"));
+    assert_non_null(strstr(fl.v[0].title, "2.18.6"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src two[] = {
+        {"a", "RuntimeError: NCCL error in: x.cpp:1, unhandled cuda error, NCCL version 2.18.1\n"
+              "Cuda failure 'invalid argument'\n"},
+        {"b", "RuntimeError: NCCL error in: x.cpp:1, unhandled cuda error, NCCL version 2.19.3\n"}};
+    ex = scan(two, 2, 0, &fl);
+    dump(&fl);
+    for (size_t i = 0; i < fl.n; i++)
+        assert_string_not_equal(fl.v[i].id, "version.known-bug");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src nvls[] = {{"a",
+        "node1:1:1 [0] NCCL INFO NCCL version 2.18.5+cuda12.2\n"
+        "node1:1:2 [0] transport/nvls.cc:165 NCCL WARN Cuda failure 'invalid argument'\n"}};
+    ex = scan(nvls, 1, 0, &fl);
+    dump(&fl);
+    for (size_t i = 0; i < fl.n; i++)
+        assert_string_not_equal(fl.v[i].id, "version.known-bug");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_ib_silent_fallback(void **state)
 {
     (void)state;
@@ -476,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_ifname_absent),
         cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
         cmocka_unit_test(test_two_versions),
+        cmocka_unit_test(test_framework_version_known_bug),
         cmocka_unit_test(test_ib_silent_fallback),
         cmocka_unit_test(test_earliest_timestamp_wins),
         cmocka_unit_test(test_rank_order_without_timestamps),

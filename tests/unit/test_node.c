@@ -401,6 +401,42 @@ static void test_ports_and_fw(void **state)
     assert_false(fw.policy_drop);
     memset(&fw, 0, sizeof fw);
     assert_int_equal(ncd_nft_analyze(ctx, "[1]", 3, 1, 2, &fw), NCD_EPARSE);
+    /* coverage from several rules and a named interval set, udp-only rules
+     * not counted, nft-like evidence, escaped strings, broken JSON */
+    const char *multi =
+        "{\"nftables\":[{\"chain\":{\"family\":\"inet\",\"table\":\"f\","
+        "\"name\":\"in\",\"hook\":\"input\",\"policy\":\"drop\"}},"
+        "{\"set\":{\"family\":\"inet\",\"table\":\"f\",\"name\":\"hi\","
+        "\"elem\":[{\"range\":[40001,60999]}]}},"
+        "{\"rule\":{\"family\":\"inet\",\"table\":\"f\",\"chain\":\"in\","
+        "\"expr\":[{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{"
+        "\"protocol\":\"tcp\",\"field\":\"dport\"}},\"right\":{\"set\":"
+        "[{\"range\":[32768,40000]}]}}},{\"accept\":null}]}},"
+        "{\"rule\":{\"family\":\"inet\",\"table\":\"f\",\"chain\":\"in\","
+        "\"expr\":[{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{"
+        "\"protocol\":\"tcp\",\"field\":\"dport\"}},\"right\":\"@hi\"}},"
+        "{\"accept\":null}]}},"
+        "{\"rule\":{\"family\":\"inet\",\"table\":\"f\",\"chain\":\"in\","
+        "\"expr\":[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{"
+        "\"key\":\"l4proto\"}},\"right\":\"udp\"}},{\"accept\":null}]}},"
+        "{\"rule\":{\"family\":\"inet\",\"table\":\"f\",\"chain\":\"in\","
+        "\"expr\":[{\"match\":{\"op\":\"==\",\"left\":{\"meta\":{"
+        "\"key\":\"iifname\"}},\"right\":\"e\\u0074h0\"}},"
+        "{\"match\":{\"op\":\"==\",\"left\":{\"payload\":{"
+        "\"protocol\":\"tcp\",\"field\":\"dport\"}},\"right\":45000}},"
+        "{\"counter\":{\"packets\":1,\"bytes\":2}},{\"drop\":null}]}}]}";
+    memset(&fw, 0, sizeof fw);
+    assert_int_equal(ncd_nft_analyze(ctx, multi, strlen(multi), 32768, 60999, &fw), 0);
+    assert_true(fw.accept_covers);
+    assert_true(fw.drop_overlap);
+    assert_string_equal(fw.evidence[1], "drops part of the range: inet f in: "
+                                        "iifname \"eth0\" tcp dport 45000 drop");
+    memset(&fw, 0, sizeof fw);
+    assert_int_equal(ncd_nft_analyze(ctx, multi, strlen(multi), 32000, 60999, &fw), 0);
+    assert_false(fw.accept_covers); /* 32000-32767 open to no rule */
+    memset(&fw, 0, sizeof fw);
+    assert_int_equal(ncd_nft_analyze(ctx, multi, strlen(multi) - 3, 1, 2, &fw),
+                     NCD_EPARSE);
     ncd_ctx_free(ctx);
 }
 

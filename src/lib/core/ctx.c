@@ -33,6 +33,7 @@ struct ncd_ctx {
     void *sys_state;
     void (*sys_release)(void *);
     void *sys_memo; /* answers the sys layer computes once; free() */
+    struct ncd__fs_cache *fs_cache; /* fs.c: files read in this context */
 };
 
 static int env_find(const struct ncd_ctx *ctx, const char *name)
@@ -138,9 +139,15 @@ void ncd_ctx_free(struct ncd_ctx *ctx)
     if (ctx->sys_release)
         ctx->sys_release(ctx->sys_state);
     free(ctx->sys_memo);
+    ncd__fs_cache_free(ctx->fs_cache);
     env_free(ctx->env, ctx->nenv);
     free(ctx->sysroot);
     free(ctx);
+}
+
+struct ncd__fs_cache **ncd__ctx_fs_cache(struct ncd_ctx *ctx)
+{
+    return &ctx->fs_cache;
 }
 
 int ncd_ctx_is_live(const struct ncd_ctx *ctx)

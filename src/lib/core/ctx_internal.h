@@ -26,4 +26,11 @@ void ncd__ctx_set_sys_state(struct ncd_ctx *ctx, void *state,
 void *ncd__ctx_sys_memo(const struct ncd_ctx *ctx);
 void ncd__ctx_set_sys_memo(struct ncd_ctx *ctx, void *memo);
 
+/* The per-context read cache (fs.c): one open per file and run.  Returns
+ * the cache slot (NULL while empty); fs.c owns what it points to, the
+ * context frees it with ncd__fs_cache_free(). */
+struct ncd__fs_cache;
+struct ncd__fs_cache **ncd__ctx_fs_cache(struct ncd_ctx *ctx);
+void ncd__fs_cache_free(struct ncd__fs_cache *c);
+
 #endif

@@ -56,6 +56,151 @@ done:
     return fd;
 }
 
+/* ---- the per-context read cache -----------------------------------------
+ * Two probes asking for one file (the loader's view of /etc/ld.so.cache,
+ * a PCI device's vendor and numa_node, a directory listing) open it once
+ * per context: the first successful read is kept and later reads get a
+ * copy.  Not kept: /proc (process state, counters that move) and sysfs
+ * counters (statistics/, counters/, hw_counters/), which callers read
+ * twice on purpose to see them change; files over 4 MiB; more than 32 MiB
+ * in all.  The trace still sees every access (gather records it). */
+
+#define FS_CACHE_BUCKETS 512
+#define FS_CACHE_MAX_FILE (4u << 20)
+#define FS_CACHE_MAX_ALL (32u << 20)
+
+struct fs_ent {
+    struct fs_ent *next;
+    int is_list;
+    int absent; /* NCD_ENOENT the first time: absent for the whole run;
+                 * for a readlink entry: not a symbolic link */
+    char *data; /* file content (NUL-terminated) */
+    size_t len;
+    char **names; /* directory listing */
+    int n;
+    char path[];
+};
+
+struct ncd__fs_cache {
+    size_t bytes;
+    struct fs_ent *b[FS_CACHE_BUCKETS];
+};
+
+void ncd__fs_cache_free(struct ncd__fs_cache *c)
+{
+    if (!c)
+        return;
+    for (size_t i = 0; i < FS_CACHE_BUCKETS; i++)
+        for (struct fs_ent *e = c->b[i], *nx; e; e = nx) {
+            nx = e->next;
+            free(e->data);
+            for (int k = 0; k < e->n; k++)
+                free(e->names[k]);
+            free(e->names);
+            free(e);
+        }
+    free(c);
+}
+
+static int cacheable(const char *path)
+{
+    while (path[0] == '/' && path[1] == '/')
+        path++;
+    return strncmp(path, "/proc/", 6) != 0 && strcmp(path, "/proc") != 0 &&
+           !strstr(path, "statistics") && !strstr(path, "counters");
+}
+
+static unsigned path_hash(const char *p)
+{
+    unsigned h = 2166136261u;
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h % FS_CACHE_BUCKETS;
+}
+
+static struct fs_ent *cache_find(struct ncd_ctx *ctx, const char *path,
+                                 int is_list)
+{
+    struct ncd__fs_cache *c = *ncd__ctx_fs_cache(ctx);
+    if (!c)
+        return NULL;
+    for (struct fs_ent *e = c->b[path_hash(path)]; e; e = e->next)
+        if (e->is_list == is_list && strcmp(e->path, path) == 0)
+            return e;
+    return NULL;
+}
+
+/* Keeps a copy; silently keeps nothing when memory or the budget is short.
+ * Returns the entry or NULL. */
+static struct fs_ent *cache_put(struct ncd_ctx *ctx, const char *path, const char *data,
+                      size_t len, char **names, int n)
+{
+    struct ncd__fs_cache **slot = ncd__ctx_fs_cache(ctx);
+    size_t cost = len + strlen(path) + sizeof(struct fs_ent);
+    for (int i = 0; i < n; i++)
+        cost += strlen(names[i]) + 1 + sizeof(char *);
+    if (len > FS_CACHE_MAX_FILE)
+        return NULL;
+    if (!*slot && !(*slot = calloc(1, sizeof **slot)))
+        return NULL;
+    if ((*slot)->bytes + cost > FS_CACHE_MAX_ALL)
+        return NULL;
+    size_t pl = strlen(path);
+    struct fs_ent *e = calloc(1, sizeof *e + pl + 1);
+    if (!e)
+        return NULL;
+    memcpy(e->path, path, pl + 1);
+    if (names) {
+        e->is_list = 1;
+        if (n && !(e->names = calloc((size_t)n, sizeof *e->names)))
+            goto fail;
+        for (; e->n < n; e->n++)
+            if (!(e->names[e->n] = strdup(names[e->n])))
+                goto fail;
+    } else {
+        if (!(e->data = malloc(len + 1)))
+            goto fail;
+        memcpy(e->data, data, len);
+        e->data[len] = '\0';
+        e->len = len;
+    }
+    unsigned h = path_hash(path);
+    e->next = (*slot)->b[h];
+    (*slot)->b[h] = e;
+    (*slot)->bytes += cost;
+    return e;
+fail:
+    for (int k = 0; k < e->n; k++)
+        free(e->names[k]);
+    free(e->names);
+    free(e->data);
+    free(e);
+    return NULL;
+}
+
+static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
+                            char **buf, size_t *len);
+
+static void cache_absent(struct ncd_ctx *ctx, const char *path, int is_list)
+{
+    struct ncd__fs_cache **slot = ncd__ctx_fs_cache(ctx);
+    size_t pl = strlen(path);
+    if (!*slot && !(*slot = calloc(1, sizeof **slot)))
+        return;
+    if ((*slot)->bytes + pl + sizeof(struct fs_ent) > FS_CACHE_MAX_ALL)
+        return;
+    struct fs_ent *e = calloc(1, sizeof *e + pl + 1);
+    if (!e)
+        return;
+    memcpy(e->path, path, pl + 1);
+    e->is_list = is_list;
+    e->absent = 1;
+    unsigned h = path_hash(path);
+    e->next = (*slot)->b[h];
+    (*slot)->b[h] = e;
+    (*slot)->bytes += pl + sizeof *e;
+}
+
 int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
                 size_t *len)
 {
@@ -64,6 +209,36 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         *len = 0;
     if (!max)
         max = NCD_FS_MAX_DEFAULT;
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 0) : NULL;
+    if (e) {
+        ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
+        if (e->absent)
+            return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
+        if (e->len > max)
+            return ncd_fail(ctx, NCD_ERANGE, "%s: larger than %zu bytes",
+                            path, max);
+        if (!(*buf = malloc(e->len + 1)))
+            return NCD_ENOMEM;
+        memcpy(*buf, e->data, e->len + 1);
+        if (len)
+            *len = e->len;
+        return 0;
+    }
+    size_t l = 0;
+    int rc = fs_read_uncached(ctx, path, max, buf, &l);
+    if (len)
+        *len = l;
+    if (rc == 0 && use)
+        cache_put(ctx, path, *buf, l, NULL, 0);
+    else if (rc == NCD_ENOENT && use)
+        cache_absent(ctx, path, 0);
+    return rc;
+}
+
+static int fs_read_uncached(struct ncd_ctx *ctx, const char *path, size_t max,
+                            char **buf, size_t *len)
+{
     /* O_NONBLOCK so that a FIFO planted in a capture cannot block open();
      * only regular files are read (sysfs and procfs files are). */
     int fd = ncd_fs_open(ctx, path, O_RDONLY | O_NONBLOCK);
@@ -74,7 +249,9 @@ int ncd_fs_read(struct ncd_ctx *ctx, const char *path, size_t max, char **buf,
         close(fd);
         return ncd_fail(ctx, NCD_EINVAL, "%s: not a regular file", path);
     }
-    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    /* O_NONBLOCK stays: it means nothing to a regular file's read (sysfs,
+     * procfs and disk files), and two fcntl calls per file were 20% of
+     * check's system calls */
     int rc = ncd_read_fd_bounded(fd, max, -1, buf, len);
     int e = errno;
     close(fd);
@@ -123,11 +300,42 @@ int ncd_fs_read_ll(struct ncd_ctx *ctx, const char *path, long long *out)
     return 0;
 }
 
+/* readlinkat() through the cache (is_list 2): symbolic links do not move
+ * during a run, and realpath walks the same components again and again
+ * (/sys, /sys/bus, /sys/bus/pci... for every device).  Returns the
+ * target's length, or -1 with errno. */
+static ssize_t readlink_cached(struct ncd_ctx *ctx, const char *path,
+                               char *out, size_t outsz)
+{
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 2) : NULL;
+    if (e) {
+        if (e->absent) {
+            errno = EINVAL;
+            return -1;
+        }
+        size_t n = e->len < outsz ? e->len : outsz;
+        memcpy(out, e->data, n);
+        return (ssize_t)n;
+    }
+    ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz);
+    int err = errno;
+    if (use && n >= 0) {
+        struct fs_ent *ne = cache_put(ctx, path, out, (size_t)n, NULL, 0);
+        if (ne)
+            ne->is_list = 2;
+    } else if (use && (err == EINVAL || err == ENOENT)) {
+        cache_absent(ctx, path, 2);
+    }
+    errno = err;
+    return n;
+}
+
 int ncd_fs_readlink(struct ncd_ctx *ctx, const char *path, char *out,
                     size_t outsz)
 {
     ncd__ctx_fs_traced(ctx, NCD_FS_READLINK, path);
-    ssize_t n = readlinkat(ncd_ctx_rootfd(ctx), rel(path), out, outsz - 1);
+    ssize_t n = readlink_cached(ctx, path, out, outsz - 1);
     if (n < 0) {
         int e = errno;
         out[0] = '\0';
@@ -176,8 +384,7 @@ int ncd_fs_realpath(struct ncd_ctx *ctx, const char *path, char *out,
         res[rl] = '/';
         memcpy(res + rl + 1, comp, clen + 1);
         char target[PATH_MAX];
-        ssize_t tn = readlinkat(ncd_ctx_rootfd(ctx), res + 1, target,
-                                sizeof target - 1);
+        ssize_t tn = readlink_cached(ctx, res, target, sizeof target - 1);
         if (tn < 0)
             continue; /* not a link, or does not exist: keep as is */
         target[tn] = '\0';
@@ -275,10 +482,86 @@ static int natcmp_q(const void *a, const void *b)
     return ncd_natcmp(*(char *const *)a, *(char *const *)b);
 }
 
+static int list_copy(struct fs_ent *e, const char *pfx, char ***names)
+{
+    size_t pl = pfx ? strlen(pfx) : 0;
+    int k = 0;
+    for (int i = 0; i < e->n; i++)
+        k += !pl || !strncmp(e->names[i], pfx, pl);
+    char **v = k ? calloc((size_t)k, sizeof *v) : NULL;
+    if (k && !v)
+        return NCD_ENOMEM;
+    k = 0;
+    for (int i = 0; i < e->n; i++) {
+        if (pl && strncmp(e->names[i], pfx, pl))
+            continue;
+        if (!(v[k] = strdup(e->names[i]))) {
+            ncd_fs_list_free(v, k);
+            return NCD_ENOMEM;
+        }
+        k++;
+    }
+    *names = v;
+    return k;
+}
+
+static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
+                            char ***names);
+static int natcmp_q(const void *a, const void *b);
+
+/* The listing of `path`, unsorted, all names or those starting with pfx. */
+static int list_any(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                    char ***names)
+{
+    *names = NULL;
+    int use = cacheable(path);
+    struct fs_ent *e = use ? cache_find(ctx, path, 1) : NULL;
+    if (!e) {
+        char **all = NULL;
+        int n = fs_list_uncached(ctx, path, &all);
+        if (n == NCD_ENOENT && use)
+            cache_absent(ctx, path, 1);
+        if (n < 0)
+            return n;
+        if (use)
+            e = cache_put(ctx, path, NULL, 0, all ? all : (char *[]){NULL}, n);
+        if (!e) { /* not kept: filter this copy */
+            int k = 0;
+            for (int i = 0; i < n; i++)
+                if (!pfx || !strncmp(all[i], pfx, strlen(pfx)))
+                    all[k++] = all[i];
+                else
+                    free(all[i]);
+            *names = all;
+            return k;
+        }
+        ncd_fs_list_free(all, n);
+    } else {
+        ncd__ctx_fs_traced(ctx, NCD_FS_OPEN, path);
+    }
+    if (e->absent)
+        return ncd_fail(ctx, NCD_ENOENT, "%s: %s", path, strerror(ENOENT));
+    return list_copy(e, pfx, names);
+}
+
 int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
 {
+    return ncd_fs_list_prefix(ctx, path, NULL, names);
+}
+
+int ncd_fs_list_prefix(struct ncd_ctx *ctx, const char *path, const char *pfx,
+                       char ***names)
+{
+    int n = list_any(ctx, path, pfx, names);
+    if (n > 1)
+        qsort(*names, (size_t)n, sizeof **names, natcmp_q);
+    return n;
+}
+
+static int fs_list_uncached(struct ncd_ctx *ctx, const char *path,
+                            char ***names)
+{
     int err = 0;
-    *names = NULL;
     DIR *d = ncd_fs_opendir(ctx, path, &err);
     if (!d)
         return err;
@@ -300,9 +583,7 @@ int ncd_fs_list(struct ncd_ctx *ctx, const char *path, char ***names)
         n++;
     }
     closedir(d);
-    if (n)
-        qsort(v, (size_t)n, sizeof *v, natcmp_q);
-    *names = v;
+    *names = v; /* sorted by ncd_fs_list_prefix(), after filtering */
     return n;
 oom:
     closedir(d);

@@ -37,6 +37,24 @@ int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
     return 0;
 }
 
+int ncd__yaml_load_list(struct ncd_ctx *ctx, const char *name, const char *buf,
+                        size_t len, const char *key, int code,
+                        struct ncd__yaml *y, yaml_node_t **list)
+{
+    *list = NULL;
+    int rc = ncd__yaml_load(ctx, name, buf, len, y);
+    if (rc < 0)
+        return rc;
+    yaml_node_t *root = ncd__yaml_root(y);
+    yaml_node_t *l = ncd__yaml_get(y, root, key);
+    if (!l || l->type != YAML_SEQUENCE_NODE)
+        return ncd__yaml_fail(y, root, code,
+                              "expected a mapping with %s '%s:' list",
+                              strchr("aeiou", key[0]) ? "an" : "a", key);
+    *list = l;
+    return 0;
+}
+
 void ncd__yaml_release(struct ncd__yaml *y)
 {
     if (y->loaded)
@@ -73,6 +91,17 @@ const char *ncd__yaml_str(struct ncd__yaml *y, yaml_node_t *map,
                           const char *key)
 {
     return ncd__yaml_scalar(ncd__yaml_get(y, map, key));
+}
+
+int ncd__yaml_dup(struct ncd__yaml *y, yaml_node_t *m, const char *key,
+                     const char *what, char **out)
+{
+    const char *s = ncd__yaml_str(y, m, key);
+    if (!s || !*s)
+        return what ? ncd__yaml_fail(y, m, NCD_EPARSE, "%s without '%s'",
+                                     what, key)
+                    : 0;
+    return (*out = strdup(s)) ? 0 : NCD_ENOMEM;
 }
 
 int ncd__yaml_is_null(const yaml_node_t *n)

@@ -34,6 +34,18 @@ struct ncd__yaml {
 int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
                    size_t len, struct ncd__yaml *y);
 
+/*
+ * A data file whose top level is a mapping holding one list under `key`
+ * (rules:, bugs:, errors:): ncd__yaml_load(), then *list is that
+ * sequence.  Returns what ncd__yaml_load() returns, or `code` with the
+ * detail "<name>[:<line>:<col>]: expected a mapping with a '<key>:' list"
+ * ("an" before a vowel) when the document has no such list.  Call
+ * ncd__yaml_release() in every case.
+ */
+int ncd__yaml_load_list(struct ncd_ctx *ctx, const char *name, const char *buf,
+                        size_t len, const char *key, int code,
+                        struct ncd__yaml *y, yaml_node_t **list);
+
 /* Frees the document.  Safe on a failed or zeroed `y`. */
 void ncd__yaml_release(struct ncd__yaml *y);
 
@@ -51,6 +63,15 @@ const char *ncd__yaml_scalar(const yaml_node_t *n);
 /* ncd__yaml_scalar(ncd__yaml_get(y, map, key)). */
 const char *ncd__yaml_str(struct ncd__yaml *y, yaml_node_t *map,
                           const char *key);
+
+/*
+ * Copies the string under `key` of mapping `m` into *out (caller frees).
+ * An absent or empty value leaves *out as it is: 0 when `what` is NULL
+ * (an optional field), else NCD_EPARSE with "<what> without '<key>'" at
+ * `m` (a required one).  Returns 0, NCD_ENOMEM or NCD_EPARSE.
+ */
+int ncd__yaml_dup(struct ncd__yaml *y, yaml_node_t *m, const char *key,
+                     const char *what, char **out);
 
 /* 1 for a plain `~` or `null` scalar (YAML's null), else 0. */
 int ncd__yaml_is_null(const yaml_node_t *n);

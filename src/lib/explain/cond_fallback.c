@@ -68,11 +68,9 @@ static int init_hang(struct ncd__reason *rs, size_t rule, int want)
         const struct ncd__proc *p = &ex->procs[i];
         if (p->ncomplete || p->nwarn || p->phase != want)
             continue;
-        struct ncd__hit *h = ncd__hit_new(rs, rule);
+        struct ncd__hit *h = ncd__hit_proc(rs, rule, p, where, sizeof where);
         if (!h)
             return NCD_ENOMEM;
-        ncd__proc_where(p, where, sizeof where);
-        ncd__hit_var(h, "host", p->host);
         ncd__hit_var(h, "where", where);
         if (p->phase_line && p->phase_line != p->last_line)
             ncd__hit_ev(h, "%s:%llu: %s entered this phase: %s",

@@ -40,12 +40,10 @@ int ncd__cond_ib_fallback(struct ncd__reason *rs, size_t rule)
                    p->plugin == 2;
         if (!socket || !hint)
             continue;
-        struct ncd__hit *h = ncd__hit_new(rs, rule);
+        char where[96];
+        struct ncd__hit *h = ncd__hit_proc(rs, rule, p, where, sizeof where);
         if (!h)
             return NCD_ENOMEM;
-        char where[96];
-        ncd__proc_where(p, where, sizeof where);
-        ncd__hit_var(h, "host", p->host);
         ncd__hit_var(h, "reason", p->ibverbs_missing
                                       ? "libibverbs could not be loaded"
                                       : "no active InfiniBand/RoCE port passed "
@@ -81,12 +79,10 @@ int ncd__cond_gdr_off(struct ncd__reason *rs, size_t rule)
         const struct ncd__proc *p = &ex->procs[i];
         if (!p->gdr_off || p->gdr_on || !p->nib)
             continue;
-        struct ncd__hit *h = ncd__hit_new(rs, rule);
+        char where[96];
+        struct ncd__hit *h = ncd__hit_proc(rs, rule, p, where, sizeof where);
         if (!h)
             return NCD_ENOMEM;
-        char where[96];
-        ncd__proc_where(p, where, sizeof where);
-        ncd__hit_var(h, "host", p->host);
         ncd__hit_ev(h, "%s: GPU Direct RDMA Disabled for every HCA (%s)", where,
                     p->ib[0]);
         h->seq = p->last_seq;

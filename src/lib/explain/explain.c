@@ -304,6 +304,8 @@ static void line_apply(struct ncd_explain *ex, struct ncd__lscan *s)
         ll->rank = pr->rank;
     if (ri >= 0 && ri == ex->wd_rule)
         ncd__facts_watchdog(ex, ll);
+    if (ri >= 0 && ll->level == NCD_LOG_NONE)
+        ncd__facts_fw_version(ex, ll);
     if (ll->level == NCD_LOG_WARN)
         warn_file_add(ex, ll);
     for (uint32_t o = 0; o < s->nobs; o++) { /* known bugs' signatures */

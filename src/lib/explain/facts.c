@@ -930,6 +930,39 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
 
 /* "[Rank 3] Watchdog caught collective operation timeout:
  * WorkNCCL(SeqNum=808, OpType=ALLREDUCE, ...)" (PyTorch ProcessGroupNCCL) */
+/*
+ * PyTorch's C10D_NCCL_CHECK message (data/framework-messages.tsv):
+ * "NCCL error in: <file>:<line>, <reason>, NCCL version <x.y.z>", where the
+ * version is ncclGetVersion() of the library the process loaded.  Kept as
+ * the job's version for logs that lack NCCL's own "NCCL version" line.
+ */
+void ncd__facts_fw_version(struct ncd_explain *ex, const struct ncd_log_line *ll)
+{
+    const char *m = ll->text;
+    size_t ml = ll->text_len;
+    const char *e = ncd__find(m, ml, "NCCL error in: ", 15);
+    if (!e || ex->fw_vcode < 0)
+        return;
+    const char *v = ncd__find(e, (size_t)(m + ml - e), ", NCCL version ", 15);
+    if (!v)
+        return;
+    v += 15;
+    char buf[24];
+    size_t n = 0;
+    while (v + n < m + ml && n + 1 < sizeof buf &&
+           ((v[n] >= '0' && v[n] <= '9') || v[n] == '.'))
+        n++;
+    memcpy(buf, v, n);
+    buf[n] = 0;
+    int code = ncd__version_code(buf);
+    if (code <= 0)
+        return;
+    if (ex->fw_vcode && ex->fw_vcode != code)
+        ex->fw_vcode = -1;
+    else
+        ex->fw_vcode = code;
+}
+
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll)
 {
     const char *m = ll->text;

@@ -34,15 +34,6 @@ void ncd__iberr_release(struct ncd__iberr_table *t)
     memset(t, 0, sizeof *t);
 }
 
-static int sdup(struct ncd__yaml *y, yaml_node_t *m, const char *key,
-                char **out)
-{
-    const char *s = ncd__yaml_str(y, m, key);
-    if (!s || !*s)
-        return ncd__yaml_fail(y, m, NCD_EPARSE, "entry without '%s'", key);
-    return (*out = strdup(s)) ? 0 : NCD_ENOMEM;
-}
-
 static int load_entry(struct ncd__yaml *y, yaml_node_t *m, struct ncd__iberr *e)
 {
     if (!m || m->type != YAML_MAPPING_NODE)
@@ -66,11 +57,11 @@ static int load_entry(struct ncd__yaml *y, yaml_node_t *m, struct ncd__iberr *e)
         return ncd__yaml_fail(y, m, NCD_EPARSE, "unknown category '%s'",
                               cat ? cat : "");
     e->cat = (enum ncd_category)c;
-    if ((rc = sdup(y, m, "name", &e->name)) < 0 ||
-        (rc = sdup(y, m, "text", &e->text)) < 0 ||
-        (rc = sdup(y, m, "meaning", &e->meaning)) < 0 ||
-        (rc = sdup(y, m, "fix", &e->fix)) < 0 ||
-        (rc = sdup(y, m, "source", &e->source)) < 0)
+    if ((rc = ncd__yaml_dup(y, m, "name", "entry", &e->name)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "text", "entry", &e->text)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "meaning", "entry", &e->meaning)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "fix", "entry", &e->fix)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "source", "entry", &e->source)) < 0)
         return rc;
     const char *vers = ncd__yaml_str(y, m, "nccl_versions");
     if (vers && ncd__versions_parse(vers, &e->vmin, &e->vmax) < 0)
@@ -105,13 +96,10 @@ int ncd__iberr_load(struct ncd_ctx *ctx, const char *name, const char *buf,
 {
     memset(out, 0, sizeof *out);
     struct ncd__yaml y;
-    int rc = ncd__yaml_load(ctx, name, buf, len, &y);
-    yaml_node_t *list = rc == 0 ? ncd__yaml_get(&y, ncd__yaml_root(&y), "errors")
-                                : NULL;
-    if (rc == 0 && (!list || list->type != YAML_SEQUENCE_NODE))
-        rc = ncd__yaml_fail(&y, ncd__yaml_root(&y), NCD_EPARSE,
-                            "expected a mapping with an 'errors:' list");
-    size_t n = rc == 0 ? ncd__yaml_seq_len(list) : 0;
+    yaml_node_t *list;
+    int rc = ncd__yaml_load_list(ctx, name, buf, len, "errors", NCD_EPARSE,
+                                 &y, &list);
+    size_t n = ncd__yaml_seq_len(list);
     if (n && !(out->v = calloc(n, sizeof *out->v)))
         rc = NCD_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {

@@ -37,31 +37,20 @@ void ncd_known_bugs_release(struct ncd_known_bugs *b)
     memset(b, 0, sizeof *b);
 }
 
-/* A required (or optional) string field, copied. */
-static int field(struct ncd__yaml *y, yaml_node_t *m, const char *key,
-                 int required, char **out)
-{
-    const char *s = ncd__yaml_str(y, m, key);
-    if (!s || !*s)
-        return required ? ncd__yaml_fail(y, m, NCD_EPARSE,
-                                         "bug without '%s'", key)
-                        : 0;
-    return (*out = strdup(s)) ? 0 : NCD_ENOMEM;
-}
-
 static int load_bug(struct ncd__yaml *y, yaml_node_t *m, struct ncd_known_bug *b)
 {
     if (!m || m->type != YAML_MAPPING_NODE)
         return ncd__yaml_fail(y, m, NCD_EPARSE, "a bug must be a mapping");
     int rc;
-    if ((rc = field(y, m, "id", 1, &b->id)) < 0 ||
-        (rc = field(y, m, "summary", 1, &b->summary)) < 0 ||
-        (rc = field(y, m, "kind", 1, &b->kind)) < 0 ||
-        (rc = field(y, m, "affected", 1, &b->affected)) < 0 ||
-        (rc = field(y, m, "fixed", 1, &b->fixed)) < 0 ||
-        (rc = field(y, m, "signature_source", 0, &b->signature_source)) < 0 ||
-        (rc = field(y, m, "workaround", 0, &b->workaround)) < 0 ||
-        (rc = field(y, m, "arch", 0, &b->arch)) < 0)
+    if ((rc = ncd__yaml_dup(y, m, "id", "bug", &b->id)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "summary", "bug", &b->summary)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "kind", "bug", &b->kind)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "affected", "bug", &b->affected)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "fixed", "bug", &b->fixed)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "signature_source", NULL,
+                            &b->signature_source)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "workaround", NULL, &b->workaround)) < 0 ||
+        (rc = ncd__yaml_dup(y, m, "arch", NULL, &b->arch)) < 0)
         return rc;
     if (b->arch && strcmp(b->arch, "aarch64") != 0 &&
         strcmp(b->arch, "x86_64") != 0 && strcmp(b->arch, "ppc64le") != 0)
@@ -109,13 +98,10 @@ int ncd_known_bugs_load(struct ncd_ctx *ctx, const char *buf, size_t len,
 {
     memset(out, 0, sizeof *out);
     struct ncd__yaml y;
-    int rc = ncd__yaml_load(ctx, fname, buf, len, &y);
-    yaml_node_t *list = rc == 0 ? ncd__yaml_get(&y, ncd__yaml_root(&y), "bugs")
-                                : NULL;
-    if (rc == 0 && (!list || list->type != YAML_SEQUENCE_NODE))
-        rc = ncd__yaml_fail(&y, ncd__yaml_root(&y), NCD_EPARSE,
-                            "expected a mapping with a 'bugs:' list");
-    size_t n = rc == 0 ? ncd__yaml_seq_len(list) : 0;
+    yaml_node_t *list;
+    int rc = ncd__yaml_load_list(ctx, fname, buf, len, "bugs", NCD_EPARSE,
+                                 &y, &list);
+    size_t n = ncd__yaml_seq_len(list);
     if (n && !(out->v = calloc(n, sizeof *out->v)))
         rc = NCD_ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {

@@ -455,19 +455,9 @@ int ncd__prefilter_build(struct ncd_rules *r)
     size_t *pr = malloc((r->npats ? r->npats : 1) * sizeof *pr);
     struct prio_idx *pi = malloc((r->npats ? r->npats : 1) * sizeof *pi);
     uint32_t *fill = calloc(nb, sizeof *fill);
-    if (!bs || !bi || !gr || !po || !pr || !pi || !fill) {
-        free(bs);
-        free(bi);
-        free(gr);
-        free(po);
-        free(pr);
-        free(pi);
-        free(fill);
-        return NCD_ENOMEM;
-    }
     size_t nbg = sizeof background - 4;
     uint32_t *bg = malloc(nbg * sizeof *bg);
-    if (!bg) {
+    if (!bs || !bi || !gr || !po || !pr || !pi || !fill || !bg) {
         free(bs);
         free(bi);
         free(gr);
@@ -475,6 +465,7 @@ int ncd__prefilter_build(struct ncd_rules *r)
         free(pr);
         free(pi);
         free(fill);
+        free(bg);
         return NCD_ENOMEM;
     }
     for (size_t i = 0; i < nbg; i++)

@@ -74,6 +74,18 @@ struct ncd__hit *ncd__hit_new(struct ncd__reason *rs, size_t rule)
     return h;
 }
 
+struct ncd__hit *ncd__hit_proc(struct ncd__reason *rs, size_t rule,
+                               const struct ncd__proc *p, char *where,
+                               size_t wsz)
+{
+    struct ncd__hit *h = ncd__hit_new(rs, rule);
+    if (!h)
+        return NULL;
+    ncd__proc_where(p, where, wsz);
+    ncd__hit_var(h, "host", p->host);
+    return h;
+}
+
 void ncd__hit_var(struct ncd__hit *h, const char *n, const char *v)
 {
     if (h->nv >= NCD__HIT_VARS)
@@ -179,7 +191,8 @@ int ncd__rec_version(const struct ncd_explain *ex, const struct ncd__rec *rec)
         if (c)
             v = c;
     }
-    return v;
+    /* no NCCL "NCCL version" line: the one a framework's error named */
+    return v ? v : ex->fw_vcode > 0 ? ex->fw_vcode : 0;
 }
 
 const char *ncd__rec_cap(const struct ncd__rec *rec, const char *name)

@@ -95,6 +95,12 @@ NCD__CONDITIONS(NCD__COND_DECL)
  * stamp and the last input position; NULL when out of memory. */
 struct ncd__hit *ncd__hit_new(struct ncd__reason *rs, size_t rule);
 
+/* ncd__hit_new() about process `p`: {host} is its host, and where[0, wsz)
+ * receives ncd__proc_where(p); NULL when out of memory. */
+struct ncd__hit *ncd__hit_proc(struct ncd__reason *rs, size_t rule,
+                               const struct ncd__proc *p, char *where,
+                               size_t wsz);
+
 /* Sets template variable {n} (a copy of v; NULL gives ""); the first
  * setting of a name wins.  Dropped silently beyond NCD__HIT_VARS. */
 void ncd__hit_var(struct ncd__hit *h, const char *n, const char *v);

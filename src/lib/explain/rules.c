@@ -539,18 +539,12 @@ int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
                         int build, int lazy)
 {
     struct loader L = {.r = rules, .lazy = lazy};
-    int rc = ncd__yaml_load(ctx, name, buf, len, &L.y);
-    if (rc < 0) {
-        ncd__yaml_release(&L.y);
-        return rc;
-    }
     size_t n0 = rules->n, np0 = rules->npats, nl0 = rules->nlits;
-    yaml_node_t *root = ncd__yaml_root(&L.y);
-    yaml_node_t *list = get(&L, root, "rules");
-    if (!root || !list || list->type != YAML_SEQUENCE_NODE) {
-        rc = LFAIL(&L, root, "expected a mapping with a 'rules:' list");
-        goto out;
-    }
+    yaml_node_t *list;
+    int rc = ncd__yaml_load_list(ctx, name, buf, len, "rules", NCD_EINVAL,
+                                 &L.y, &list);
+    if (rc < 0 && !L.y.loaded)
+        return rc; /* not YAML: nothing to roll back */
     for (size_t i = 0; i < ncd__yaml_seq_len(list) && rc == 0; i++)
         rc = load_rule(&L, ncd__yaml_seq_at(&L.y, list, i));
     /* absorbs must name known rules (possibly in other files: checked in
@@ -560,7 +554,6 @@ int ncd__rules_load_doc(struct ncd_ctx *ctx, struct ncd_rules *rules,
         if (build)
             rc = ncd__prefilter_build(rules);
     }
-out:
     ncd__yaml_release(&L.y);
     if (rc < 0) {
         rollback(rules, n0, np0, nl0);

@@ -204,6 +204,11 @@ struct ncd_explain {
     struct ncd__gpu *gpus;
     size_t ngpus;
     char tests_version[24];
+    /* the NCCL version a framework reported in its NCCL error ("NCCL error
+     * in: <file>:<line>, <reason>, NCCL version 2.18.1": PyTorch's
+     * C10D_NCCL_CHECK, the version of the libnccl it loaded), for logs
+     * without NCCL's own "NCCL version" line; -1: two different ones */
+    int fw_vcode;
     uint64_t oob_failed; /* nccl-tests "Out of bounds values : N FAILED" */
     uint64_t tests_ok;   /* nccl-tests "Out of bounds values : 0 OK" */
     long tests_lib_code, tests_hdr_code; /* nccl-library= / nccl-headers= */
@@ -235,6 +240,8 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr);
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
+/* A framework's NCCL error line that names the NCCL version: ex->fw_vcode. */
+void ncd__facts_fw_version(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /* explain.c */
 /* The category of the subsystem rule whose `files:` name src (the source

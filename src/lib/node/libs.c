@@ -73,7 +73,7 @@ static void add_file(struct scan_state *st, const char *path)
 static void scan_dir(struct scan_state *st, const char *dir)
 {
     char **names;
-    int n = ncd_fs_list(st->ctx, dir, &names);
+    int n = ncd_fs_list_prefix(st->ctx, dir, "libnccl.so", &names);
     if (n < 0) {
         if (n == NCD_ENOMEM)
             st->oom = 1;
@@ -100,7 +100,7 @@ static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
                       const char *const *suffixes)
 {
     char **names;
-    int n = ncd_fs_list(st->ctx, base, &names);
+    int n = ncd_fs_list_prefix(st->ctx, base, pfx, &names);
     if (n < 0) {
         ncd_ctx_clear_error(st->ctx);
         return;

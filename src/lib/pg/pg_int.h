@@ -55,15 +55,30 @@ struct pg_hdr {
     uint64_t len;
 };
 
+/* What the root does with a hello (ncd__pg_hello_check). */
+enum {
+    PG_HELLO_JOIN = 0, /* a new member of this job: take it */
+    PG_HELLO_STRAY,    /* not this job's (no hello, magic, protocol version,
+                          token): drop the connection */
+    PG_HELLO_FATAL,    /* this job's process disagreeing on the job size
+                          (NCCL's "Bootstrap Root : mismatch in info from
+                          procs"): the rendezvous fails */
+    PG_HELLO_REFUSE,   /* this job's, index out of range: refuse it */
+    PG_HELLO_TAKEN,    /* this job's, index already held (fds[proc] >= 0):
+                          a restart when that connection is gone, else
+                          refused */
+};
+
 /*
- * Root side: the hello of a process that connected (len < sizeof: none).
- * NULL when it is a new member of this job (proc 1..nprocs-1, fds[proc]
- * < 0, token 0 or ours); else why not, with *fatal set when it is this
- * job's process disagreeing on the job size or a second one with an index
- * that already checked in.  *out receives the frame as read.
+ * Root side: the hello of a process that connected (len < sizeof: none),
+ * checked in this order: magic, protocol version, token (0 or ours), job
+ * size, index (1..nprocs-1), slot (fds[proc] < 0).  NULL when it is a new
+ * member of this job (*kind PG_HELLO_JOIN); else why not in words, with
+ * *kind one of the PG_HELLO_* above.  *out receives the frame as read
+ * (untouched when len is short).  Pure: no system call.
  */
 const char *ncd__pg_hello_check(const void *buf, size_t len, int nprocs,
-                                uint64_t token, const int *fds, int *fatal,
+                                uint64_t token, const int *fds, int *kind,
                                 struct pg_hello *out);
 
 /* Root side: a process's allgather header for `round` and `want_len`

@@ -25,11 +25,11 @@
  * pg_int.h; the decoders take buffers (tests/fuzz/fuzz_wire.c). */
 
 const char *ncd__pg_hello_check(const void *buf, size_t len, int nprocs,
-                                uint64_t token, const int *fds, int *fatal,
+                                uint64_t token, const int *fds, int *kind,
                                 struct pg_hello *out)
 {
     struct pg_hello h;
-    *fatal = 0;
+    *kind = PG_HELLO_STRAY;
     if (len < sizeof h)
         return "no hello";
     memcpy(&h, buf, sizeof h);
@@ -38,21 +38,23 @@ const char *ncd__pg_hello_check(const void *buf, size_t len, int nprocs,
         return "bad magic (not an nccl-doctor process)";
     if (h.version != PG_PROTO_VERSION)
         return "protocol version mismatch";
-    /* A process of this job with the wrong job size or a duplicate index is
-     * fatal (NCCL's "Bootstrap Root : mismatch in info from procs" / "has
-     * already checked in"); anything else is a stray connection. */
+    if (h.token && h.token != token)
+        return "wrong job token (another job)";
+    /* A process of this job with the wrong job size is fatal (NCCL's
+     * "Bootstrap Root : mismatch in info from procs"); one with an index
+     * out of range or already held is refused. */
     if (h.nprocs != (uint32_t)nprocs) {
-        *fatal = 1;
+        *kind = PG_HELLO_FATAL;
         return "mismatch in the number of processes";
     }
+    *kind = PG_HELLO_REFUSE;
     if (h.proc == 0 || h.proc >= (uint32_t)nprocs)
         return "process index out of range";
     if (fds[h.proc] >= 0) {
-        *fatal = 1;
+        *kind = PG_HELLO_TAKEN;
         return "process index has already checked in";
     }
-    if (h.token && h.token != token)
-        return "wrong job token";
+    *kind = PG_HELLO_JOIN;
     return NULL;
 }
 
@@ -259,24 +261,23 @@ static int judge_hello(void *arg, int fd, const void *hello, const char *peer,
     struct root_arg *a = arg;
     struct pg_tcp *t = a->t;
     struct ncd_pg *pg = &t->pg;
-    struct pg_hello h;
-    memcpy(&h, hello, sizeof h);
-    if (h.magic != PG_MAGIC) {
-        snprintf(why, whylen, "bad magic (not an nccl-doctor process)");
+    struct pg_hello h = {0};
+    int kind;
+    /* the decoder the wire fuzzer (tests/fuzz/fuzz_wire.c) exercises */
+    const char *w = ncd__pg_hello_check(hello, sizeof h, pg->nprocs,
+                                        pg->token, t->fds, &kind, &h);
+    int p = (int)h.proc;
+    switch (kind) {
+    case PG_HELLO_STRAY:
+        if (h.magic == PG_MAGIC && h.version != PG_PROTO_VERSION)
+            snprintf(why, whylen, "protocol version %u, not %u", h.version,
+                     PG_PROTO_VERSION);
+        else
+            snprintf(why, whylen, "%s", w);
         return 0;
-    }
-    if (h.version != PG_PROTO_VERSION) {
-        snprintf(why, whylen, "protocol version %u, not %u", h.version,
-                 PG_PROTO_VERSION);
-        return 0;
-    }
-    if (h.token && h.token != pg->token) {
-        snprintf(why, whylen, "wrong job token (another job)");
-        return 0;
-    }
-    if ((int)h.nprocs != pg->nprocs) {
-        /* NCCL's "Bootstrap Root : mismatch in info from procs": two jobs
-         * share the address, or the processes disagree on the job size */
+    case PG_HELLO_FATAL: {
+        /* two jobs share the address, or the processes disagree on the
+         * job size */
         char msg[400];
         snprintf(msg, sizeof msg,
                  "rendezvous root: process %u from %s: mismatch in the number "
@@ -287,7 +288,7 @@ static int judge_hello(void *arg, int fd, const void *hello, const char *peer,
         refuse(fd, msg);
         return ncd_fail(a->ctx, NCD_EPROTO, "%s", msg);
     }
-    if ((int)h.proc <= 0 || (int)h.proc >= pg->nprocs) {
+    case PG_HELLO_REFUSE: {
         snprintf(why, whylen, "says process %u, out of range 1-%d", h.proc,
                  pg->nprocs - 1);
         char msg[300];
@@ -298,28 +299,31 @@ static int judge_hello(void *arg, int fd, const void *hello, const char *peer,
         refuse(fd, msg);
         return 0;
     }
-    int p = (int)h.proc;
-    if (t->fds[p] >= 0 && !peer_gone(t->fds[p])) {
-        /* the first claim holds; the root cannot tell which is genuine,
-         * so both addresses go into the messages */
-        snprintf(why, whylen, "says process %d, which %s holds", p,
-                 t->addrs[p]);
-        char msg[300];
-        snprintf(msg, sizeof msg,
-                 "rendezvous root refused this process: process %d has "
-                 "already checked in from %s",
-                 p, t->addrs[p]);
-        refuse(fd, msg);
-        size_t l = strlen(a->dup);
-        if (l < sizeof a->dup - 80)
-            snprintf(a->dup + l, sizeof a->dup - l,
-                     "%sprocess %d claimed by %s and %s", l ? ", " : "", p,
-                     t->addrs[p], peer);
-        return 0;
-    }
-    if (t->fds[p] >= 0) { /* its earlier connection is gone: a restart */
+    case PG_HELLO_TAKEN:
+        if (!peer_gone(t->fds[p])) {
+            /* the first claim holds; the root cannot tell which is
+             * genuine, so both addresses go into the messages */
+            snprintf(why, whylen, "says process %d, which %s holds", p,
+                     t->addrs[p]);
+            char msg[300];
+            snprintf(msg, sizeof msg,
+                     "rendezvous root refused this process: process %d has "
+                     "already checked in from %s",
+                     p, t->addrs[p]);
+            refuse(fd, msg);
+            size_t l = strlen(a->dup);
+            if (l < sizeof a->dup - 80)
+                snprintf(a->dup + l, sizeof a->dup - l,
+                         "%sprocess %d claimed by %s and %s", l ? ", " : "",
+                         p, t->addrs[p], peer);
+            return 0;
+        }
+        /* its earlier connection is gone: a restart */
         close(t->fds[p]);
         a->joined--;
+        break;
+    default:
+        break;
     }
     t->fds[p] = fd;
     snprintf(t->addrs[p], sizeof t->addrs[0], "%.63s", peer);

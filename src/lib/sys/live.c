@@ -21,7 +21,6 @@
 #include <netinet/tcp.h>
 #include <netdb.h>
 #include <netpacket/packet.h>
-#include <nftables/libnftables.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -197,10 +196,23 @@ static int live_nccl_libs(struct ncd_ctx *ctx, ncd_sys_scan_fn scan,
     return scan(ctx, out);
 }
 
+/* dlopen by the path ld.so would pick (ncd__loader_pick): no second read
+ * of /etc/ld.so.cache by ld.so, no walk of its search path when the
+ * library is absent.  NULL (and *found = 0 when it is not there). */
+static void *dlopen_picked(struct ncd_ctx *ctx, const char *soname, int flags,
+                           int *found)
+{
+    char path[600];
+    const char *why;
+    *found = ncd__loader_pick(ctx, soname, path, sizeof path, &why) == 1;
+    ncd_ctx_clear_error(ctx);
+    return *found ? dlopen(path, flags) : NULL;
+}
+
 static int live_cuda_driver(struct ncd_ctx *ctx, char *src, size_t srcsz)
 {
-    (void)ctx;
-    void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+    int found;
+    void *h = dlopen_picked(ctx, "libcuda.so.1", RTLD_LAZY | RTLD_LOCAL, &found);
     if (!h) {
         snprintf(src, srcsz, "libcuda.so.1 not loadable");
         return 0;
@@ -306,10 +318,12 @@ int ncd__nvml_query(const struct ncd__nvml_api *api,
 
 static int live_nvml(struct ncd_ctx *ctx, struct ncd_nvml_answer *out)
 {
-    (void)ctx;
-    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    int found;
+    void *h = dlopen_picked(ctx, "libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL,
+                            &found);
     if (!h) {
-        const char *e = dlerror();
+        const char *e = found ? dlerror() : "not in LD_LIBRARY_PATH, "
+                                            "/etc/ld.so.cache or /usr/lib";
         snprintf(out->error, sizeof out->error,
                  "libnvidia-ml.so.1 not loadable: %.90s", e ? e : "?");
         return 0;
@@ -341,90 +355,15 @@ static int live_nvml(struct ncd_ctx *ctx, struct ncd_nvml_answer *out)
 
 /* ---- nftables ---------------------------------------------------------------- */
 
-/* libnftables (Debian libnftables1), loaded on first use like libarchive:
- * linked, it would bring libnftnl, libmnl, libgmp and libxtables into
- * every command.  The same JSON as `nft -j list ruleset`, without a
- * process.  Signatures from <nftables/libnftables.h>. */
-struct nft_api {
-    struct nft_ctx *(*ctx_new)(uint32_t);
-    void (*ctx_free)(struct nft_ctx *);
-    void (*set_flags)(struct nft_ctx *, unsigned);
-    int (*buffer_output)(struct nft_ctx *);
-    int (*buffer_error)(struct nft_ctx *);
-    const char *(*output)(struct nft_ctx *);
-    const char *(*error)(struct nft_ctx *);
-    int (*run)(struct nft_ctx *, const char *);
-};
-
-static int nft_load(struct nft_api *api, char *err, size_t errsz)
-{
-    void *h = dlopen("libnftables.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(err, errsz, "libnftables cannot be loaded (%.150s)",
-                 e ? e : "not found");
-        return -1;
-    }
-#define SYM(field, name)                                                      \
-    api->field = (__typeof__(api->field))(uintptr_t)dlsym(h, name)
-    SYM(ctx_new, "nft_ctx_new");
-    SYM(ctx_free, "nft_ctx_free");
-    SYM(set_flags, "nft_ctx_output_set_flags");
-    SYM(buffer_output, "nft_ctx_buffer_output");
-    SYM(buffer_error, "nft_ctx_buffer_error");
-    SYM(output, "nft_ctx_get_output_buffer");
-    SYM(error, "nft_ctx_get_error_buffer");
-    SYM(run, "nft_run_cmd_from_buffer");
-#undef SYM
-    if (!api->ctx_new || !api->ctx_free || !api->set_flags ||
-        !api->buffer_output || !api->buffer_error || !api->output ||
-        !api->error || !api->run) {
-        snprintf(err, errsz, "libnftables.so.1 lacks the 0.9+ API");
-        dlclose(h);
-        return -1;
-    }
-    return 0; /* never dlclose'd once used: libnftables keeps global state */
-}
-
 static int live_firewall(struct ncd_ctx *ctx, int timeout_ms, char **buf,
                          size_t *len, char *src, size_t srcsz)
 {
-    (void)timeout_ms; /* one netlink dump from the kernel: no peer to wait on */
-    snprintf(src, srcsz, "libnftables: list ruleset (JSON)");
+    (void)timeout_ms; /* netlink dumps from the kernel: no peer to wait on */
+    snprintf(src, srcsz, "netlink: nftables rule set");
     if (geteuid() != 0)
         return ncd_fail(ctx, NCD_EPERM,
                         "reading the nftables rule set needs root");
-    static struct nft_api api;
-    static int state; /* 0 untried, 1 loaded, -1 failed */
-    static char load_err[200];
-    if (state == 0)
-        state = nft_load(&api, load_err, sizeof load_err) == 0 ? 1 : -1;
-    if (state < 0)
-        return ncd_fail(ctx, NCD_ENOENT, "%s", load_err);
-    struct nft_ctx *nc = api.ctx_new(0 /* NFT_CTX_DEFAULT */);
-    if (!nc)
-        return NCD_ENOMEM;
-    api.set_flags(nc, NFT_CTX_OUTPUT_JSON);
-    int rc = 0;
-    if (api.buffer_output(nc) != 0 || api.buffer_error(nc) != 0) {
-        rc = NCD_ENOMEM;
-    } else if (api.run(nc, "list ruleset") != 0) {
-        const char *e = api.error(nc);
-        rc = ncd_fail(ctx, NCD_ESYS, "nftables list ruleset failed: %.200s",
-                      e && *e ? e : "no detail");
-    } else {
-        const char *o = api.output(nc);
-        *len = o ? strlen(o) : 0;
-        if (*len > (16u << 20))
-            rc = ncd_fail(ctx, NCD_ERANGE,
-                          "the nftables rule set is more than 16 MiB of JSON");
-        else if (!(*buf = malloc(*len + 1)))
-            rc = NCD_ENOMEM;
-        else
-            memcpy(*buf, o ? o : "", *len + 1);
-    }
-    api.ctx_free(nc);
-    return rc;
+    return ncd__nft_dump_json(ctx, buf, len);
 }
 
 /* ---- identity, host name, sockets, names ------------------------------------- */

@@ -118,20 +118,26 @@ int ncd_ldcache_parse(const unsigned char *buf, size_t len,
 
 /* ---- the loader's pick -------------------------------------------------------- */
 
-static void ldcache_first_so2(const char *name, const char *path, void *arg)
+struct first_arg {
+    const char *soname;
+    char out[512];
+};
+
+static void ldcache_first(const char *name, const char *path, void *arg)
 {
-    char *out = arg;
-    if (!out[0] && strcmp(name, "libnccl.so.2") == 0)
-        snprintf(out, 512, "%s", path);
+    struct first_arg *f = arg;
+    if (!f->out[0] && strcmp(name, f->soname) == 0)
+        snprintf(f->out, sizeof f->out, "%s", path);
 }
 
-int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
-                          const char **why)
+int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
+                     size_t len, const char **why)
 {
     /* ld.so(8) for a program without DT_RPATH/DT_RUNPATH (nccl-doctor has
      * none): LD_LIBRARY_PATH, then /etc/ld.so.cache, then the default
      * directories (glibc's multiarch SYSTEM_DIRS first, as Debian builds
      * it; lib64 for the RPM distributions). */
+    int nccl = strcmp(soname, "libnccl.so.2") == 0;
     const char *v = ncd_getenv(ctx, "LD_LIBRARY_PATH");
     char p[600];
     if (v && *v) {
@@ -140,11 +146,12 @@ int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
             return NCD_ENOMEM;
         for (char *d = strtok_r(dup, ":;", &save); d;
              d = strtok_r(NULL, ":;", &save)) {
-            snprintf(p, sizeof p, "%s/libnccl.so.2", d);
+            snprintf(p, sizeof p, "%s/%s", d, soname);
             if (ncd_fs_exists(ctx, p)) {
                 snprintf(path, len, "%s", p);
                 free(dup);
-                *why = "first LD_LIBRARY_PATH directory holding libnccl.so.2";
+                *why = nccl ? "first LD_LIBRARY_PATH directory holding libnccl.so.2"
+                            : "first LD_LIBRARY_PATH directory holding it";
                 return 1;
             }
         }
@@ -152,16 +159,18 @@ int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
     }
     char *cache;
     size_t clen;
-    char first[512] = "";
+    struct first_arg first = {.soname = soname, .out = ""};
+    /* read once per context (fs.c's cache), however many libraries */
     if (ncd_fs_read(ctx, "/etc/ld.so.cache", 64u << 20, &cache, &clen) == 0) {
-        ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so.2",
-                          ldcache_first_so2, first);
+        ncd_ldcache_parse((unsigned char *)cache, clen, soname, ldcache_first,
+                          &first);
         free(cache);
     }
     ncd_ctx_clear_error(ctx);
-    if (first[0] && ncd_fs_exists(ctx, first)) {
-        snprintf(path, len, "%s", first);
-        *why = "/etc/ld.so.cache entry for libnccl.so.2";
+    if (first.out[0] && ncd_fs_exists(ctx, first.out)) {
+        snprintf(path, len, "%s", first.out);
+        *why = nccl ? "/etc/ld.so.cache entry for libnccl.so.2"
+                    : "its /etc/ld.so.cache entry";
         return 1;
     }
     static const char *const dirs[] = {
@@ -169,7 +178,7 @@ int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
         "/lib/aarch64-linux-gnu", "/usr/lib/aarch64-linux-gnu",
         "/lib64", "/usr/lib64", "/lib", "/usr/lib"};
     for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++) {
-        snprintf(p, sizeof p, "%s/libnccl.so.2", dirs[i]);
+        snprintf(p, sizeof p, "%s/%s", dirs[i], soname);
         if (ncd_fs_exists(ctx, p)) {
             snprintf(path, len, "%s", p);
             *why = "default library directory";
@@ -177,4 +186,10 @@ int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
         }
     }
     return 0;
+}
+
+int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
+                          const char **why)
+{
+    return ncd__loader_pick(ctx, "libnccl.so.2", path, len, why);
 }

@@ -113,30 +113,6 @@ int ncd_gather_env_wanted(const char *name)
     return 0;
 }
 
-void ncd_mask_userinfo(const char *v, struct ncd_strbuf *out)
-{
-    const char *p = v;
-    for (;;) {
-        const char *at = strchr(p, '@');
-        if (!at) {
-            ncd_sb_puts(out, p);
-            return;
-        }
-        /* the token before '@': back to the start of the value, "://",
-         * white space or a list separator */
-        const char *s = at;
-        while (s > p && !strchr(" \t,;=\"'<>/", s[-1]))
-            s--;
-        const char *colon = memchr(s, ':', (size_t)(at - s));
-        if (colon && colon > s && at > colon + 1) {
-            ncd_sb_printf(out, "%.*s<redacted>@", (int)(s - p), p);
-        } else {
-            ncd_sb_printf(out, "%.*s", (int)(at - p + 1), p);
-        }
-        p = at + 1;
-    }
-}
-
 void ncd__record_env_format(struct ncd_ctx *ctx, struct ncd_strbuf *out)
 {
     for (size_t i = 0; i < ncd_env_count(ctx); i++) {

@@ -42,13 +42,29 @@ static int from_text(struct ncd_if_addr *out, const char *text, int scope)
 
 /* ---- live: getaddrinfo in a worker thread with a deadline -------------- */
 
+/*
+ * A dead DNS server must not stall the caller.  A worker thread resolves
+ * the names one after the other into a job it shares with the caller
+ * (reference counted); at the deadline the caller takes what is done and
+ * leaves; the last one out frees the job.
+ */
 struct lookup {
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    int refs, done, gai;
-    char name[256];
-    struct sockaddr_storage ss; /* first answer */
+    int refs, n, done;
+    char **names;
+    struct ncd_resolve_answer *ans;
 };
+
+static void lookup_free(struct lookup *l)
+{
+    if (l->names)
+        for (int i = 0; i < l->n; i++)
+            free(l->names[i]);
+    free(l->names);
+    free(l->ans);
+    free(l);
+}
 
 static void lookup_put(struct lookup *l)
 {
@@ -59,38 +75,65 @@ static void lookup_put(struct lookup *l)
         return;
     pthread_mutex_destroy(&l->mu);
     pthread_cond_destroy(&l->cv);
-    free(l);
+    lookup_free(l);
+}
+
+static void copy_addr(struct sockaddr_storage *to, const struct addrinfo *a)
+{
+    if (a->ai_addr && a->ai_addrlen <= sizeof *to)
+        memcpy(to, a->ai_addr, a->ai_addrlen);
 }
 
 static void *lookup_main(void *arg)
 {
     struct lookup *l = arg;
-    struct addrinfo hints, *ai = NULL;
-    memset(&hints, 0, sizeof hints);
-    hints.ai_family = AF_UNSPEC; /* as NCCL: no AI_ADDRCONFIG */
-    hints.ai_socktype = SOCK_STREAM;
-    int g = getaddrinfo(l->name, NULL, &hints, &ai);
-    pthread_mutex_lock(&l->mu);
-    l->gai = g;
-    if (!g && ai && ai->ai_addrlen <= sizeof l->ss)
-        memcpy(&l->ss, ai->ai_addr, ai->ai_addrlen);
-    l->done = 1;
-    pthread_cond_broadcast(&l->cv);
-    pthread_mutex_unlock(&l->mu);
-    if (ai)
-        freeaddrinfo(ai);
+    for (int i = 0; i < l->n; i++) {
+        struct ncd_resolve_answer r;
+        memset(&r, 0, sizeof r);
+        struct addrinfo hints, *ai = NULL;
+        memset(&hints, 0, sizeof hints);
+        hints.ai_family = AF_UNSPEC; /* as NCCL: no AI_ADDRCONFIG */
+        hints.ai_socktype = SOCK_STREAM;
+        r.gai = getaddrinfo(l->names[i], NULL, &hints, &ai);
+        if (!r.gai && ai) {
+            copy_addr(&r.first, ai);
+            for (const struct addrinfo *a = ai; a; a = a->ai_next)
+                if (a->ai_family == AF_INET) {
+                    copy_addr(&r.first4, a);
+                    break;
+                }
+        }
+        if (ai)
+            freeaddrinfo(ai);
+        pthread_mutex_lock(&l->mu);
+        l->ans[i] = r;
+        l->done = i + 1;
+        pthread_cond_broadcast(&l->cv);
+        pthread_mutex_unlock(&l->mu);
+    }
     lookup_put(l);
     return NULL;
 }
 
-int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
-                      struct ncd_if_addr *out, char *why, size_t whylen)
+int ncd_resolve_live_batch(const char *const *names, int n, int timeout_ms,
+                           struct ncd_resolve_answer *answers)
 {
-    (void)ctx;
+    if (n <= 0)
+        return 0;
     struct lookup *l = calloc(1, sizeof *l);
     if (!l)
         return NCD_ENOMEM;
-    snprintf(l->name, sizeof l->name, "%s", name);
+    l->names = calloc((size_t)n, sizeof *l->names);
+    l->ans = calloc((size_t)n, sizeof *l->ans);
+    if (!l->names || !l->ans) {
+        lookup_free(l);
+        return NCD_ENOMEM;
+    }
+    for (; l->n < n; l->n++)
+        if (!(l->names[l->n] = strdup(names[l->n]))) {
+            lookup_free(l);
+            return NCD_ENOMEM;
+        }
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -102,8 +145,7 @@ int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
     if (pthread_create(&t, NULL, lookup_main, l) != 0) {
         l->refs = 1;
         lookup_put(l);
-        set_why(why, whylen, "cannot start a resolver thread");
-        return NCD_ENOMEM;
+        return NCD_ESYS;
     }
     pthread_detach(t);
     struct timespec dl;
@@ -115,28 +157,44 @@ int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
         dl.tv_nsec -= 1000000000L;
     }
     pthread_mutex_lock(&l->mu);
-    while (!l->done &&
+    while (l->done < l->n &&
            pthread_cond_timedwait(&l->cv, &l->mu, &dl) != ETIMEDOUT)
         ;
-    int done = l->done, gai = l->gai;
-    struct sockaddr_storage ss = l->ss;
+    int done = l->done;
+    memcpy(answers, l->ans, (size_t)done * sizeof *answers);
     pthread_mutex_unlock(&l->mu);
     lookup_put(l);
+    return done;
+}
+
+int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
+                      struct ncd_if_addr *out, char *why, size_t whylen)
+{
+    (void)ctx;
+    struct ncd_resolve_answer a;
+    int done = ncd_resolve_live_batch(&name, 1, timeout_ms, &a);
+    if (done == NCD_ESYS) {
+        set_why(why, whylen, "cannot start a resolver thread");
+        return NCD_ENOMEM;
+    }
+    if (done < 0)
+        return done;
     if (!done) {
         if (why && whylen)
             snprintf(why, whylen, "no answer within %d ms", timeout_ms);
         return NCD_ETIMEOUT;
     }
-    if (gai) {
-        set_why(why, whylen, gai_strerror(gai));
+    if (a.gai) {
+        set_why(why, whylen, gai_strerror(a.gai));
         return NCD_ENOENT;
     }
+    const struct sockaddr_storage ss = a.first;
     char host[NI_MAXHOST];
     socklen_t sl = ss.ss_family == AF_INET ? sizeof(struct sockaddr_in)
                                            : sizeof(struct sockaddr_in6);
     if ((ss.ss_family != AF_INET && ss.ss_family != AF_INET6) ||
-        getnameinfo((struct sockaddr *)&ss, sl, host, sizeof host, NULL, 0,
-                    NI_NUMERICHOST) != 0) {
+        getnameinfo((const struct sockaddr *)&ss, sl, host, sizeof host, NULL,
+                    0, NI_NUMERICHOST) != 0) {
         set_why(why, whylen, "unsupported address family in the answer");
         return NCD_ENOENT; /* NCCL: "Net : unsupported IP family" */
     }
@@ -144,7 +202,7 @@ int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
     if (pct)
         *pct = '\0';
     int scope = ss.ss_family == AF_INET6
-                    ? (int)((struct sockaddr_in6 *)&ss)->sin6_scope_id
+                    ? (int)((const struct sockaddr_in6 *)&ss)->sin6_scope_id
                     : 0;
     return from_text(out, host, scope);
 }

@@ -40,12 +40,24 @@ int ncd__listen_ports_parse(const char *buf, size_t len, int **ports,
  * @return 1 found (path filled), 0 none, NCD_ENOMEM. */
 int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
                           const char **why);
+/* The same for any soname: dlopen() of the path found loads what
+ * dlopen(soname) would, without ld.so opening /etc/ld.so.cache again or
+ * walking its ~40 directories when the library is not there. */
+int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
+                     size_t len, const char **why);
 
 /* The resolve operation (resolve.c), as ncd_resolve_first() documents. */
 int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
                       struct ncd_if_addr *out, char *why, size_t whylen);
 int ncd__resolve_replay(struct ncd_ctx *ctx, const char *name, int timeout_ms,
                         struct ncd_if_addr *out, char *why, size_t whylen);
+
+/* The nftables rule set through NETLINK_NETFILTER dumps (live_nft.c),
+ * written as `nft -j list ruleset` JSON (the subset ports.c reads; other
+ * expressions as {"name": null}).  *buf is malloc'ed, NUL-terminated.
+ * @return 0, NCD_EPERM, NCD_ENOENT, NCD_ESYS, NCD_ERANGE (over 16 MiB),
+ * NCD_ENOMEM. */
+int ncd__nft_dump_json(struct ncd_ctx *ctx, char **buf, size_t *len);
 
 /* NVML answers. */
 void ncd__bdf_norm(const char *in, char *out);

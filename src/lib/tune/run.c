@@ -29,16 +29,24 @@ static int cmp_pt(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-int ncd_tune_perf_curve(const char *json_text, double *size, double *busbw,
-                        int max, char *err, size_t errlen)
+/* perf's -J document, parsed; NULL with the reason in err when it is not
+ * JSON. */
+static json_t *perf_json(const char *json_text, char *err, size_t errlen)
 {
     json_error_t je;
     json_t *j = json_loads(json_text, 0, &je);
-    if (!j) {
+    if (!j)
         snprintf(err, errlen, "perf's JSON is unreadable: %s (line %d)",
                  je.text, je.line);
+    return j;
+}
+
+int ncd_tune_perf_curve(const char *json_text, double *size, double *busbw,
+                        int max, char *err, size_t errlen)
+{
+    json_t *j = perf_json(json_text, err, errlen);
+    if (!j)
         return NCD_EPARSE;
-    }
     /* (size, sum, count) per distinct size */
     double pt[NCD_TUNE_MAX_POINTS * 4][3];
     int n = 0, cap = (int)(sizeof pt / sizeof pt[0]);
@@ -94,13 +102,9 @@ int ncd_tune_perf_busbw(const char *json_text, int metric_avg, double *out,
             *out = bw[n - 1];
         return n > 0 ? 0 : n;
     }
-    json_error_t je;
-    json_t *j = json_loads(json_text, 0, &je);
-    if (!j) {
-        snprintf(err, errlen, "perf's JSON is unreadable: %s (line %d)",
-                 je.text, je.line);
+    json_t *j = perf_json(json_text, err, errlen);
+    if (!j)
         return NCD_EPARSE;
-    }
     int rc = NCD_EPARSE;
     json_t *b = json_object_get(json_object_get(j, "average_bus_bandwidth"),
                                 "bandwidth");

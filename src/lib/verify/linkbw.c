@@ -76,7 +76,7 @@ static int load_rows(struct ncd__yaml *y, struct ncd_linkbw *lb)
     for (size_t i = 0; i < np; i++) {
         yaml_node_t *m = ncd__yaml_seq_at(y, pcie, i);
         struct pcie_row *r = &lb->pcie[i];
-        double g;
+        double g = 0;
         int rc = num(y, m, "generation", &g);
         if (!rc)
             rc = num(y, m, "gt_s", &r->gt_s);
@@ -93,7 +93,7 @@ static int load_rows(struct ncd__yaml *y, struct ncd_linkbw *lb)
     for (size_t i = 0; i < nn; i++) {
         yaml_node_t *m = ncd__yaml_seq_at(y, nvl, i);
         struct nvl_row *r = &lb->nvl[i];
-        double g;
+        double g = 0;
         int rc = num(y, m, "generation", &g);
         if (!rc)
             rc = num(y, m, "gb_s_per_link", &r->per_link);
