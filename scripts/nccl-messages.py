@@ -32,8 +32,9 @@ skipped (not built on Linux).
 
 --nccl-tests adds the failure messages of nccl-tests (every tag v2.*: printf
 and fprintf formats in src/ that report a failure).  --frameworks merges a
-hand-kept table of PyTorch and Paddle messages (those repositories are too
-big to tokenise here; the table names the file and commit of each).
+hand-kept table of framework messages (PyTorch, Gloo, Horovod, vLLM,
+Ray/cupy, Paddle: those repositories are too big to tokenise here; the
+table names the file and commit of each).
 
 Each row gets the expected nccl-doctor mapping from --map (first matching
 row wins; see the header of data/nccl-message-map.tsv): `expect` for the
@@ -1128,9 +1129,10 @@ def log_line(level, path, line, fmt):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--nccl", required=True, help="NVIDIA/nccl git dir")
+    ap.add_argument("--nccl", help="NVIDIA/nccl git dir (required unless --scan-cache "
+                    "or --from-catalogue)")
     ap.add_argument("--nccl-tests", help="NVIDIA/nccl-tests git dir")
-    ap.add_argument("--frameworks", help="hand-kept PyTorch/Paddle table")
+    ap.add_argument("--frameworks", help="hand-kept framework table (data/framework-messages.tsv)")
     here = os.path.dirname(os.path.abspath(__file__))
     ap.add_argument("--map", default=os.path.join(here, "..", "data", "nccl-message-map.tsv"))
     ap.add_argument("--rules", help="rules file whose generated blocks to rewrite "
@@ -1138,7 +1140,15 @@ def main():
     ap.add_argument("-o", "--output", default=os.path.join(here, "..", "data", "nccl-messages.tsv"))
     ap.add_argument("--scan-cache", help="pickle of the scanned rows: reused when "
                     "present (to iterate on the map), written otherwise")
+    ap.add_argument("--from-catalogue", metavar="TSV",
+                    help="take the NCCL and nccl-tests rows from this catalogue "
+                    "(data/nccl-messages.tsv) instead of scanning the repositories: "
+                    "to re-map them or merge a changed --frameworks table")
     a = ap.parse_args()
+    if a.from_catalogue:
+        return finish(a, *rows_from_catalogue(a.from_catalogue))
+    if not a.nccl:
+        ap.error("--nccl is required without --scan-cache or --from-catalogue")
     if a.scan_cache and os.path.exists(a.scan_cache):
         with open(a.scan_cache, "rb") as f:
             out_rows, rels, names, commit, tests_src = pickle.load(f)
@@ -1352,6 +1362,33 @@ def finish(a, out_rows, rels, names, commit, tests_src):
                 print("unmapped: %s %s %s: %s" % (r[0], r[3], r[1], r[2]), file=sys.stderr)
         return 1
     return 0
+
+
+def rows_from_catalogue(path):
+    """The scanned rows (nccl, nccl-tests) of a catalogue written by
+    write_catalogue, as main() builds them, and its source header."""
+    def unesc(x):
+        return re.sub(r"\\(.)", lambda m: {"t": "\t", "n": "\n"}.get(m.group(1), m.group(1)), x)
+    rows, names, head = [], [], None
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.startswith("# source:"):
+                head = re.match(r"# source: github\.com/NVIDIA/nccl release tags (\S+)\.\.(\S+) "
+                                r"\(\S+ ([0-9a-f]+)\)((?:; github\.com/NVIDIA/nccl-tests [^;]*)?)",
+                                line)
+            elif line.startswith("# releases:"):
+                names = line.split()[2:]
+            if line.startswith("#") or line.startswith("project\t") or not line.strip():
+                continue
+            c = [unesc(x) for x in line.rstrip("\n").split("\t")]
+            if c[0] not in ("nccl", "nccl-tests"):
+                continue
+            note = [n for n in c[10].split(",") if n not in ("-", "dynamic", "generic")]
+            rows.append(c[:10] + [note])
+    if head is None or not names:
+        sys.exit("%s: no '# source:' / '# releases:' header of scripts/nccl-messages.py" % path)
+    rels = [(None, head.group(1)), (None, head.group(2))]
+    return rows, rels, names, head.group(3), head.group(4)
 
 
 def write_catalogue(output, out_rows, rels, names, commit, tests_src, fw_src):

@@ -273,13 +273,24 @@ void ncd_explain_free(struct ncd_explain *ex);
 /**
  * Threads used to read and scan a large regular file given to
  * ncd_explain_feed_path() (default 1).  The threads scan blocks of lines
- * (1 MiB each) concurrently and apply their results in input order, so the
+ * (256 KiB each) concurrently and apply their results in input order, so the
  * findings, facts and evidence are exactly those of one thread.  Input
  * that is not a large regular file (stdin, gzip, small files) is read by
  * one thread.
  * @return 0, or NCD_EINVAL when n is not in 1..NCD_EXPLAIN_MAX_THREADS.
  */
 int ncd_explain_set_threads(struct ncd_explain *ex, int n);
+
+/**
+ * Says whether the logs were written with NCCL_DEBUG=INFO set (`nccl-doctor
+ * run` sets it unless the user set NCCL_DEBUG); default 0.  With it, a
+ * report on logs without any NCCL line says that NCCL was never initialised
+ * instead of asking to re-run with NCCL_DEBUG=INFO.
+ */
+void ncd_explain_set_debug_on(struct ncd_explain *ex, int on);
+
+/** What ncd_explain_set_debug_on() set (0 by default). */
+int ncd_explain_debug_on(const struct ncd_explain *ex);
 
 /**
  * Starts a new input source (a file, one member of a directory, stdin).
@@ -354,6 +365,8 @@ struct ncd_explain_inputs {
     int nagain;  /**< files and directories skipped because the same one
                       (device and inode) was read already: given twice, or
                       reached again through a link or a symlink cycle */
+    int nlinkdirs; /**< symbolic links to directories met inside a named
+                        directory: not followed (as grep -r) */
     /** Bytes of decompressed gzip data read from one input before the
      *  rest is dropped with a problem report (a gzip bomb expands ~1000x);
      *  0 means NCD_EXPLAIN_MAX_INFLATED. */
@@ -383,7 +396,7 @@ struct ncd_explain_inputs {
  *  - a file or directory (device and inode) is read once per scan, however
  *    often it is named or linked: symlink cycles end (counted in
  *    in->nagain).
- * Reads in 1 MiB chunks (memory stays bounded, see ncd_explain_feed()).
+ * Reads in 256 KiB chunks (memory stays bounded, see ncd_explain_feed()).
  * @return 0 when everything under `path` was read, else the NCD_E* code of
  *         the last problem (already reported through in->problem), or
  *         NCD_ENOMEM when no read buffer could be had.
@@ -439,7 +452,8 @@ void ncd_explain_facts_text(const struct ncd_explain *ex,
  *    likely cause (...)", "Result"), other root causes of severity >=
  *    warning in full, consequences and framework summaries briefly (title
  *    and 3 evidence lines; in full with st->verbose), then context;
- *  - "Next steps": NCCL_DEBUG=INFO when no line came from NCCL, applying the
+ *  - "Next steps": NCCL_DEBUG=INFO when no line came from NCCL (when it was on,
+ *    ncd_explain_set_debug_on(): that NCCL never started), applying the
  *    fixes when a problem was found, and `nccl-doctor check`.
  * Each finding is drawn by ncd_render_finding_text_ex() (report.h), cause
  * and fix re-flowed at 100 columns, at most 6 evidence lines (all with

@@ -56,6 +56,16 @@ void ncd_nccl_iflist_parse(const char *value, int max_tokens,
                            struct ncd_nccl_iflist *out);
 
 /**
+ * Parses an NCCL_IB_HCA value as NCCL's IB plugin does (src/transport/
+ * net_ib.cc ncclIbInit, 2.30.7): like ncd_nccl_iflist_parse() with 32
+ * tokens (MAX_IB_DEVS), but without NCCL_SOCKET_IFNAME's one-character
+ * rule: "x" is a list that matches no device, and "^" alone (an
+ * excluding empty list) selects none.
+ * @param value  the variable's value (NULL = unset: every device).
+ */
+void ncd_nccl_hca_parse(const char *value, struct ncd_nccl_iflist *out);
+
+/**
  * Whether an interface / device name is selected by the list, as NCCL
  * matches it: prefix or exact per `exact`, inverted by `exclude`.
  * @param port  the device port for NCCL_IB_HCA matching, or -1 for

@@ -91,10 +91,16 @@ void ncd_topo_svg(const struct ncd_topo *t, const char *host,
 /** Output formats of `env`. */
 enum ncd_env_format {
     NCD_ENV_SH = 0,  /**< export NAME='value' / unset NAME */
-    NCD_ENV_FILE,    /**< NAME=value (docker --env-file, systemd) */
+    NCD_ENV_FILE,    /**< NAME=value (docker --env-file, systemd); a
+                          value with a line break is left out, with a
+                          comment saying so */
     NCD_ENV_DOCKER,  /**< -e NAME='value' \ */
-    NCD_ENV_K8S,     /**< a pod spec env: list */
-    NCD_ENV_SLURM,   /**< #SBATCH --export=ALL,NAME=value */
+    NCD_ENV_K8S,     /**< a pod spec env: list (YAML double-quoted
+                          values, control characters escaped) */
+    NCD_ENV_SLURM,   /**< #SBATCH --export=ALL,NAME=value; values that
+                          --export cannot carry (',', white space,
+                          quotes, backslash) and unsets follow as
+                          export / unset lines for the job script */
 };
 
 /** Parses "sh"/"export", "env", "docker", "k8s"/"kubernetes", "slurm";

@@ -44,7 +44,11 @@ json_t *ncd_json_envelope(const char *host);
  */
 json_t *ncd_json_string(const char *s);
 
-/** One finding as a JSON object; new reference, NULL on failure. */
+/** One finding as a JSON object; new reference, NULL on failure.  In the
+ *  title, evidence, cause and fix (here and in the text renderers below)
+ *  the value of a secret-named "NAME=value" (ncd_env_is_secret()) and the
+ *  credentials of URLs and host specs (ncd_env_redact(), sysops.h) are
+ *  shown as "<redacted>": findings quote the environment and logs. */
 json_t *ncd_finding_to_json(const struct ncd_finding *f);
 
 /** The list as a JSON array; new reference, NULL on failure. */

@@ -183,7 +183,10 @@ json_t *ncd_run_json(const struct ncd_run_plan *plan,
  * A command-line word as run.json shows it: "NAME=<redacted>" for
  * NAME=value and --NAME=value words whose NAME is a secret name; the word
  * after an option "--NAME" / "-NAME" with a secret name is "<redacted>"
- * (`after_secret_opt` says the previous word was one).  Writes to `out`.
+ * (`after_secret_opt` says the previous word was one); in every other word
+ * the credentials of a URL or host spec are masked as ncd_env_redact()
+ * (sysops.h) masks them ("https://u:pw@h/x" -> "https://<redacted>@h/x";
+ * "<redacted>" when memory runs out).  Writes to `out`.
  * @return 1 when this word is such an option (the next one is redacted).
  */
 int ncd_run_redact_word(const char *word, int after_secret_opt, char *out,

@@ -355,7 +355,9 @@ int ncd_ctx_load_env(struct ncd_ctx *ctx, const char *buf, size_t len);
 int ncd_gather_env_wanted(const char *name);
 
 /** Whether a variable's value is recorded as "<redacted>": names containing
- *  TOKEN, SECRET, PASSWORD, PASSWD, KEY or CREDENTIAL.  Pure. */
+ *  TOKEN, SECRET, PASSWORD, PASSWD, KEY or CREDENTIAL (case-insensitive),
+ *  where the KEY of an InfiniBand partition key "IB_PKEY" (NCCL_IB_PKEY,
+ *  UCX_IB_PKEY, OMPI_MCA_btl_openib_pkey) does not count.  Pure. */
 int ncd_env_is_secret(const char *name);
 
 struct ncd_strbuf;

@@ -47,6 +47,11 @@ extern "C" {
 #define NCD_TUNE_LABEL_MAX 2559
 /** Sizes of a sweep kept for `tune --plot` (perf's -b..-e points). */
 #define NCD_TUNE_MAX_POINTS 32
+/** perf's exit statuses for a bad command line, as nccl-tests'
+ *  (src/common.h testInvalidUsage, and 255 for -b > -e): no candidate's
+ *  settings cause them. */
+#define NCD_TUNE_PERF_USAGE 6
+#define NCD_TUNE_PERF_SIZES 255
 
 /** One setting of a candidate. */
 struct ncd_tune_var {
@@ -338,8 +343,12 @@ void ncd_tune_run_perf(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
  * Every candidate not skipped (c->skip) `reps` times on this host
  * (interleaved, so drift hits all candidates alike); runs[] receives
  * set->n records.  Stops when *ex->cancel becomes non-zero: the run it
- * stopped is not recorded (no candidate is charged with it).
- * @return the number of runs recorded (successful or failed).
+ * stopped is not recorded (no candidate is charged with it).  A run that
+ * perf ends with NCD_TUNE_PERF_USAGE or NCD_TUNE_PERF_SIZES stops the
+ * measurement: perf's options are wrong, not the candidate's settings.
+ * @return the number of runs recorded (successful or failed), or
+ *         NCD_EUSAGE when perf rejected its options (detail in ctx: the
+ *         status and perf's first error line).
  */
 int ncd_tune_measure_local(struct ncd_ctx *ctx,
                             const struct ncd_tune_exec *ex,
@@ -367,7 +376,11 @@ int ncd_tune_build_set(struct ncd_ctx *ctx, const char *cands, size_t len,
  * host and every process runs its perf child against it.  On rank 0,
  * set and runs[] hold the results (a failure is charged to the first
  * failing rank).
- * @return 0, or NCD_EUSAGE (the job has no TCP rendezvous host: MPI),
+ * A run that perf ends, on any process, with NCD_TUNE_PERF_USAGE or
+ * NCD_TUNE_PERF_SIZES stops every process with NCD_EUSAGE (as
+ * ncd_tune_measure_local()).
+ * @return 0, or NCD_EUSAGE (the job has no TCP rendezvous host: MPI;
+ *         perf rejected its options),
  *         the process group's error, or rank 0's set error (on the other
  *         ranks NCD_EINVAL: rank 0 says why).
  */

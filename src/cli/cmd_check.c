@@ -84,6 +84,32 @@ static int health_out(const struct check_cli *k, const struct cli_common *c,
     return st;
 }
 
+/* After bad usage: the health-check format the arguments ask for (slurm
+ * or npd, as `--format X` or `--format=X`), or -1.  A health check started
+ * with a wrong option must still answer in its own convention (a reason
+ * line, NHC's or NPD's status), or the wrapper drains the node with an
+ * empty reason. */
+static int health_format_asked(int argc, char **argv)
+{
+    int f = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *v = NULL;
+        if (strcmp(argv[i], "--") == 0)
+            break;
+        if (strcmp(argv[i], "--format") == 0 && i + 1 < argc)
+            v = argv[++i];
+        else if (strncmp(argv[i], "--format=", 9) == 0)
+            v = argv[i] + 9;
+        if (v && strcmp(v, "slurm") == 0)
+            f = FMT_SLURM;
+        else if (v && strcmp(v, "npd") == 0)
+            f = FMT_NPD;
+        else if (v)
+            f = -1;
+    }
+    return f;
+}
+
 int ncd_cmd_check(int argc, char **argv)
 {
     static const struct option extra[] = {
@@ -91,9 +117,14 @@ int ncd_cmd_check(int argc, char **argv)
         {"output", required_argument, 0, OPT_OUTPUT},
         {0, 0, 0, 0},
     };
-    struct cli_common c;
+    struct cli_common c = {0};
     struct check_cli k = {.format = -1};
     int pst = cli_parse("check", argc, argv, &c, extra, check_opt, &k, NULL);
+    if (pst == NCD_EXIT_TOOL && (k.format = health_format_asked(argc, argv)) >= 0) {
+        k.output = NULL; /* the answer goes where the health check reads it */
+        return health_out(&k, &c, NULL, NULL,
+                          "bad usage of nccl-doctor check (see its stderr)");
+    }
     if (pst != CLI_CONTINUE)
         return pst;
     if (k.format < 0) {

@@ -232,6 +232,10 @@ int ncd_cmd_explain(int argc, char **argv)
         cli_err("explain: %d input%s skipped: read already (the same file or "
                 "directory named twice, or reached again through a link)",
                 in.nagain, in.nagain == 1 ? "" : "s");
+    if (in.nlinkdirs)
+        cli_err("explain: %d link%s to directories not followed (name the "
+                "directory to read it)",
+                in.nlinkdirs, in.nlinkdirs == 1 ? "" : "s");
     if (!in.nread) {
         cli_err("explain: no input could be read");
         goto out;

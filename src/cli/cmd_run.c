@@ -133,6 +133,10 @@ static int explain_dir(struct run_cli *R, struct ncd_ctx *ctx,
         cli_err("run: explain: %s", ncd_ctx_errdetail(ctx));
         goto out;
     }
+    /* run set NCCL_DEBUG=INFO unless the user set NCCL_DEBUG */
+    for (int i = 0; i < plan->nvars; i++)
+        if (!strcmp(plan->vars[i].name, "NCCL_DEBUG") && !plan->vars[i].kept)
+            ncd_explain_set_debug_on(ex, 1);
     struct ncd_explain_inputs in = {.problem = on_problem};
     if (ncd_run_explain_feed(ctx, plan->dir, ex, &in) == NCD_ENOMEM ||
         ncd_explain_finish(ex, &fl) < 0) {

@@ -174,7 +174,11 @@ static int tune_local(struct tune_cli *T, struct ncd_ctx *ctx)
     ncd_tune_usable_names(ctx, 1, names, sizeof names);
     ncd_tune_mark_skips(ctx, &T->set, &T->scope, names);
     struct ncd_tune_exec ex = exec_of(T);
-    ncd_tune_measure_local(ctx, &ex, &T->set, T->reps, T->np, T->runs);
+    if (ncd_tune_measure_local(ctx, &ex, &T->set, T->reps, T->np,
+                               T->runs) < 0) {
+        cli_err("tune: %s", ncd_ctx_errdetail(ctx));
+        return NCD_EXIT_TOOL;
+    }
     char host[256];
     ncd_job_hostname(host, sizeof host);
     return tune_report(T, host, T->np > 1 ? "-np" : "single process",
@@ -307,12 +311,15 @@ static int parse(struct tune_cli *T, int argc, char **argv)
             T->perf_args[T->nperf++] = default_perf[i];
         return -1;
     }
-    if (argc - split - 1 > NCD_TUNE_MAX_PERF_ARGS) {
+    int no_coll = argv[split + 1][0] == '-'; /* options only */
+    if (argc - split - 1 + no_coll > NCD_TUNE_MAX_PERF_ARGS) {
         cli_err("tune: too many perf options");
         return NCD_EXIT_TOOL;
     }
     static const char *const own[] = {"-np", "--np", "--rendezvous", "--json",
                                       "-J", "--output_file"};
+    if (no_coll) /* the default sweep's collective */
+        T->perf_args[T->nperf++] = default_perf[0];
     for (int i = split + 1; i < argc; i++) {
         for (size_t k = 0; k < sizeof own / sizeof *own; k++)
             if (!strcmp(argv[i], own[k])) {

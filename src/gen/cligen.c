@@ -565,6 +565,8 @@ static void man_para(void *arg, int kind, const char *s, size_t n)
     while (p < e) {
         while (p < e && *p == ' ')
             p++;
+        if (p == e)
+            break;
         const char *nl = memchr(p, '\n', (size_t)(e - p));
         const char *le = nl ? nl : e;
         if (le > p) {

@@ -16,6 +16,20 @@ static int all_opts(const struct cmd *c, struct opt *out)
     return k + globals_of(c, out + k);
 }
 
+/* perf's collectives: the *_perf link names without "_perf", each
+ * followed by `sep`. */
+static void put_collectives(FILE *f, const char *sep)
+{
+    for (const char *p = perf_names; *p;) {
+        size_t len = strcspn(p, " ");
+        if (len > 5 && !strncmp(p + len - 5, "_perf", 5))
+            fprintf(f, "%.*s%s", (int)(len - 5), p, sep);
+        p += len;
+        while (*p == ' ')
+            p++;
+    }
+}
+
 void write_bash(const char *dir, struct cmd *cmds, int n)
 {
     FILE *f = out_open(dir, "nccl-doctor.bash");
@@ -98,6 +112,14 @@ void write_bash(const char *dir, struct cmd *cmds, int n)
         }
         for (int k = 0; k < no; k++)
             fprintf(f, "%s--%s", k ? " " : "", o[k].lng);
+        if (!strcmp(cmds[i].name, "perf")) { /* the collective, but not
+                                                 after all_reduce_perf */
+            fputs("\"\n        [[ ${COMP_WORDS[0]##*/} == *_perf ]] || "
+                  "words=\"",
+                  f);
+            put_collectives(f, " ");
+            fputs("$words", f);
+        }
         fputs("\" ;;\n", f);
     }
     fputs("    *) return ;;\n    esac\n"
@@ -173,10 +195,15 @@ void write_zsh(const char *dir, struct cmd *cmds, int n)
         fprintf(f, "_nccl-doctor_%s() {\n    _arguments -s -S : \\\n",
                 cmds[i].name);
         zsh_specs(f, o, no);
-        if (!strcmp(cmds[i].name, "help"))
+        if (!strcmp(cmds[i].name, "help")) {
             fputs("        '1:command:(", f);
-        else
+        } else if (!strcmp(cmds[i].name, "perf")) {
+            fputs("        '1:collective:(", f);
+            put_collectives(f, " ");
+            fputs(")'\n}\n\n", f);
+        } else {
             fputs("        '*:argument:_files'\n}\n\n", f);
+        }
         if (!strcmp(cmds[i].name, "help")) {
             for (int k = 0; k < n; k++)
                 fprintf(f, "%s%s", k ? " " : "", cmds[k].name);

@@ -353,7 +353,7 @@ int main(int argc, char **argv)
         const char *expect = col[C_EXPECT], *expect_msg = col[C_EXPECT_MSG];
 
         if (strcmp(col[C_PROJECT], "nccl") != 0) {
-            /* nccl-tests, PyTorch, Paddle print the line as it is */
+            /* nccl-tests and the frameworks print the line as it is */
             other_rows++;
             long ri = ncd_rules_classify(rules, msg, strlen(msg));
             if (claimed_as(rules, ri, expect)) {
@@ -491,7 +491,7 @@ int main(int argc, char **argv)
                newest.ok[v], newest.total[v],
                newest.total[v] ? 100.0 * newest.ok[v] / newest.total[v] : 0,
                v == V_BARE ? " (reported only)" : "");
-    printf("other projects (nccl-tests, PyTorch, Paddle): %ld/%ld\n", other_ok, other_rows);
+    printf("other projects (nccl-tests, PyTorch, Gloo, Horovod, vLLM, Ray, Paddle): %ld/%ld\n", other_ok, other_rows);
     ncd_rules_free(rules);
     ncd_ctx_free(ctx);
     for (int r = 0; r < nrel; r++)

@@ -1,7 +1,7 @@
 #!/bin/sh
 # explain.catalog: every failure format of the message catalogue
 # (data/nccl-messages.tsv: NCCL 2.4 .. the newest release, nccl-tests,
-# PyTorch, Paddle) is claimed by its catalogued rule or category, line by
+# PyTorch, Gloo, Horovod, vLLM, Ray, Paddle) is claimed by its catalogued rule or category, line by
 # line (explain_catalog, through the library's per-line classifier; the
 # figures for 2.18 .. newest are printed separately), and one batch
 # `nccl-doctor explain --json` run over all those lines ends without the

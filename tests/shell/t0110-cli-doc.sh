@@ -66,9 +66,11 @@ comp nccl-doctor --sysroot /tmp if
 comp all_reduce_perf --data
 comp nccl-doctor help pe
 comp nccl-doctor check --color=n
+comp nccl-doctor perf all_r
+comp all_reduce_perf all_
 EOS
     bash c.bash \"$GEN/nccl-doctor.bash\" >out &&
-    printf '%s\n' check --json 'sh env docker k8s slurm' ifaces --datatype perf never >exp &&
+    printf '%s\n' check --json 'sh env docker k8s slurm' ifaces --datatype perf never all_reduce '' >exp &&
     test_cmp exp out
 "
 test_expect_success 'zsh completion parses' "

@@ -115,6 +115,23 @@ Y
     grep -q 'Unit 7 is down' out &&
     $X --rules site --check-rules >chk && grep -q ', 0 problems' chk
 "
+test_expect_success 'c10d connect failure after a getaddrinfo error: name resolution first, the wrapper after' "
+    printf '%s\n' '[W1008 23:40:22.836678340 socket.cpp:767] [c10d] The client socket has failed to connect to [node1.internal]:50745 (errno: 22 - Invalid argument).' \
+        '[W1008 23:40:22.781961348 socket.cpp:767] [c10d] The IPv6 network addresses of (node1.internal, 50745) cannot be retrieved (gai error: -2 - Name or service not known).' \
+        'torch.distributed.DistNetworkError: The client socket has timed out after 900s while trying to connect to (node1.internal, 50745).' >gai.log &&
+    st=0; $X --json gai.log >j || st=\$?; test \$st -eq 2 &&
+    jq -e '.findings[0].id == \"net.name-resolution\" and .findings[0].category == \"net.unreachable\"' j &&
+    jq -e '[.findings[].id] | index(\"pytorch.store-timeout\") > 0' j
+"
+test_expect_success 'Gloo: loopback fallback first, connectFullMesh after it; the peer-closed trail is a consequence' "
+    printf '%s\n' '[rank8]:[E ProcessGroupGloo.cpp:144] Gloo connectFullMesh failed with [../third_party/gloo/gloo/transport/tcp/pair.cc:144] no error' \
+        '[rank8]:[W ProcessGroupGloo.cpp:721] Warning: Unable to resolve hostname to a (local) address. Using the loopback address as fallback. Manually set the network interface to bind to with GLOO_SOCKET_IFNAME. (function operator())' \
+        '[rank1]:[W901 07:40:19.968570826 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=64, addr=[localhost]:35986, remote=[localhost]:45489): Failed to recv, got 0 bytes. Connection was likely closed. Did the remote server shutdown or crash?' >gloo.log &&
+    st=0; $X --json gloo.log >j || st=\$?; test \$st -eq 2 &&
+    jq -e '.findings[0].id == \"gloo.loopback-fallback\" and .findings[0].category == \"net.iface-choice\"' j &&
+    jq -e '.findings[] | select(.id == \"gloo.connect-failed\") | .role == \"wrapper\"' j &&
+    jq -e '.findings[] | select(.id == \"pytorch.store-connection-closed\") | .role == \"consequence\"' j
+"
 test_expect_success 'only a framework summary: general diagnosis pointing to check' "
     echo 'RuntimeError: NCCL error in: /pytorch/torch/lib/c10d/ProcessGroupNCCL.cpp:272, unhandled system error' >general.log &&
     st=0; $X general.log >out || st=\$?; test \$st -eq 2 &&

@@ -157,6 +157,17 @@ test_expect_success 'check --format: bad name and --json conflict are usage erro
     "$NCD_BIN" check --sysroot "$SICK" --json --format slurm 2>/dev/null; [ $? -eq 3 ]
 '
 
+test_expect_success 'slurm and npd: a wrong option still answers in the health convention (a reason, never an empty drain)' '
+    "$NCD_BIN" check --sysroot "$SICK" --format slurm --no-such-option >"$TEST_TMP/s" 2>"$TEST_TMP/e"; st=$?
+    cat "$TEST_TMP/s"
+    [ $st -eq 1 ] && [ "$(wc -l <"$TEST_TMP/s")" -eq 1 ] &&
+    grep -q "could not check the node: bad usage" "$TEST_TMP/s" &&
+    grep -q "no-such-option" "$TEST_TMP/e" || exit 1
+    "$NCD_BIN" check --no-such-option --format=npd >"$TEST_TMP/k" 2>/dev/null; st=$?
+    [ $st -eq 2 ] && [ -s "$TEST_TMP/k" ] || exit 1
+    "$NCD_BIN" check --format prometheus --no-such-option >/dev/null 2>&1; [ $? -eq 3 ]
+'
+
 test_expect_success 'check --format json --output FILE: the same report, in a file' '
     "$NCD_BIN" check --sysroot "$SICK" --json >"$TEST_TMP/a.json"
     "$NCD_BIN" check --sysroot "$SICK" --format json --output "$TEST_TMP/b.json"

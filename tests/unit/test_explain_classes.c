@@ -477,7 +477,7 @@ static void test_cuda_failure_by_file(void **state)
     assert_string_equal(env_of(&fl.v[0], "NCCL_NVLS_ENABLE"), "0");
     done(ex, &fl);
     ex = first("node1:12098:12141 [2] enqueue.cc:1500 NCCL WARN Cuda failure 1 'invalid argument'\n",
-               "cuda.other", &fl);
+               "cuda.error.invalid-usage", &fl);
     done(ex, &fl);
 }
 

@@ -84,8 +84,9 @@ static unsigned long long lines_read(struct fx *f)
 
 #define LINE "node1:1:1 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>\n"
 
-/* d/a.log, d/self -> ., d/up -> .., d/sub/back -> ../..: the walk reaches
- * d again and again; a.log counts once. */
+/* d/a.log, d/self -> ., d/up -> .., d/sub/back -> ../..: links to
+ * directories are not followed (as grep -r: one to /proc made the walk
+ * endless); a.log counts once. */
 static void symlink_cycle_reads_once(void **state)
 {
     struct fx *f = *state;
@@ -106,7 +107,11 @@ static void symlink_cycle_reads_once(void **state)
     assert_int_equal(ncd_explain_feed_path(f->ex, p, &in), 0);
     assert_int_equal(in.nread, 1);
     assert_int_equal(lines_read(f), 1);
-    assert_true(in.nagain >= 3);
+    assert_int_equal(in.nlinkdirs, 3);
+    /* the directory named twice: read again is counted */
+    assert_int_equal(ncd_explain_feed_path(f->ex, p, &in), 0);
+    assert_int_equal(in.nread, 1);
+    assert_true(in.nagain >= 1);
     assert_int_equal(f->nproblems, 0);
 }
 

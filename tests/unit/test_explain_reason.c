@@ -193,6 +193,57 @@ static void test_ib_silent_fallback(void **state)
     ncd_explain_free(ex);
 }
 
+/* An ibv_modify_qp EINVAL on an HCA of an iWARP-capable provider (irdma,
+ * named by the process's NET/IB line) gets the provider entry of
+ * data/ib-verbs-errors.yaml (NCCL_IB_DISABLE=1); the same errno on an mlx5
+ * HCA keeps the GID-index rule, and so does a line whose HCA is unknown. */
+static void test_iwarp_provider_modify_qp(void **state)
+{
+    (void)state;
+    const char *qp = "misc/ibvwrap.cc:206 NCCL WARN Call to ibv_modify_qp failed with error "
+                     "Invalid argument errno 22\n";
+    char buf[512];
+    snprintf(buf, sizeof buf,
+             "host1:1:2 [3] NCCL INFO NET/IB : Using [0]irdma0:1/RoCE [RO]; \nhost1:1:2 [3] %s", qp);
+    struct src a[] = {{"a", buf}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.verb-errno");
+    int disable = 0;
+    for (size_t i = 0; i < fl.v[0].n_env; i++)
+        disable |= strcmp(fl.v[0].env[i].name, "NCCL_IB_DISABLE") == 0;
+    assert_true(disable);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    snprintf(buf, sizeof buf,
+             "host1:1:2 [3] NCCL INFO NET/IB : Using [0]mlx5_0:1/RoCE [RO]; \nhost1:1:2 [3] %s", qp);
+    struct src b[] = {{"b", buf}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp-gid-invalid");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    snprintf(buf, sizeof buf, "host1:1:2 [3] %s", qp);
+    struct src c[] = {{"c", buf}};
+    ex = scan(c, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.modify-qp-gid-invalid");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    /* 2.24+ names the HCA on the line itself */
+    struct src d[] = {{"d", "host1:1:2 [3] misc/ibvwrap.cc:300 NCCL WARN Call to ibv_modify_qp failed "
+                            "with 22 Invalid argument, on dev iwp175s0f0:1, curr state INIT, next state RTR\n"}};
+    ex = scan(d, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "ib.verb-errno");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_earliest_timestamp_wins(void **state)
 {
     (void)state;
@@ -513,6 +564,67 @@ static void test_env_values_by_catalog(void **state)
     }
 }
 
+
+/* nvidia-nccl-cu* wheels for two CUDA majors in an environment report: the
+ * cause of a wrong-libnccl symptom (error, first), a warning without one
+ * (below a real NCCL error), nothing for one major listed twice. */
+static void test_nccl_wheels_mixed(void **state)
+{
+    (void)state;
+    struct src a[] = {{"env", "ImportError: /opt/py/torch/lib/libtorch_cuda.so: undefined symbol: ncclCommShrink\n"
+                              "[pip3] nvidia-nccl-cu12==2.21.5\n"
+                              "[conda] nvidia-nccl-cu13          2.28.3                   pypi_0    pypi\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "lib.nccl-wheels-mixed");
+    assert_int_equal(fl.v[0].severity, NCD_SEV_ERROR);
+    assert_non_null(strstr(fl.v[0].title, "nvidia-nccl-cu12 2.21.5"));
+    assert_non_null(strstr(fl.v[0].title, "nvidia-nccl-cu13 2.28.3"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src b[] = {{"env", "[pip3] nvidia-nccl-cu11==2.14.3\n"
+                              "nvidia-nccl-cu12                  2.20.5\n"
+                              "node1:1:9 [0] transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer 10.0.0.2<1> with error 12, opcode 0, len 0, vendor err 129 (Recv)\n"}};
+    ex = scan(b, 1, 0, &fl);
+    assert_string_not_equal(fl.v[0].id, "lib.nccl-wheels-mixed");
+    const struct ncd_finding *w = ncd_findings_find(&fl, "lib.nccl-wheels-mixed");
+    assert_non_null(w);
+    assert_int_equal(w->severity, NCD_SEV_WARNING);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src c[] = {{"env", "[pip3] nvidia-nccl-cu12==2.21.5\n"
+                              "[conda] nvidia-nccl-cu12          2.21.5                   pypi_0    pypi\n"}};
+    ex = scan(c, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "lib.nccl-wheels-mixed"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+/* A multicast bind failure: fatal from 2.29.2 (CUDA error 2: multicast
+ * resources), an INFO that NCCL 2.27.3-2.28 continued after (no failure). */
+static void test_nvls_bind_by_release(void **state)
+{
+    (void)state;
+    struct src a[] = {{"a", "node1:1:1 [0] NCCL INFO NCCL version 2.30.7+cuda13.0\n"
+                            "node1:1:1 [0] transport/nvls.cc:376 NCCL WARN Failed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 2 'out of memory'.\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    assert_string_equal(fl.v[0].id, "nvls.bind-out-of-resources");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src b[] = {{"b", "node1:1:1 [0] NCCL INFO NCCL version 2.28.9+cuda12.9\n"
+                            "node1:1:1 [0] NCCL INFO Failed to bind NVLink SHARP (NVLS) Multicast memory of size 4194304 : CUDA error 401 'the operation cannot be performed in the present state'. Proceeding without NVLS support.\n"}};
+    ex = scan(b, 1, 0, &fl);
+    assert_null(ncd_findings_find(&fl, "nvls.bind-failed"));
+    for (size_t i = 0; i < fl.n; i++)
+        assert_true(fl.v[i].severity < NCD_SEV_ERROR);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -522,6 +634,7 @@ int main(void)
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_framework_version_known_bug),
         cmocka_unit_test(test_ib_silent_fallback),
+        cmocka_unit_test(test_iwarp_provider_modify_qp),
         cmocka_unit_test(test_earliest_timestamp_wins),
         cmocka_unit_test(test_rank_order_without_timestamps),
         cmocka_unit_test(test_only_consequences),
@@ -534,6 +647,8 @@ int main(void)
         cmocka_unit_test(test_watchdog_reasoning),
         cmocka_unit_test(test_tests_header_mismatch),
         cmocka_unit_test(test_env_values_by_catalog),
+        cmocka_unit_test(test_nccl_wheels_mixed),
+        cmocka_unit_test(test_nvls_bind_by_release),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

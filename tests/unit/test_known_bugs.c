@@ -302,7 +302,7 @@ static void test_known_bugs_file(void **state)
     load_releases(&rel);
     char path[4096];
     snprintf(path, sizeof path, "%s/data/nccl-known-bugs.yaml", NCD_SOURCE_DIR);
-    size_t len;
+    size_t len = 0;
     char *buf = slurp(path, &len);
     assert_non_null(buf);
     struct report rep;

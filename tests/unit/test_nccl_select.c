@@ -191,6 +191,19 @@ static void test_iflist_parse(void **state)
     ncd_nccl_iflist_parse("^mlx5_0:2", 32, &l);
     assert_true(ncd_nccl_iflist_match(&l, "mlx5_0", 1));
     assert_false(ncd_nccl_iflist_match(&l, "mlx5_0", 2));
+    /* NCCL_IB_HCA has no one-character rule (net_ib.cc): "x" selects no
+     * device, "^" excludes every one, "=" and "" keep every one. */
+    ncd_nccl_hca_parse("x", &l);
+    assert_true(l.set && !l.ignored);
+    assert_false(ncd_nccl_iflist_match(&l, "mlx5_0", 1));
+    ncd_nccl_hca_parse("^", &l);
+    assert_false(ncd_nccl_iflist_match(&l, "mlx5_0", 1));
+    ncd_nccl_hca_parse("=", &l);
+    assert_true(ncd_nccl_iflist_match(&l, "mlx5_0", 1));
+    ncd_nccl_hca_parse("", &l);
+    assert_true(ncd_nccl_iflist_match(&l, "mlx5_0", 1));
+    ncd_nccl_hca_parse(NULL, &l);
+    assert_false(l.set);
 }
 
 static void test_versions(void **state)

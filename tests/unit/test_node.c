@@ -299,6 +299,11 @@ static void test_cgroup_and_env(void **state)
     assert_true(ncd_env_is_secret("WANDB_API_KEY"));
     assert_true(ncd_env_is_secret("hf_token"));
     assert_true(ncd_env_is_secret("AWS_SECRET_ACCESS_KEY"));
+    /* IB partition keys are settings (user trial: replay warned about
+     * NCCL_IB_PKEY='<redacted>'); a key next to one still is a secret */
+    assert_false(ncd_env_is_secret("NCCL_IB_PKEY"));
+    assert_false(ncd_env_is_secret("OMPI_MCA_btl_openib_pkey"));
+    assert_true(ncd_env_is_secret("NCCL_IB_PKEY_API_KEY"));
     assert_false(ncd_env_is_secret("NCCL_IB_HCA"));
     assert_true(ncd_gather_env_wanted("NCCL_DEBUG"));
     assert_true(ncd_gather_env_wanted("LD_LIBRARY_PATH"));

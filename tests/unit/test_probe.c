@@ -96,6 +96,32 @@ static void test_all_ok(void **state)
     rel(r);
 }
 
+/* All ranks on one host: every pair "ok", but over loopback -- the
+ * finding must not be an ok about the network (user trial). */
+static void test_one_host_not_ok(void **state)
+{
+    (void)state;
+    struct ncd_probe_result *r = mk(3);
+    for (int i = 0; i < 3; i++)
+        snprintf(r->ranks[i].host, sizeof r->ranks[i].host, "node0");
+    assert_int_equal(ncd_probe_result_index(r), 0);
+    struct ncd_findings fl = {0};
+    assert_int_equal(ncd_probe_analyze(r, &fl), 0);
+    const struct ncd_finding *f = ncd_findings_find(&fl, "net.unreachable.none");
+    assert_non_null(f);
+    assert_int_equal(f->severity, NCD_SEV_INFO);
+    assert_non_null(strstr(f->title, "one host"));
+    struct ncd_strbuf sb = {0};
+    struct ncd_text_style st = {0};
+    ncd_probe_render_text(&sb, r, &st);
+    assert_non_null(sb.buf);
+    assert_null(strstr(sb.buf, "DF ok"));
+    assert_non_null(strstr(sb.buf, "same host"));
+    ncd_sb_release(&sb);
+    ncd_findings_release(&fl);
+    rel(r);
+}
+
 /* Which path set() changes. */
 enum { NCCL = 1, REC = 2, BOTH = 3 };
 
@@ -894,6 +920,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_ok),
+        cmocka_unit_test(test_one_host_not_ok),
         cmocka_unit_test(test_port_filter),
         cmocka_unit_test(test_iface_choice),
         cmocka_unit_test(test_ifname_one_host),

@@ -76,6 +76,18 @@ static void test_redact(void **state)
     assert_int_equal(ncd_run_redact_word("-", 0, out, sizeof out), 0);
     assert_int_equal(ncd_run_redact_word("train.py", 0, out, sizeof out), 0);
     assert_string_equal(out, "train.py");
+    /* credentials inside a URL argument (user trial: run.json kept them) */
+    assert_int_equal(
+        ncd_run_redact_word("https://u:pw@x/y", 0, out, sizeof out), 0);
+    assert_string_equal(out, "https://<redacted>@x/y");
+    assert_int_equal(ncd_run_redact_word("--data=s3://AKIAXX:sec@bucket/k",
+                                         0, out, sizeof out),
+                     0);
+    assert_string_equal(out, "--data=s3://<redacted>@bucket/k");
+    assert_int_equal(ncd_run_redact_word("--dist-url", 0, out, sizeof out),
+                     0);
+    assert_int_equal(ncd_run_redact_word("user@host", 0, out, sizeof out), 0);
+    assert_string_equal(out, "user@host");
 }
 
 static const char *var(const struct ncd_run_plan *p, const char *name,

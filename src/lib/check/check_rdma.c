@@ -45,7 +45,7 @@ int ncd_check_rdma(const struct ncd_node *n, const struct ncd_check_opts *opts,
     /* NCCL_IB_HCA against the devices. */
     const char *hca = ncd_node_getenv(n, "NCCL_IB_HCA");
     struct ncd_nccl_iflist hl;
-    ncd_nccl_iflist_parse(hca, 32, &hl);
+    ncd_nccl_hca_parse(hca, &hl);
     int selected_active = 0, active = 0, n_ib = 0, n_eth = 0;
     for (size_t i = 0; i < r->n; i++)
         for (size_t k = 0; k < r->v[i].n_ports; k++) {

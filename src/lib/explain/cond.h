@@ -51,6 +51,7 @@
     X(plugin_mismatch, "plugin-mismatch", MAIN)                               \
     X(tests_header_mismatch, "tests-header-mismatch", MAIN)                   \
     X(known_bug, "known-bug", MAIN)                                           \
+    X(nccl_wheels_mixed, "nccl-wheels-mixed", MAIN)                           \
     /* cond_peer.c: addresses that came from a peer */                     \
     X(peer_garbage_address, "peer-garbage-address", MAIN)                     \
     X(peer_loopback, "peer-loopback", MAIN)                                   \

@@ -274,8 +274,10 @@ int ncd__cond_ib_verb_errno(struct ncd__reason *rs, size_t rule)
         if (!t)
             return rc;
         int version = ncd__rec_version(ex, rec);
+        if (!v.dev[0])
+            only_hca(ex, rec->ev[0].host, rec->ev[0].src, v.dev, sizeof v.dev);
         const struct ncd__iberr *e = ncd__iberr_find(
-            t, v.verb, v.errnum, v.text, version ? version : v.since);
+            t, v.verb, v.errnum, v.text, version ? version : v.since, v.dev);
         if (!e)
             continue;
         char key[64];
@@ -286,8 +288,6 @@ int ncd__cond_ib_verb_errno(struct ncd__reason *rs, size_t rule)
         if (dup || nseen == 8)
             continue;
         snprintf(seen[nseen++], sizeof seen[0], "%s", key);
-        if (!v.dev[0])
-            only_hca(ex, rec->ev[0].host, rec->ev[0].src, v.dev, sizeof v.dev);
         if ((rc = verb_hit(rs, rule, rec, &v, e)) < 0)
             return rc;
         found++;

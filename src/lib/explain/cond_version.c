@@ -224,3 +224,91 @@ int ncd__cond_known_bug(struct ncd__reason *rs, size_t rule)
     }
     return found;
 }
+
+/* One nvidia-nccl-cu<N> wheel named in an environment report line. */
+struct wheel {
+    int cuda;
+    char ver[16];
+};
+
+/* The wheel named in `text` ("[pip3] nvidia-nccl-cu12==2.27.3", "[conda]
+ * nvidia-nccl-cu12  2.21.5  pypi_0  pypi", "nvidia-nccl-cu11 2.14.3");
+ * 0 when none. */
+static int parse_wheel(const char *text, struct wheel *w)
+{
+    static const char key[] = "nvidia-nccl-cu";
+    const char *p = text ? strstr(text, key) : NULL;
+    if (!p)
+        return 0;
+    p += sizeof key - 1;
+    if (*p < '0' || *p > '9')
+        return 0;
+    w->cuda = 0;
+    while (*p >= '0' && *p <= '9' && w->cuda < 1000)
+        w->cuda = w->cuda * 10 + (*p++ - '0');
+    while (*p == '=' || *p == ' ' || *p == '\t')
+        p++;
+    size_t n = 0;
+    while (((*p >= '0' && *p <= '9') || *p == '.') && n + 1 < sizeof w->ver)
+        w->ver[n++] = *p++;
+    w->ver[n] = '\0';
+    return 1;
+}
+
+/*
+ * The environment report lists nvidia-nccl-cu* wheels for two or more CUDA
+ * majors.  An error (the cause of that symptom) when a wrong-libnccl
+ * symptom among the rule's `absorbs` matched; a warning otherwise.
+ */
+int ncd__cond_nccl_wheels_mixed(struct ncd__reason *rs, size_t rule)
+{
+    const struct ncd_explain *ex = rs->ex;
+    const struct ncd__rec *rec = ncd__rec_of(ex, "pip.nccl-wheel");
+    if (!rec)
+        return 0;
+    struct wheel seen[4];
+    size_t n = 0;
+    for (size_t i = 0; i < rec->nev; i++) {
+        struct wheel w;
+        if (!parse_wheel(rec->ev[i].text, &w))
+            continue;
+        size_t k = 0;
+        while (k < n && seen[k].cuda != w.cuda)
+            k++;
+        if (k == n && n < sizeof seen / sizeof *seen)
+            seen[n++] = w;
+    }
+    if (n < 2)
+        return 0;
+    struct ncd__hit *h = ncd__hit_new(rs, rule);
+    if (!h)
+        return NCD_ENOMEM;
+    char buf[160];
+    size_t len = 0;
+    for (size_t k = 0; k < n && len < sizeof buf; k++)
+        len += (size_t)snprintf(buf + len, sizeof buf - len, "%snvidia-nccl-cu%d %s",
+                                k ? (k + 1 == n ? " and " : ", ") : "",
+                                seen[k].cuda, seen[k].ver);
+    ncd__hit_var(h, "wheels", buf);
+    /* a symptom of the wrong copy: the earliest absorbed match that is
+     * not the wheel listing itself */
+    const struct ncd__rec *sym = NULL;
+    const struct ncd__rule *r = &ex->rules->v[rule];
+    for (size_t a = 0; a < r->nabsorbs; a++) {
+        long k = ncd__rules_find(ex->rules, r->absorbs[a]);
+        if (k < 0 || !ex->recs[k].count || &ex->recs[k] == rec)
+            continue;
+        if (!sym || ex->recs[k].first_seq < sym->first_seq)
+            sym = &ex->recs[k];
+    }
+    ncd__hit_ev_rec(ex, h, rec);
+    if (sym) {
+        h->sev = NCD_SEV_ERROR;
+        ncd__hit_var(h, "symptom",
+                     "Here the failure below is that symptom.");
+        ncd__hit_from_rec(h, sym);
+    } else {
+        ncd__hit_from_rec(h, rec);
+    }
+    return 1;
+}

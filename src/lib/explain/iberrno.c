@@ -24,6 +24,7 @@ static void entry_release(struct ncd__iberr *e)
     free(e->source);
     ncd__strv_free(e->env_names, e->nenv);
     ncd__strv_free(e->env_vals, e->nenv);
+    ncd__strv_free(e->hcas, e->nhcas);
 }
 
 void ncd__iberr_release(struct ncd__iberr_table *t)
@@ -63,6 +64,13 @@ static int load_entry(struct ncd__yaml *y, yaml_node_t *m, struct ncd__iberr *e)
         (rc = ncd__yaml_dup(y, m, "fix", "entry", &e->fix)) < 0 ||
         (rc = ncd__yaml_dup(y, m, "source", "entry", &e->source)) < 0)
         return rc;
+    yaml_node_t *hn = ncd__yaml_get(y, m, "hcas");
+    if (hn && (rc = ncd__yaml_strv(y, hn, "hcas", NCD_EPARSE, &e->hcas,
+                                   &e->nhcas)) < 0)
+        return rc;
+    for (size_t i = 0; i < e->nhcas; i++)
+        if (!e->hcas[i][0])
+            return ncd__yaml_fail(y, hn, NCD_EPARSE, "empty 'hcas' prefix");
     const char *vers = ncd__yaml_str(y, m, "nccl_versions");
     if (vers && ncd__versions_parse(vers, &e->vmin, &e->vmax) < 0)
         return ncd__yaml_fail(y, m, NCD_EPARSE, "bad nccl_versions '%s'", vers);
@@ -123,14 +131,26 @@ int ncd__iberr_builtin(struct ncd_ctx *ctx, struct ncd__iberr_table *out)
     return ncd__iberr_load(ctx, name, (const char *)f->data, f->size, out);
 }
 
+/* Is `dev` (an HCA name) one the entry is limited to?  No limit: yes. */
+static int hca_ok(const struct ncd__iberr *e, const char *dev)
+{
+    if (!e->nhcas)
+        return 1;
+    for (size_t k = 0; dev && dev[0] && k < e->nhcas; k++)
+        if (strncmp(dev, e->hcas[k], strlen(e->hcas[k])) == 0)
+            return 1;
+    return 0;
+}
+
 const struct ncd__iberr *ncd__iberr_find(const struct ncd__iberr_table *t,
                                          const char *verb, int errnum,
-                                         const char *text, int version)
+                                         const char *text, int version,
+                                         const char *dev)
 {
     for (size_t i = 0; i < t->n; i++) {
         const struct ncd__iberr *e = &t->v[i];
         int verb_ok = 0;
-        if (!ncd__version_in(e->vmin, e->vmax, version))
+        if (!ncd__version_in(e->vmin, e->vmax, version) || !hca_ok(e, dev))
             continue;
         for (size_t k = 0; k < e->nverbs && !verb_ok; k++)
             verb_ok = strcmp(e->verbs[k], "*") == 0 ||

@@ -74,8 +74,9 @@ int ncd__parse_uint(const char *s, size_t n, long *out);
 /* Drops ANSI escapes and CRs; NULs and line feeds become blanks; `out`
  * holds len bytes.  Returns the cleaned length. */
 size_t ncd__line_clean_slow(const char *in, size_t len, char *out);
-/* The raw line into `out`, cleaned as ncd__line_clean_slow(). */
-size_t ncd__line_clean_copy(const char *in, size_t len, char *out);
+/* The raw line into `out`, cleaned as ncd__line_clean_slow(); *same is
+ * set to 1 when `out` holds the raw bytes unchanged, else 0. */
+size_t ncd__line_clean_copy(const char *in, size_t len, char *out, int *same);
 /* A JSON-wrapped line's message decoded into `out` (its time stamp into
  * *ts when it has one): the message length, 0 when not such a line. */
 size_t ncd__line_json_unwrap(const char *s, size_t n, char *out, double *ts);
@@ -86,8 +87,46 @@ size_t ncd__line_shape_match(const char *pat, const char *s, size_t n,
 /* Whether shape `sh` can match text starting with c (a cheap first test). */
 int ncd__line_first_ok(const char *sh, char c);
 /* One launcher / collector prefix at the start of s (after blanks): its
- * length, 0 when none. */
-size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts);
+ * length, 0 when none; *shape (when not NULL) the index of the shape in
+ * line_wrap.c's table, NCD__SHAPE_OMPI or NCD__SHAPE_TORCH for the two
+ * read by dedicated code (their result depends on the bytes matched and
+ * the one after only). */
+size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts,
+                           int *shape);
+#define NCD__SHAPE_OMPI 0  /* "[%N,%R]<%A>:%_" */
+#define NCD__SHAPE_TORCH 2 /* "[%A%R]:%_" */
+
+/*
+ * Headers of lines parsed before (line.c): a line that starts with the
+ * same bytes as one of them up to and including the blank after the level
+ * word, and goes on past it, has the same header, launcher prefix and
+ * message offset (the parse reads nothing past that blank on the paths
+ * kept: see memo_keep).  NCD__MEMO_SLOTS of them, direct-mapped by the
+ * line's first 16 bytes (launcher prefix, host, pid: one process), so the
+ * lines of up to a few hundred processes, in runs or interleaved, skip the
+ * prefix shapes and the header parse.  Per scanning thread.
+ */
+#define NCD__MEMO_SLOTS 1024
+#define NCD__MEMO_KEY 128
+struct ncd__hdr_memo {
+    uint16_t plen;  /* key bytes (the message's offset); 0: empty */
+    uint16_t k;     /* launcher prefix bytes (shapes[0] or [2]), 0: none */
+    uint16_t host_off, host_len, src_off, src_len;
+    int src_line, dev, rank;
+    enum ncd_log_level level;
+    long pid, tid;
+    uint16_t pf_from; /* ncd__prefilter_quiet() of the header in text
+                       * (the matcher's rules); 0xffff: not known yet */
+    char key[NCD__MEMO_KEY];
+};
+
+/* ncd_log_parse() with a memo of headers (NCD__MEMO_SLOTS of them, zeroed
+ * at first; NULL: none). */
+int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
+                        size_t scratch_sz, struct ncd_log_line *o,
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used);
+/* *used: the memo slot holding this line's header (o->text starts with
+ * its key[k, plen)), NULL when none. */
 /* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
  * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
 void ncd__sanitize(char *s, size_t n);
@@ -222,6 +261,7 @@ struct ncd__matcher {
     uint32_t *cand;      /* candidate pattern ranks */
     size_t ncand;
     unsigned char *seen; /* per pattern rank */
+    struct ncd__hdr_memo *memo; /* NCD__MEMO_SLOTS headers (line.c) */
 };
 
 int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r);
@@ -240,6 +280,19 @@ void ncd__matcher_release(struct ncd__matcher *m);
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
                       const char *src, size_t src_len, size_t *pat);
+/* ncd__rules_match() whose prefilter starts at text[from]: `from` as
+ * ncd__prefilter_quiet() gave it for the start of text, so the windows
+ * skipped have no bitmap hit. */
+long ncd__rules_match_from(const struct ncd_rules *r, struct ncd__matcher *m,
+                           const char *text, size_t len, int version,
+                           const char *src, size_t src_len, size_t *pat,
+                           size_t from);
+/* The first window position of the prefilter's scan of text (a multiple
+ * of its stride) whose 4 bytes are not all in text[0, n) or hit the
+ * bitmap: a line starting with text[0, n) can skip the windows before it,
+ * they are no candidate's. */
+size_t ncd__prefilter_quiet(const struct ncd_rules *r, const char *text,
+                            size_t n);
 
 /* Adds the known bugs in YAML text buf[0, len) to the rule set, their
  * signatures as observer patterns of the rule with `when: known-bug` (no

@@ -215,7 +215,8 @@ static const unsigned char host_end[256] = {
 /* Decimal digits at s[*i] (at most 12, not followed by another digit)
  * into *v and *i past them; 0 when there are none.  Up to 7 digits (pids,
  * tids) are read 8 bytes at a time (SWAR: a digit is a byte 0x30..0x39). */
-static int scan_uint(const char *s, size_t n, size_t *i, long *v)
+static inline __attribute__((always_inline)) int
+scan_uint(const char *s, size_t n, size_t *i, long *v)
 {
     size_t k0 = *i, k = k0;
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -653,9 +654,135 @@ static size_t host_label(const char *s, size_t n)
     return k;
 }
 
+/* The fields parsed at `from` moved to the same bytes at `to`. */
+static void rebase(struct ncd_log_line *o, const char *from, char *to)
+{
+    if (from == to)
+        return;
+    o->text = to + (o->text - from);
+    o->msg = to + (o->msg - from);
+    if (o->host)
+        o->host = to + (o->host - from);
+    if (o->src)
+        o->src = to + (o->src - from);
+}
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+/* a[0, n) == b[0, n) for 16 <= n <= NCD__MEMO_KEY (a memo key): 16 bytes
+ * at a time, the last 16 overlapping; no call for a ~50-byte compare. */
+static inline int key_equal(const char *a, const char *b, size_t n)
+{
+#if defined(__SSE2__)
+    size_t i = 0;
+    for (; i + 16 < n; i += 16) {
+        __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + i));
+        __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + i));
+        if (_mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) != 0xffff)
+            return 0;
+    }
+    __m128i x = _mm_loadu_si128((const __m128i *)(const void *)(a + n - 16));
+    __m128i y = _mm_loadu_si128((const __m128i *)(const void *)(b + n - 16));
+    return _mm_movemask_epi8(_mm_cmpeq_epi8(x, y)) == 0xffff;
+#else
+    return memcmp(a, b, n) == 0;
+#endif
+}
+
+/* The memo slot of a line: its first 16 bytes hashed. */
+static inline size_t memo_slot(const char *s)
+{
+    uint64_t a, b;
+    memcpy(&a, s, 8);
+    memcpy(&b, s + 8, 8);
+    uint64_t h = (a * 0x9E3779B97F4A7C15ull) ^ (b * 0xC2B2AE3D27D4EB4Full);
+    h ^= h >> 29;
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 32) & (NCD__MEMO_SLOTS - 1);
+}
+
+/* The memo's header for a line whose cleaned text starts with its key:
+ * what the parse below would find (see ncd__log_parse_memo). */
+static void memo_fill(const struct ncd__hdr_memo *mm, const char *text,
+                      size_t n, struct ncd_log_line *o)
+{
+    o->level = mm->level;
+    o->host = text + mm->host_off;
+    o->host_len = mm->host_len;
+    o->pid = mm->pid;
+    o->tid = mm->tid;
+    o->dev = mm->dev;
+    if (mm->src_len) {
+        o->src = text + mm->src_off;
+        o->src_len = mm->src_len;
+        o->src_line = mm->src_line;
+    }
+    o->rank = mm->rank;
+    o->text = text + mm->k;
+    o->text_len = n - mm->k;
+    o->msg = text + mm->plen;
+    o->msg_len = n - mm->plen;
+}
+
+/*
+ * Keeps the header just parsed from text[0, n) (k bytes of launcher prefix
+ * of `shape`, -1 none), returning 1, when the parse took a path that reads
+ * nothing past the blank after the level word:
+ *  - no launcher prefix, or one of shapes[NCD__SHAPE_OMPI / _TORCH] at the
+ *    first byte (their code reads the prefix and the byte after it; the
+ *    shapes tried before TORCH fail on its second byte, a letter);
+ *  - the header starts with no "[<time>] " stamp: header_fwd() then reads
+ *    the host up to ':', pid and tid (8 bytes at a time, which can reach
+ *    one byte past the blank after "[dev] INFO" of the 2.0 form, a byte
+ *    that cannot change the digits before it), "[dev]", "<file>:<line>"
+ *    up to a blank, "(func)" up to its ')', "NCCL", the level word and the
+ *    blank after it, all before the message; it compares n only to
+ *    offsets inside the header;
+ *  - a message follows (n > the key's length).
+ * Header-less lines, JSON lines and time stamps are never kept.
+ */
+static int memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
+                     size_t k, int shape, const struct ncd_log_line *o)
+{
+    size_t plen = (size_t)(o->msg - text);
+    if (plen < 16)
+        return 0; /* shorter than the slot's hash */
+    if ((k && shape != NCD__SHAPE_OMPI && shape != NCD__SHAPE_TORCH) ||
+        (k && text[0] != '[') || text[k] == '[' || o->ts >= 0 ||
+        plen >= n || plen > NCD__MEMO_KEY || plen <= k ||
+        text[plen - 1] != ' ' || o->msg != o->text + (plen - k))
+        return 0;
+    mm->plen = 0;
+    memcpy(mm->key, text, plen);
+    mm->k = (uint16_t)k;
+    mm->level = o->level;
+    mm->host_off = (uint16_t)(o->host - text);
+    mm->host_len = (uint16_t)o->host_len;
+    mm->src_off = o->src ? (uint16_t)(o->src - text) : 0;
+    mm->src_len = o->src ? (uint16_t)o->src_len : 0;
+    mm->src_line = o->src_line;
+    mm->pid = o->pid;
+    mm->tid = o->tid;
+    mm->dev = o->dev;
+    mm->rank = o->rank;
+    mm->pf_from = 0xffff;
+    mm->plen = (uint16_t)plen;
+    return 1;
+}
+
 int ncd_log_parse(const char *line, size_t len, char *scratch,
                   size_t scratch_sz, struct ncd_log_line *o)
 {
+    return ncd__log_parse_memo(line, len, scratch, scratch_sz, o, NULL, NULL);
+}
+
+int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
+                        size_t scratch_sz, struct ncd_log_line *o,
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used)
+{
+    if (used)
+        *used = NULL;
     if (len > NCD_LOG_MAX_LINE)
         len = NCD_LOG_MAX_LINE;
     /* field by field: a memset here compiles to `rep stos` */
@@ -669,34 +796,68 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     o->ts = -1;
     if (scratch_sz < len + 1)
         return NCD_EINVAL;
+    /* A line without control bytes (nearly all) is parsed where it lies,
+     * not in the copy just written to scratch: loads that straddle the
+     * copy's stores would wait for them.  The fields then point into
+     * scratch, which holds the same bytes. */
     size_t n;
+    const char *base = scratch;
     if (len && (line[0] == '{' || line[0] == ' ') &&
-        (n = ncd__line_json_unwrap(line, len, scratch, &o->ts)) != (size_t)-1)
+        (n = ncd__line_json_unwrap(line, len, scratch, &o->ts)) != (size_t)-1) {
         n = ncd__line_clean_slow(scratch, n, scratch);
-    else
-        n = ncd__line_clean_copy(line, len, scratch);
+        mm = NULL; /* its time stamp is not the header's */
+    } else {
+        int same;
+        n = ncd__line_clean_copy(line, len, scratch, &same);
+        if (same)
+            base = line;
+    }
     /* trailing blanks carry nothing */
-    while (n > 0 && (scratch[n - 1] == ' ' || scratch[n - 1] == '\t'))
+    while (n > 0 && (base[n - 1] == ' ' || base[n - 1] == '\t'))
         scratch[--n] = '\0';
 
-    char *text = scratch;
+    const char *text = base;
     size_t skip;
+    if (mm && n > 16)
+        mm += memo_slot(base);
+    else
+        mm = NULL;
+    if (mm && mm->plen && n > mm->plen && key_equal(base, mm->key, mm->plen) &&
+        /* after a launcher prefix, the header read at the first byte
+         * fails, as it did (cheaply: at the '[') */
+        (!mm->k || !header_fwd(base, n, o, &skip))) {
+        memo_fill(mm, base, n, o);
+        rebase(o, base, scratch);
+        if (used)
+            *used = mm;
+        return 0;
+    }
+    size_t k0 = 0; /* the launcher prefix stripped, when one shape of it */
+    int shape = -1;
     for (int iter = 0;; iter++) {
         if (header_fwd(text, n, o, &skip)) {
             o->text = text + skip;
             o->text_len = n - skip;
+            if (mm && iter <= 1 &&
+                memo_keep(mm, base, (size_t)(text - base) + n, k0, shape, o) &&
+                used)
+                *used = mm;
+            rebase(o, base, scratch);
             return 0;
         }
         if (iter == 8)
             break;
-        size_t k = ncd__line_strip_one(text, n, &o->rank, &o->ts);
+        size_t k = ncd__line_strip_one(text, n, &o->rank, &o->ts,
+                                       iter == 0 ? &shape : NULL);
         if (!k) {
+            shape = -1;
             /* "host: " in front of another prefix */
             size_t h = host_label(text, n);
             if (h) {
                 int r = -1;
                 double ts = -1;
-                size_t k2 = ncd__line_strip_one(text + h + 2, n - h - 2, &r, &ts);
+                size_t k2 = ncd__line_strip_one(text + h + 2, n - h - 2, &r,
+                                                &ts, NULL);
                 if (k2) {
                     o->host = text;
                     o->host_len = h;
@@ -710,6 +871,8 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
         }
         if (!k)
             break;
+        if (iter == 0)
+            k0 = k;
         text += k;
         n -= k;
     }
@@ -719,5 +882,6 @@ int ncd_log_parse(const char *line, size_t len, char *scratch,
     o->msg_len = n;
     if (n && !header_anywhere(text, n, o))
         bare_message(text, n, o);
+    rebase(o, base, scratch);
     return 0;
 }

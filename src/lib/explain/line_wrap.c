@@ -8,6 +8,8 @@
 #define _GNU_SOURCE
 #include "explain/internal.h"
 
+#include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "ncd/error.h"
@@ -96,13 +98,16 @@ static int copy_has_ctl(const char *in, size_t len, char *out)
     return any;
 }
 
-/* The raw line into `out`, cleaned (see ncd__line_clean_slow). */
-size_t ncd__line_clean_copy(const char *in, size_t len, char *out)
+/* The raw line into `out`, cleaned (see ncd__line_clean_slow); *same is
+ * 1 when out holds the raw bytes unchanged. */
+size_t ncd__line_clean_copy(const char *in, size_t len, char *out, int *same)
 {
     if (!copy_has_ctl(in, len, out)) {
         out[len] = '\0';
+        *same = 1;
         return len;
     }
+    *same = 0;
     return ncd__line_clean_slow(in, len, out);
 }
 
@@ -505,22 +510,116 @@ int ncd__line_first_ok(const char *sh, char c)
     }
 }
 
+#define NSHAPES (sizeof shapes / sizeof shapes[0])
+
+/* For each first byte, the shapes that ncd__line_first_ok() lets through
+ * (bit k: shapes[k]), so that a line tries only those. */
+static uint32_t first_mask[256];
+static pthread_once_t first_once = PTHREAD_ONCE_INIT;
+
+static void first_mask_init(void)
+{
+    _Static_assert(NSHAPES <= 32, "first_mask holds 32 shapes");
+    for (unsigned c = 0; c < 256; c++)
+        for (size_t k = 0; k < NSHAPES; k++)
+            if (ncd__line_first_ok(shapes[k].shape, (char)c))
+                first_mask[c] |= 1u << k;
+}
+
+/* The end of %N / %R's digits at s[i] (the interpreter's bound: 13). */
+static inline size_t digits_end(const char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    while (j < n && is_digit(s[j]) && j - i < 13)
+        j++;
+    return j;
+}
+
+/* The end of %A's name at s[i]. */
+static inline size_t name_end(const char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    while (j < n && j - i < 40 &&
+           (is_alpha(s[j]) || (j > i && (s[j] == '_' || s[j] == '-'))))
+        j++;
+    return j;
+}
+
+/* %R: 1..7 digits at s[i]; their end (0: none) and value in *rk. */
+static inline size_t rank_end(const char *s, size_t n, size_t i, long *rk)
+{
+    size_t j = digits_end(s, n, i);
+    if (j == i || j - i > 7)
+        return 0;
+    long v = 0;
+    for (size_t k = i; k < j; k++)
+        v = v * 10 + (s[k] - '0');
+    *rk = v;
+    return j;
+}
+
+static inline size_t blanks_end(const char *s, size_t n, size_t i)
+{
+    while (i < n && (s[i] == ' ' || s[i] == '\t'))
+        i++;
+    return i;
+}
+
+/* shapes[0], "[%N,%R]<%A>:%_" (Open MPI), as ncd__line_shape_match() reads
+ * it: the most common prefix, so not through the interpreter. */
+static size_t shape_ompi(const char *s, size_t n, int *rank)
+{
+    size_t i = 1, j = digits_end(s, n, 1); /* s[0] == '[' */
+    long rk;
+    if (j == i || j - i > 12 || j >= n || s[j] != ',')
+        return 0;
+    if (!(i = rank_end(s, n, j + 1, &rk)) || i + 1 >= n || s[i] != ']' ||
+        s[i + 1] != '<')
+        return 0;
+    j = name_end(s, n, i + 2);
+    if (j == i + 2 || j + 1 >= n || s[j] != '>' || s[j + 1] != ':')
+        return 0;
+    *rank = (int)rk;
+    return blanks_end(s, n, j + 2);
+}
+
+/* shapes[2], "[%A%R]:%_" (torchrun, PyTorch), likewise. */
+static size_t shape_torch(const char *s, size_t n, int *rank)
+{
+    size_t i = name_end(s, n, 1), j; /* s[0] == '[' */
+    long rk;
+    if (i == 1 || !(j = rank_end(s, n, i, &rk)) || j + 1 >= n ||
+        s[j] != ']' || s[j + 1] != ':')
+        return 0;
+    *rank = (int)rk;
+    return blanks_end(s, n, j + 2);
+}
+
 /* One prefix of shapes[] at the start of s (after blanks): its length. */
-size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts)
+size_t ncd__line_strip_one(const char *s, size_t n, int *rank, double *ts,
+                           int *shape)
 {
     size_t i = 0;
     while (i < n && (s[i] == ' ' || s[i] == '\t'))
         i++;
     if (i >= n)
         return 0;
-    for (size_t k = 0; k < sizeof shapes / sizeof shapes[0]; k++) {
-        const char *sh = shapes[k].shape;
-        if (!ncd__line_first_ok(sh, s[i]))
-            continue;
-        size_t m = ncd__line_shape_match(sh, s + i, n - i, rank, ts);
-        if (m)
-            return i + m;
+    pthread_once(&first_once, first_mask_init);
+    for (uint32_t m = first_mask[(unsigned char)s[i]]; m; m &= m - 1) {
+        unsigned k = (unsigned)__builtin_ctz(m);
+        size_t len;
+        if (k == NCD__SHAPE_OMPI)
+            len = shape_ompi(s + i, n - i, rank);
+        else if (k == NCD__SHAPE_TORCH)
+            len = shape_torch(s + i, n - i, rank);
+        else
+            len = ncd__line_shape_match(shapes[k].shape, s + i, n - i, rank,
+                                        ts);
+        if (len) {
+            if (shape)
+                *shape = (int)k;
+            return i + len;
+        }
     }
     return 0;
 }
-

@@ -567,7 +567,8 @@ int ncd__matcher_init(struct ncd__matcher *m, const struct ncd_rules *r)
     m->seen = pad_alloc(r->npats + 1, NULL);
     if (m->seen)
         memset(m->seen, 0, r->npats + 1);
-    if (!m->md || !m->md_obs || !m->cand || !m->seen) {
+    m->memo = calloc(NCD__MEMO_SLOTS, sizeof *m->memo);
+    if (!m->md || !m->md_obs || !m->cand || !m->seen || !m->memo) {
         ncd__matcher_release(m);
         return NCD_ENOMEM;
     }
@@ -580,6 +581,7 @@ void ncd__matcher_release(struct ncd__matcher *m)
     pcre2_match_data_free(m->md_obs);
     free(m->cand);
     free(m->seen);
+    free(m->memo);
     memset(m, 0, sizeof *m);
 }
 
@@ -622,9 +624,35 @@ long ncd__file_rule(const struct ncd_rules *r, const char *src, size_t len,
     return -1;
 }
 
+size_t ncd__prefilter_quiet(const struct ncd_rules *r, const char *text,
+                            size_t n)
+{
+    const size_t stride = r->stride ? r->stride : 1;
+    size_t i = 0;
+    if (!r->nlits)
+        return 0;
+    for (; i + 4 <= n; i += stride) {
+        uint32_t g;
+        memcpy(&g, text + i, 4);
+        uint32_t h = ncd__gram_hash(g);
+        if (r->bitmap[h >> 6] & (1ull << (h & 63)))
+            break;
+    }
+    return i;
+}
+
 long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
                       const char *text, size_t len, int version,
                       const char *src, size_t src_len, size_t *pat)
+{
+    return ncd__rules_match_from(r, m, text, len, version, src, src_len, pat,
+                                 0);
+}
+
+long ncd__rules_match_from(const struct ncd_rules *r, struct ncd__matcher *m,
+                           const char *text, size_t len, int version,
+                           const char *src, size_t src_len, size_t *pat,
+                           size_t from)
 {
     /* a WARN of a subsystem's file: the bar a pattern rule must reach */
     long frule = src ? ncd__file_rule(r, src, src_len, version) : -1;
@@ -636,7 +664,7 @@ long ncd__rules_match(const struct ncd_rules *r, struct ncd__matcher *m,
     const unsigned char *t = (const unsigned char *)text;
     const uint64_t *bm = r->bitmap;
     const size_t stride = r->stride ? r->stride : 1;
-    for (size_t i = 0; i + 4 <= len; i += stride) {
+    for (size_t i = from; i + 4 <= len; i += stride) {
         uint32_t g;
         memcpy(&g, t + i, 4);
         uint32_t h = ncd__gram_hash(g);

@@ -46,6 +46,8 @@ struct ncd__iberr {
     char **env_names, **env_vals; /* value NULL: unset */
     size_t nenv;
     int vmin, vmax; /* `nccl_versions` as codes; 0 open */
+    char **hcas; /* `hcas`: HCA name prefixes the entry is limited to */
+    size_t nhcas; /* 0: any HCA */
 };
 
 struct ncd__iberr_table {
@@ -61,11 +63,14 @@ int ncd__iberr_load(struct ncd_ctx *ctx, const char *name, const char *buf,
 int ncd__iberr_builtin(struct ncd_ctx *ctx, struct ncd__iberr_table *out);
 void ncd__iberr_release(struct ncd__iberr_table *t);
 /* The entry for `verb` and errno `errnum` (> 0), else for its strerror
- * text, whose versions hold `version` (0 unknown: any); the first in file
- * order, "*" entries last by convention. */
+ * text, whose versions hold `version` (0 unknown: any) and whose `hcas`
+ * (if any) has a prefix of `dev` (the HCA name, "" or NULL unknown: such
+ * entries are skipped); the first in file order, "*" entries last by
+ * convention. */
 const struct ncd__iberr *ncd__iberr_find(const struct ncd__iberr_table *t,
                                          const char *verb, int errnum,
-                                         const char *text, int version);
+                                         const char *text, int version,
+                                         const char *dev);
 
 struct ncd__reason {
     struct ncd_explain *ex;

@@ -177,6 +177,7 @@ struct ncd_explain {
     size_t partlen;
     int skipping; /* inside an over-long line */
     int threads;  /* scan threads for large regular files (1: serial) */
+    int debug_on; /* logs written with NCCL_DEBUG=INFO (run) */
     size_t block; /* bytes per block of the threaded reader (tests vary it) */
     uint64_t lineno, seq;
     unsigned long long bytes, lines, nccl_lines, info_lines;

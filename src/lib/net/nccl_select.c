@@ -39,16 +39,31 @@ static const char W_INVALID[] =
     "[<ipv6>]:<port> or <hostname>:<port>";
 static const char W_SOCK_NONE[] = "NET/Socket : no interface found";
 
+static void parse_list(const char *value, int max_tokens, int short_ignored,
+                       struct ncd_nccl_iflist *out);
+
 void ncd_nccl_iflist_parse(const char *value, int max_tokens,
                            struct ncd_nccl_iflist *out)
+{
+    parse_list(value, max_tokens, 1, out);
+}
+
+void ncd_nccl_hca_parse(const char *value, struct ncd_nccl_iflist *out)
+{
+    parse_list(value, 32, 0, out);
+}
+
+static void parse_list(const char *value, int max_tokens, int short_ignored,
+                       struct ncd_nccl_iflist *out)
 {
     memset(out, 0, sizeof *out);
     if (max_tokens > 32)
         max_tokens = 32;
     if (!value)
         return;
-    /* NCCL: "if (env && strlen(env) > 1)" -- one character is ignored. */
-    if (strlen(value) <= 1) {
+    /* NCCL_SOCKET_IFNAME: "if (env && strlen(env) > 1)" -- one character
+     * is ignored.  NCCL_IB_HCA has no such test (net_ib.cc). */
+    if (short_ignored && strlen(value) <= 1) {
         out->ignored = 1;
         return;
     }

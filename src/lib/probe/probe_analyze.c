@@ -484,7 +484,24 @@ int ncd_probe_analyze(const struct ncd_probe_result *r,
                 if (CELL(r, i, j)->nccl.status != NCD_PROBE_OK)
                     bad = 1;
             }
-    if (!bad) {
+    if (!bad && r->nhosts == 1 && r->nranks > 1) {
+        /* one host: the kernel routes its own addresses through loopback,
+         * so nothing crossed the network -- not an "ok" about it */
+        struct ncd_finding *f = ncd_findings_add(
+            out, "net.unreachable.none", NCD_CAT_NET_UNREACHABLE, NCD_SEV_INFO,
+            "Every rank reaches every rank on NCCL's interface (%d pairs), "
+            "but all ranks are on one host (%s): the network was not tested",
+            tried, r->hosts[0]);
+        if (!f)
+            return NCD_ENOMEM;
+        ncd_finding_cause(f, "Connections between addresses of one host never "
+                             "leave it (the kernel routes them through "
+                             "loopback): the link, its MTU and firewall rules "
+                             "on the interface were not exercised.");
+        ncd_finding_fix(f, "Run probe with ranks on the hosts the job uses "
+                           "(mpirun, srun, torchrun, or --rendezvous "
+                           "HOST:PORT with WORLD_SIZE and RANK).");
+    } else if (!bad) {
         struct ncd_finding *f = ncd_findings_add(
             out, "net.unreachable.none", NCD_CAT_NET_UNREACHABLE, NCD_SEV_OK,
             "Every rank reaches every rank on NCCL's interface (%d pairs)",

@@ -257,7 +257,9 @@ void ncd_probe_render_text(struct ncd_strbuf *out,
                                   (double)c->nccl.connect_us,
                                   (double)c->rtt_us,
                                   (double)c->nccl.bw_gbps);
-                    if (c->mtu_ok || c->mtu_lost)
+                    if (r->host_of[i] == r->host_of[j])
+                        ncd_sb_puts(out, ", same host (loopback path)");
+                    else if (c->mtu_ok || c->mtu_lost)
                         ncd_sb_printf(out, ", DF ok to %d%s", c->mtu_ok,
                                       c->mtu_lost ? " (larger lost)" : "");
                 } else {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 #include "ncd/report.h"
+#include "ncd/sysops.h"
 #include "ncd_version.h"
 
 #include <stdlib.h>
@@ -44,6 +45,80 @@ static json_t *str_or_null(const char *s)
     return ncd_json_string(s);
 }
 
+/* A finding's text as shown: credentials of URLs and host specs quoted
+ * from the environment or a log ("NCCL_COMM_ID=user:pw@host:port",
+ * "tcp://u:pw@h") masked as gather masks them (ncd_env_redact()).  Points
+ * into `tmp` (reset here) or at `s` itself when nothing changes. */
+static int name_char(char c)
+{
+    return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Whether `s` holds "NAME=value" (or NAME='value') with a secret NAME
+ * (ncd_env_is_secret()); sets the value's span. */
+static int secret_assignment(const char *s, const char *start,
+                             const char **val, const char **end)
+{
+    for (const char *eq = strchr(start, '='); eq; eq = strchr(eq + 1, '=')) {
+        const char *n = eq;
+        while (n > s && name_char(n[-1]))
+            n--;
+        char name[128];
+        if (n == eq || (size_t)(eq - n) >= sizeof name)
+            continue;
+        memcpy(name, n, (size_t)(eq - n));
+        name[eq - n] = '\0';
+        if (!ncd_env_is_secret(name))
+            continue;
+        const char *v = eq + 1, *e = v;
+        char q = *v == '\'' || *v == '"' ? *v : 0;
+        if (q)
+            e = strchr(v + 1, q) ? strchr(v + 1, q) + 1 : v + strlen(v);
+        else
+            while (*e && *e != ' ' && *e != ',' && *e != ')')
+                e++;
+        *val = v;
+        *end = e;
+        return 1;
+    }
+    return 0;
+}
+
+static const char *shown(const char *s, struct ncd_strbuf *tmp)
+{
+    const char *v, *e;
+    if (!s || (!strchr(s, '@') && !secret_assignment(s, s, &v, &e)))
+        return s;
+    /* values of secret names first, then credentials in what is left */
+    struct ncd_strbuf a = {0};
+    for (const char *p = s; *p;) {
+        if (!secret_assignment(s, p, &v, &e)) {
+            ncd_sb_puts(&a, p);
+            break;
+        }
+        ncd_sb_add(&a, p, (size_t)(v - p));
+        ncd_sb_puts(&a, "<redacted>");
+        p = e;
+    }
+    tmp->len = 0;
+    if (tmp->buf)
+        tmp->buf[0] = '\0';
+    if (!a.oom)
+        ncd_env_redact(NULL, a.buf ? a.buf : "", tmp);
+    int oom = a.oom || tmp->oom;
+    ncd_sb_release(&a);
+    return oom ? "<redacted>" : tmp->buf ? tmp->buf : "";
+}
+
+static json_t *shown_json(const char *s)
+{
+    struct ncd_strbuf tmp = {0};
+    json_t *j = ncd_json_string(shown(s, &tmp));
+    ncd_sb_release(&tmp);
+    return j;
+}
+
 json_t *ncd_finding_to_json(const struct ncd_finding *f)
 {
     json_t *ev = json_array();
@@ -51,16 +126,16 @@ json_t *ncd_finding_to_json(const struct ncd_finding *f)
     if (!ev || !env)
         goto fail;
     for (size_t i = 0; i < f->n_evidence; i++)
-        json_array_append_new(ev, ncd_json_string(f->evidence[i]));
+        json_array_append_new(ev, shown_json(f->evidence[i]));
     for (size_t i = 0; i < f->n_env; i++)
         json_object_set_new(env, f->env[i].name, str_or_null(f->env[i].value));
     return json_pack("{s:o, s:s, s:s, s:o, s:o, s:o, s:o, s:o}", "id",
                      ncd_json_string(f->id), "category",
                      ncd_category_name(f->category), "severity",
                      ncd_severity_name(f->severity), "title",
-                     ncd_json_string(f->title),
-                     "evidence", ev, "cause", str_or_null(f->cause), "fix",
-                     str_or_null(f->fix), "env", env);
+                     shown_json(f->title),
+                     "evidence", ev, "cause", shown_json(f->cause), "fix",
+                     shown_json(f->fix), "env", env);
 fail:
     json_decref(ev);
     json_decref(env);
@@ -205,22 +280,24 @@ void ncd_render_finding_text_ex(struct ncd_strbuf *out,
                                 const struct ncd_text_style *st,
                                 const struct ncd_finding_layout *lay)
 {
+    struct ncd_strbuf tmp = {0};
     ncd_sb_printf(out, "  %s%s%s %s  [%s]\n",
                   ncd_severity_color(f->severity, st),
                   ncd_severity_mark(f->severity, st), ncd_color_reset(st),
-                  f->title, ncd_category_name(f->category));
+                  shown(f->title, &tmp), ncd_category_name(f->category));
     size_t max_ev = lay->max_evidence ? lay->max_evidence : f->n_evidence;
     for (size_t i = 0; i < f->n_evidence && i < max_ev; i++)
-        ncd_sb_printf(out, "      | %s\n", f->evidence[i]);
+        ncd_sb_printf(out, "      | %s\n", shown(f->evidence[i], &tmp));
     if (f->n_evidence > max_ev)
         ncd_sb_printf(out, "      | ... %zu more (use --verbose)\n",
                       f->n_evidence - max_ev);
+    if (!lay->brief && f->cause)
+        put_text(out, "cause:", shown(f->cause, &tmp), lay->wrap);
+    if (!lay->brief && f->fix)
+        put_text(out, "fix:", shown(f->fix, &tmp), lay->wrap);
+    ncd_sb_release(&tmp);
     if (lay->brief)
         return;
-    if (f->cause)
-        put_text(out, "cause:", f->cause, lay->wrap);
-    if (f->fix)
-        put_text(out, "fix:", f->fix, lay->wrap);
     for (size_t i = 0; i < f->n_env; i++) {
         if (f->env[i].value) {
             ncd_sb_printf(out, "      %-6s export %s=", "env:", f->env[i].name);

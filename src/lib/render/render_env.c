@@ -161,16 +161,38 @@ static void put_notes(struct ncd_strbuf *sb, const char *notes,
     }
 }
 
-/* YAML double-quoted scalar. */
+/* YAML double-quoted scalar (YAML 1.2 5.7 escapes): a raw line break
+ * there would fold into a space, other control characters are not
+ * allowed at all. */
 static void yaml_quote(struct ncd_strbuf *sb, const char *v)
 {
     ncd_sb_putc(sb, '"');
     for (; *v; v++) {
-        if (*v == '"' || *v == '\\')
-            ncd_sb_putc(sb, '\\');
-        ncd_sb_putc(sb, *v);
+        unsigned char c = (unsigned char)*v;
+        if (c == '"' || c == '\\')
+            ncd_sb_printf(sb, "\\%c", c);
+        else if (c == '\n')
+            ncd_sb_puts(sb, "\\n");
+        else if (c == '\t')
+            ncd_sb_puts(sb, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            ncd_sb_printf(sb, "\\x%02x", c);
+        else
+            ncd_sb_putc(sb, *v);
     }
     ncd_sb_putc(sb, '"');
+}
+
+/* Whether `v` can stand in `#SBATCH --export=...,NAME=v`: sbatch splits
+ * the list at commas and the #SBATCH line at white space, and handles
+ * quotes itself. */
+static int slurm_plain(const char *v)
+{
+    for (; *v; v++)
+        if (*v == ',' || *v == '\'' || *v == '"' || *v == '\\' ||
+            (unsigned char)*v <= ' ' || *v == 0x7f)
+            return 0;
+    return 1;
 }
 
 void ncd_env_render(struct ncd_strbuf *sb, json_t *env,
@@ -196,10 +218,14 @@ void ncd_env_render(struct ncd_strbuf *sb, json_t *env,
         put_notes(sb, notes, "# ");
         json_object_foreach(env, k, v)
         {
-            if (json_is_string(v))
-                ncd_sb_printf(sb, "%s=%s\n", k, json_string_value(v));
-            else
+            if (!json_is_string(v))
                 ncd_sb_printf(sb, "# remove %s\n", k);
+            else if (strchr(json_string_value(v), '\n'))
+                ncd_sb_printf(sb, "# %s left out: its value has a line break, "
+                                  "which an env file cannot hold\n",
+                              k);
+            else
+                ncd_sb_printf(sb, "%s=%s\n", k, json_string_value(v));
         }
         break;
     case NCD_ENV_DOCKER: { /* docker run flags, continued lines, no dangling \ */
@@ -234,12 +260,31 @@ void ncd_env_render(struct ncd_strbuf *sb, json_t *env,
     case NCD_ENV_SLURM: {
         put_notes(sb, notes, "# ");
         ncd_sb_puts(sb, "#SBATCH --export=ALL");
+        int rest = 0;
         json_object_foreach(env, k, v)
         {
-            if (json_is_string(v))
+            if (json_is_string(v) && slurm_plain(json_string_value(v)))
                 ncd_sb_printf(sb, ",%s=%s", k, json_string_value(v));
+            else
+                rest = 1;
         }
         ncd_sb_putc(sb, '\n');
+        if (!rest)
+            break;
+        /* what --export cannot carry: shell lines for the job script
+         * (after the #SBATCH lines; --export=ALL passes them on to srun) */
+        ncd_sb_puts(sb, "# in the job script (--export cannot carry these "
+                        "values):\n");
+        json_object_foreach(env, k, v)
+        {
+            if (!json_is_string(v)) {
+                ncd_sb_printf(sb, "unset %s\n", k);
+            } else if (!slurm_plain(json_string_value(v))) {
+                ncd_sb_printf(sb, "export %s=", k);
+                ncd_sb_shell_quote(sb, json_string_value(v));
+                ncd_sb_putc(sb, '\n');
+            }
+        }
         break;
     }
     }

@@ -2,6 +2,7 @@
 /* The node snapshot as `check --json` facts and as the `check` text report
  * (see ncd/node_report.h). */
 #define _GNU_SOURCE
+#include "ncd/sysops.h"
 #include "ncd/node_report.h"
 #include "render/render_internal.h"
 
@@ -38,10 +39,20 @@ const char *ncd__text(const char *s, char *buf, size_t len)
 static json_t *nccl_env_json(const struct ncd_node *n)
 {
     json_t *o = json_object();
+    struct ncd_strbuf v = {0};
     for (size_t i = 0; o && i < n->env.n; i++)
-        if (strncmp(n->env.v[i].name, "NCCL_", 5) == 0)
+        if (strncmp(n->env.v[i].name, "NCCL_", 5) == 0) {
+            /* written down as gather writes it: secrets masked */
+            v.len = 0;
+            if (v.buf)
+                v.buf[0] = '\0';
+            ncd_env_redact(n->env.v[i].name, n->env.v[i].value, &v);
             json_object_set_new(o, n->env.v[i].name,
-                                ncd_json_string(n->env.v[i].value));
+                                ncd_json_string(v.oom  ? "<redacted>"
+                                                : v.buf ? v.buf
+                                                        : ""));
+        }
+    ncd_sb_release(&v);
     return o;
 }
 

@@ -101,7 +101,12 @@ void ncd_explain_report_text(const struct ncd_explain *ex,
                            "these %llu lines (%llu from NCCL).\n",
                       lines, nl);
     ncd_sb_puts(out, "\nNext steps\n");
-    if (!nl)
+    if (!nl && ncd_explain_debug_on(ex))
+        ncd_sb_puts(out, "  - NCCL_DEBUG=INFO was set, yet no NCCL line was "
+                         "logged: the command never\n    initialised NCCL (it "
+                         "failed or hung before, or does not use NCCL); its "
+                         "own\n    output above says where it stopped.\n");
+    else if (!nl)
         ncd_sb_puts(out, "  - These logs have no NCCL debug lines: re-run with "
                          "NCCL_DEBUG=INFO and\n    collect every rank's output "
                          "(NCCL_DEBUG_FILE=/tmp/nccl.%h.%p.log).\n");

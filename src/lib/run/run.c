@@ -22,6 +22,8 @@
 #include "ncd/report.h"
 #include "ncd/run.h"
 #include "ncd/sock.h"
+#include "ncd/strbuf.h"
+#include "ncd/sysops.h"
 
 /* ---- the launcher ------------------------------------------------------- */
 
@@ -462,10 +464,15 @@ int ncd_run_redact_word(const char *word, int after_secret_opt, char *out,
             snprintf(out, len, "%.*s=<redacted>", (int)(eq - word), word);
             return 0;
         }
-        snprintf(out, len, "%s", word);
-        return 0;
     }
-    snprintf(out, len, "%s", word);
+    /* credentials in a URL or host spec anywhere in the word */
+    struct ncd_strbuf sb = {0};
+    ncd_env_redact(NULL, word, &sb);
+    snprintf(out, len, "%s",
+             sb.oom ? "<redacted>" : sb.buf ? sb.buf : "");
+    ncd_sb_release(&sb);
+    if (eq)
+        return 0;
     if (word[0] != '-')
         return 0;
     word_name(word, strlen(word), name, sizeof name);

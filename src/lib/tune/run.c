@@ -263,6 +263,20 @@ static int cancelled(const struct ncd_tune_exec *ex)
     return ex->cancel && atomic_load(ex->cancel);
 }
 
+/* perf exited with nccl-tests' status for bad options (6) or bad sizes
+ * (255): the command line is wrong, whatever the candidate's settings. */
+static int perf_usage_error(struct ncd_ctx *ctx,
+                            const struct ncd_tune_result *r, const char *who)
+{
+    if (r->interrupted ||
+        (r->status != NCD_TUNE_PERF_USAGE && r->status != NCD_TUNE_PERF_SIZES))
+        return 0;
+    return ncd_fail(ctx, NCD_EUSAGE,
+                    "perf rejected its options (exit status %d), so no "
+                    "candidate was measured: %s%.200s",
+                    r->status, who, r->error);
+}
+
 int ncd_tune_measure_local(struct ncd_ctx *ctx,
                            const struct ncd_tune_exec *ex,
                            const struct ncd_tune_set *set, int reps, int np,
@@ -282,6 +296,9 @@ int ncd_tune_measure_local(struct ncd_ctx *ctx,
             ncd_tune_run_perf(ctx, ex, &set->c[i], np, NULL, 1, 0, 1, &rep);
             if (rep.interrupted)
                 return done;
+            int bad = perf_usage_error(ctx, &rep, "");
+            if (bad)
+                return bad;
             record(&runs[i], &rep, "");
             done++;
             progress(ex, &set->c[i], r, &rep);
@@ -453,6 +470,14 @@ static int run_everywhere(struct ncd_ctx *ctx, const struct ncd_tune_exec *ex,
             *stop = 1;
             return 0;
         }
+    for (int k = 0; k < n; k++) { /* every process sees it: all fail */
+        char who[32];
+        snprintf(who, sizeof who, "rank %d: ", k);
+        reps[k].error[sizeof reps[k].error - 1] = '\0';
+        int bad = perf_usage_error(ctx, &reps[k], who);
+        if (bad)
+            return bad;
+    }
     if (me != 0)
         return 0;
     int failed = -1;
