@@ -443,12 +443,163 @@ static void test_half_matches_f16c(void **state)
 #endif
 }
 
+/* ---- bfloat16 edge cases -------------------------------------------- */
+
+/* The bfloat16 nearest to the float with bits u, ties to even, worked out
+ * from the definition in double (no bit tricks): the reference that
+ * ncd__f32_to_bf16() is held to.  2^128 stands for the step past the
+ * largest finite value (IEEE overflow: rounds to infinity). */
+static uint16_t bf16_by_definition(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    if (f != f)
+        return (uint16_t)((u >> 16) | 0x40u);
+    uint32_t t = u & 0xffff0000u, t2 = t + 0x10000u; /* toward +-inf */
+    float ft, ft2;
+    memcpy(&ft, &t, 4);
+    memcpy(&ft2, &t2, 4);
+    double x = (double)f, lo = (double)ft,
+           hi = (t2 & 0x7f800000u) == 0x7f800000u
+                    ? ((u >> 31) ? -0x1p128 : 0x1p128)
+                    : (double)ft2;
+    if ((u & 0x7fffffffu) == 0x7f800000u || x == lo)
+        return (uint16_t)(t >> 16);
+    double dl = x > lo ? x - lo : lo - x, dh = x > hi ? x - hi : hi - x;
+    if (dl < dh || (dl == dh && !((t >> 16) & 1u)))
+        return (uint16_t)(t >> 16);
+    return (uint16_t)(t2 >> 16);
+}
+
+/* ncd__f32_to_bf16() (the scalar rounding every build must match) against
+ * the definition: every tie (low half 0x8000), its neighbours, and the
+ * halfway-minus-one / plus-one tails for every top half (NaNs, infinities,
+ * subnormals, the overflow edge 0x7f7f8000 included), and random floats. */
+static void test_bf16_rounding_reference(void **state)
+{
+    (void)state;
+    static const uint32_t tails[] = {0x0000, 0x0001, 0x7fff, 0x8000,
+                                     0x8001, 0xffff, 0x4000, 0xc000};
+    for (uint32_t top = 0; top < 65536; top++)
+        for (size_t k = 0; k < sizeof tails / sizeof tails[0]; k++) {
+            uint32_t u = top << 16 | tails[k];
+            float f;
+            memcpy(&f, &u, 4);
+            uint16_t got = ncd__f32_to_bf16(f), want = bf16_by_definition(u);
+            if (got != want)
+                fail_msg("float %#x: ncd__f32_to_bf16 %#x, nearest even %#x",
+                         u, got, want);
+        }
+    for (int i = 0; i < (1 << 20); i++) {
+        uint32_t u = (uint32_t)next();
+        float f;
+        memcpy(&f, &u, 4);
+        if (ncd__f32_to_bf16(f) != bf16_by_definition(u))
+            fail_msg("float %#x: ncd__f32_to_bf16 %#x, nearest even %#x", u,
+                     ncd__f32_to_bf16(f), bf16_by_definition(u));
+    }
+    /* the cases by name */
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 0x1p-8f), 0x3f80); /* tie */
+    assert_int_equal(ncd__f32_to_bf16(1.0f + 0x3p-8f), 0x3f82); /* tie */
+    assert_int_equal(ncd__f32_to_bf16(-(1.0f + 0x3p-8f)), 0xbf82);
+    assert_int_equal(ncd__f32_to_bf16(0x1.ffp127f), 0x7f80); /* tie -> inf */
+    assert_int_equal(ncd__f32_to_bf16(0x1p-149f), 0x0000); /* below half */
+    assert_int_equal(ncd__f32_to_bf16(0x1p-133f), 0x0001); /* subnormal */
+    assert_int_equal(ncd__f32_to_bf16(0x3p-134f), 0x0002); /* tie, odd */
+}
+
+/* Every build on every bfloat16 value (a[i] = i) against each of these b
+ * values, for every op, then the final step (avg by 3, 5, 6 and 7 ranks,
+ * mulsum scaling): sums and products that tie (1 + 2^-8, x * 1.5), carry
+ * into the exponent, overflow to infinity on rounding, signalling NaNs
+ * through max/min (which return an operand unchanged) and arithmetic,
+ * NaNs with every mantissa bit set (whose rounding would carry), signed
+ * zeros, subnormals.  The length is not a multiple of the vector steps
+ * and the data start one element off the allocation, so the 2 x KV
+ * loops, the KV loops and the scalar tails all run. */
+static void test_bf16_every_value(void **state)
+{
+    (void)state;
+    static const uint16_t bs[] = {
+        0x0000, 0x8000, 0x3f80, 0xbf80, 0x3b80, 0xbb80, 0x3c00, 0x3f81,
+        0x3fc0, 0xbfc0, 0x4040, 0x3eab, 0x3f01, 0x7f7f, 0xff7f, 0x7f00,
+        0x0001, 0x8001, 0x0003, 0x007f, 0x0080, 0x8080, 0x7f80, 0xff80,
+        0x7f81, 0xff81, 0x7fbf, 0x7fc0, 0xffc1, 0x7fff, 0xffff};
+    enum { N = 65536 + 45 };
+    uint16_t *a = malloc((N + 1) * 2), *b = malloc((N + 1) * 2),
+             *d = malloc((N + 1) * 2), *ref = malloc(N * 2);
+    assert_non_null(a && b && d && ref);
+    uint16_t *a1 = a + 1, *b1 = b + 1, *d1 = d + 1;
+    for (size_t i = 0; i < N; i++)
+        a1[i] = (uint16_t)(i * 40503u); /* every value, scrambled */
+    int run[NBUILDS] = {0};
+    for (size_t k = 0; k < NBUILDS; k++)
+        run[k] = ncd__reduce_use(builds[k]) == 0;
+    /* cases 0 .. NB*9-1: b value x (sum, prod, max, min, avg, mulsum with
+     * each scaling); then the final step: avg by 3, 5, 6, 7, mulsum */
+    enum { NB = sizeof bs / sizeof bs[0], NOPS = 9 };
+    static const int nrs[] = {3, 5, 6, 7, 1};
+    for (size_t c = 0; c < NB * NOPS + 5; c++) {
+        int fin = c >= NB * NOPS;
+        size_t bi = fin ? 0 : c / NOPS, oi = fin ? c - NB * NOPS : c % NOPS;
+        enum ncd_perf_op op = fin ? (oi < 4 ? NCD_OP_AVG : NCD_OP_MULSUM)
+                              : oi < 5 ? (enum ncd_perf_op)oi
+                                       : NCD_OP_MULSUM;
+        int sa = fin || (oi >= 5 && (oi - 5) & 1), sb = !fin && oi >= 7;
+        int nr = fin ? nrs[oi] : 0;
+        const uint16_t *bb = fin ? a1 : b1;
+        for (size_t i = 0; i < N; i++)
+            b1[i] = bs[bi];
+        for (size_t i = 0; i < N; i++)
+            ref_elem(NCD_DT_BFLOAT16, op, (unsigned char *)(ref + i),
+                     (const unsigned char *)(a1 + i),
+                     (const unsigned char *)(bb + i), sa, sb, fin, nr);
+        for (size_t k = 0; k < NBUILDS; k++) {
+            if (!run[k])
+                continue;
+            assert_int_equal(ncd__reduce_use(builds[k]), 0);
+            if (fin)
+                ncd_perf_reduce_finish(NCD_DT_BFLOAT16, op, d1, a1, N, nr, 1);
+            else
+                ncd_perf_reduce(NCD_DT_BFLOAT16, op, d1, a1, b1, N, sa, sb);
+            for (size_t i = 0; i < N; i++) {
+                const unsigned char *pa = (const void *)(a1 + i),
+                                    *pb = (const void *)(b1 + i),
+                                    *pd = (const void *)(d1 + i);
+                /* two NaNs: either payload (see one_nan_per_pair) */
+                int ok = !fin && is_nan_bits(NCD_DT_BFLOAT16, pa) &&
+                                 is_nan_bits(NCD_DT_BFLOAT16, pb)
+                             ? is_nan_bits(NCD_DT_BFLOAT16, pd)
+                             : d1[i] == ref[i];
+                if (!ok)
+                    fail_msg("%s: %sbfloat16 %#x %s %#x (nranks %d, "
+                             "scaling %d%d): got %#x, expected %#x",
+                             builds[k], fin ? "finish " : "", a1[i],
+                             ncd_perf_op_name(op), fin ? 0 : bs[bi], nr, sa,
+                             sb, d1[i], ref[i]);
+            }
+        }
+    }
+    for (size_t k = 0; k < NBUILDS; k++)
+        if (run[k])
+            print_message("build %s: bfloat16 edge cases bit-exact\n",
+                          builds[k]);
+    assert_true(run[0]);
+    assert_int_equal(ncd__reduce_use("auto"), 0);
+    free(a);
+    free(b);
+    free(d);
+    free(ref);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dispatch_by_features),
         cmocka_unit_test(test_half_matches_f16c),
         cmocka_unit_test(test_builds_bit_exact),
+        cmocka_unit_test(test_bf16_rounding_reference),
+        cmocka_unit_test(test_bf16_every_value),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,7 +14,10 @@
  * elements at a time, and the scalar tail uses half.h's conversions, which
  * give the same bits for every input (NaNs included: quiet, payload kept
  * where it fits).  bfloat16 is the upper half of a float, rounded to
- * nearest even, a NaN kept quiet (ncd__f32_to_bf16()).
+ * nearest even, a NaN kept quiet (ncd__f32_to_bf16()); the vector builds
+ * convert it in integer registers, 2 x KV elements a step (kv_ld_b2,
+ * kv_rnd_b, kv_st_b2): a shift or a mask widens, the rounding is adds and
+ * compares, a shift and a 16-bit blend narrow, no scalar conversion.
  */
 #ifndef KERN_TABLE
 #error "define KERN_TABLE and KERN_NAME before including reduce_kern.h"
@@ -52,40 +55,52 @@ static inline kv_f kv_ld_b(const uint16_t *p)
         _mm256_loadu_si256((const __m256i *)(const void *)p));
     return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
 }
-/* bfloat16 rounding (nearest even, a NaN kept quiet) to 16-bit values in
- * 32-bit lanes */
-static inline __m512i kv_rnd_b(kv_f v)
+/* bfloat16 rounding of each float lane (nearest even, a NaN kept quiet),
+ * left in place: the bfloat16 is the lane's top 16 bits, the low 16 are
+ * left over.  u + 0x7fff, + 1 more where bit 16 (the kept part's lowest
+ * bit) is set; a NaN (lanes in `nan`) gets its quiet bit instead:
+ * k_st_b()'s rule. */
+static inline __m512i kv_rnd_b_nan(kv_f v, __mmask16 nan)
 {
     __m512i u = _mm512_castps_si512(v);
-    __m512i hi = _mm512_srli_epi32(u, 16);
-    __mmask16 nan = _mm512_cmpgt_epu32_mask(
-        _mm512_and_si512(u, _mm512_set1_epi32(0x7fffffff)),
-        _mm512_set1_epi32(0x7f800000));
-    __m512i bias = _mm512_add_epi32(_mm512_set1_epi32(0x7fff),
-                                    _mm512_and_si512(hi, _mm512_set1_epi32(1)));
-    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-    return _mm512_mask_blend_epi32(nan, r,
-                                   _mm512_or_si512(hi, _mm512_set1_epi32(0x40)));
+    __mmask16 odd = _mm512_test_epi32_mask(u, _mm512_set1_epi32(0x10000));
+    __m512i r = _mm512_add_epi32(u, _mm512_set1_epi32(0x7fff));
+    r = _mm512_mask_add_epi32(r, odd, u, _mm512_set1_epi32(0x8000));
+    return _mm512_mask_or_epi32(r, nan, u, _mm512_set1_epi32(0x400000));
+}
+static inline __m512i kv_rnd_b(kv_f v)
+{
+    return kv_rnd_b_nan(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q));
 }
 static inline void kv_st_b(uint16_t *p, kv_f v)
 {
-    _mm256_storeu_si256((__m256i *)(void *)p,
-                        _mm512_cvtepi32_epi16(kv_rnd_b(v)));
+    __m512i r = _mm512_srli_epi32(kv_rnd_b(v), 16);
+    _mm256_storeu_si256((__m256i *)(void *)p, _mm512_cvtepi32_epi16(r));
 }
-/* 2 x KV bfloat16 at a time: unpacking with zero puts each element in the
- * top half of a float lane, in an order permuted within 128-bit lanes that
- * the store's pack (also per 128-bit lane) undoes: one instruction per
- * vector each way instead of a widening and a shift, or a narrowing */
-static inline void kv_ld_b2(const uint16_t *p, kv_f *lo, kv_f *hi)
+/* 2 x KV bfloat16 at a time, the even elements in one vector and the odd
+ * ones in the other: each bfloat16 is already the top half of a float in
+ * the odd ones (mask off the bottom), a shift puts the even ones there;
+ * the store takes the top halves back the same way (one shift and one
+ * 16-bit blend), so no lane-crossing shuffle or pack either way */
+static inline void kv_ld_b2(const uint16_t *p, kv_f *ev, kv_f *od)
 {
-    __m512i w = _mm512_loadu_si512((const void *)p), z = _mm512_setzero_si512();
-    *lo = _mm512_castsi512_ps(_mm512_unpacklo_epi16(z, w));
-    *hi = _mm512_castsi512_ps(_mm512_unpackhi_epi16(z, w));
+    __m512i w = _mm512_loadu_si512((const void *)p);
+    *ev = _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    *od = _mm512_castsi512_ps(
+        _mm512_and_si512(w, _mm512_set1_epi32((int)0xffff0000u)));
 }
-static inline void kv_st_b2(uint16_t *p, kv_f lo, kv_f hi)
+/* NaNs are rare: one compare finds any in either vector, and only then
+ * is each vector's own NaN mask worked out */
+static inline void kv_st_b2(uint16_t *p, kv_f ev, kv_f od)
 {
-    _mm512_storeu_si512((void *)p,
-                        _mm512_packus_epi32(kv_rnd_b(lo), kv_rnd_b(hi)));
+    __mmask16 ne = 0, no = 0;
+    if (__builtin_expect(_mm512_cmp_ps_mask(ev, od, _CMP_UNORD_Q) != 0, 0)) {
+        ne = _mm512_cmp_ps_mask(ev, ev, _CMP_UNORD_Q);
+        no = _mm512_cmp_ps_mask(od, od, _CMP_UNORD_Q);
+    }
+    __m512i e = _mm512_srli_epi32(kv_rnd_b_nan(ev, ne), 16);
+    _mm512_storeu_si512((void *)p, _mm512_mask_blend_epi16(
+                                       0xaaaaaaaau, e, kv_rnd_b_nan(od, no)));
 }
 #elif defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
@@ -112,40 +127,57 @@ static inline kv_f kv_ld_b(const uint16_t *p)
         _mm_loadu_si128((const __m128i *)(const void *)p));
     return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
+/* bfloat16 rounding in place, as the AVX-512 build's, of a vector without
+ * NaNs; bit 16 is added as minus the all-ones compare result: no shift,
+ * which shares its two ports with the shuffles on AMD Zen */
+static inline __m256i kv_rnd_b_num(kv_f v)
+{
+    __m256i u = _mm256_castps_si256(v), b16 = _mm256_set1_epi32(0x10000);
+    __m256i odd = _mm256_cmpeq_epi32(_mm256_and_si256(u, b16), b16);
+    __m256i r = _mm256_add_epi32(u, _mm256_set1_epi32(0x7fff));
+    return _mm256_sub_epi32(r, odd);
+}
+/* ... and of any vector: a NaN (float compare) gets its quiet bit */
 static inline __m256i kv_rnd_b(kv_f v)
 {
-    __m256i u = _mm256_castps_si256(v);
-    __m256i hi = _mm256_srli_epi32(u, 16);
-    /* |u| > inf as signed 32-bit: both sides are non-negative */
-    __m256i nan = _mm256_cmpgt_epi32(
-        _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
-        _mm256_set1_epi32(0x7f800000));
-    __m256i bias = _mm256_add_epi32(_mm256_set1_epi32(0x7fff),
-                                    _mm256_and_si256(hi, _mm256_set1_epi32(1)));
-    __m256i r = _mm256_srli_epi32(_mm256_add_epi32(u, bias), 16);
-    return _mm256_blendv_epi8(r, _mm256_or_si256(hi, _mm256_set1_epi32(0x40)),
-                              nan);
+    __m256i q = _mm256_or_si256(_mm256_castps_si256(v),
+                                _mm256_set1_epi32(0x400000));
+    return _mm256_castps_si256(_mm256_blendv_ps(
+        _mm256_castsi256_ps(kv_rnd_b_num(v)), _mm256_castsi256_ps(q),
+        _mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
 }
 static inline void kv_st_b(uint16_t *p, kv_f v)
 {
-    __m256i r = kv_rnd_b(v);
+    __m256i r = _mm256_srli_epi32(kv_rnd_b(v), 16);
     /* 8 x 32 -> 16 bits (values <= 0xffff: no saturation); packus works
      * per 128-bit lane, so gather quadwords 0 and 2 */
     __m256i pk = _mm256_permute4x64_epi64(_mm256_packus_epi32(r, r), 0x08);
     _mm_storeu_si128((__m128i *)(void *)p, _mm256_castsi256_si128(pk));
 }
-/* 2 x KV at a time, as the AVX-512 build's */
-static inline void kv_ld_b2(const uint16_t *p, kv_f *lo, kv_f *hi)
+/* 2 x KV at a time, even and odd elements apart, as the AVX-512 build's */
+static inline void kv_ld_b2(const uint16_t *p, kv_f *ev, kv_f *od)
 {
-    __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)p),
-            z = _mm256_setzero_si256();
-    *lo = _mm256_castsi256_ps(_mm256_unpacklo_epi16(z, w));
-    *hi = _mm256_castsi256_ps(_mm256_unpackhi_epi16(z, w));
+    __m256i w = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    *ev = _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+    *od = _mm256_castsi256_ps(
+        _mm256_and_si256(w, _mm256_set1_epi32((int)0xffff0000u)));
 }
-static inline void kv_st_b2(uint16_t *p, kv_f lo, kv_f hi)
+/* NaNs are rare: one compare and test find any in either vector, and
+ * only then are the NaN rule's compare and blend paid for per vector
+ * (+15% elements/s) */
+static inline void kv_st_b2(uint16_t *p, kv_f ev, kv_f od)
 {
+    __m256 nan = _mm256_cmp_ps(ev, od, _CMP_UNORD_Q);
+    __m256i e, o;
+    if (__builtin_expect(!_mm256_testz_ps(nan, nan), 0)) {
+        e = kv_rnd_b(ev);
+        o = kv_rnd_b(od);
+    } else {
+        e = kv_rnd_b_num(ev);
+        o = kv_rnd_b_num(od);
+    }
     _mm256_storeu_si256((__m256i *)(void *)p,
-                        _mm256_packus_epi32(kv_rnd_b(lo), kv_rnd_b(hi)));
+                        _mm256_blend_epi16(_mm256_srli_epi32(e, 16), o, 0xaa));
 }
 #endif
 
@@ -265,8 +297,26 @@ INT_KERNELS(u64, uint64_t, uint64_t)
     K16(NAME##_prod, LD, ST, VLD, VST, L2, x * y, KV_MUL(x, y))                \
     K16(NAME##_max, LD, ST, VLD, VST, L2, x > y ? x : y, KV_MAX(x, y))         \
     K16(NAME##_min, LD, ST, VLD, VST, L2, x < y ? x : y, KV_MIN(x, y))         \
-    K16(NAME##_mulsum, LD, ST, VLD, VST, L2, x * sa_ + y * sb_,                \
+    K16(NAME##_mulsum_ab, LD, ST, VLD, VST, L2, x * sa_ + y * sb_,             \
         KV_ADD(KV_MUL(x, KV_SET1(sa_)), KV_MUL(y, KV_SET1(sb_))))              \
+    K16(NAME##_mulsum_b, LD, ST, VLD, VST, L2, x + y * sb_,                    \
+        KV_ADD(x, KV_MUL(y, KV_SET1(sb_))))                                    \
+    K16(NAME##_mulsum_a, LD, ST, VLD, VST, L2, x * sa_ + y,                    \
+        KV_ADD(KV_MUL(x, KV_SET1(sa_)), y))                                    \
+    /* one side scaled (the usual step): x * 1 is x but for a signalling    \
+     * NaN, which the add quiets all the same, payload and operand order    \
+     * kept, so skipping it gives the same bits (one multiply less) */     \
+    static void NAME##_mulsum(uint16_t *d, const uint16_t *a,                  \
+                              const uint16_t *b, size_t n, float sa_,          \
+                              float sb_)                                       \
+    {                                                                          \
+        if (sa_ == 1.0f)                                                       \
+            NAME##_mulsum_b(d, a, b, n, sa_, sb_);                             \
+        else if (sb_ == 1.0f)                                                  \
+            NAME##_mulsum_a(d, a, b, n, sa_, sb_);                             \
+        else                                                                   \
+            NAME##_mulsum_ab(d, a, b, n, sa_, sb_);                            \
+    }                                                                          \
     static void NAME##_div(uint16_t *d, const uint16_t *a, size_t n, float k)  \
     {                                                                          \
         NAME##_unary(d, a, n, k, 1);                                           \
@@ -276,21 +326,33 @@ INT_KERNELS(u64, uint64_t, uint64_t)
         NAME##_unary(d, a, n, (float)SC, 0);                                   \
     }
 
-/* dst = src / k (div) or src * k (scale), 16-bit floats */
+/* dst = src / k (div) or src * k (scale), 16-bit floats; L2U: a first
+ * loop 2 x KV elements a step (bfloat16) or none */
 #ifdef KV
-#define F16_UNARY(NAME, LD, ST, VLD, VST)                                      \
+#define UNARY2_B                                                               \
+    for (; i + 2 * KV <= n; i += 2 * KV) {                                     \
+        kv_f x, x2;                                                            \
+        kv_ld_b2(a + i, &x, &x2);                                              \
+        if (div)                                                               \
+            kv_st_b2(d + i, KV_DIV(x, kk), KV_DIV(x2, kk));                    \
+        else                                                                   \
+            kv_st_b2(d + i, KV_MUL(x, kk), KV_MUL(x2, kk));                    \
+    }
+#define F16_UNARY(NAME, LD, ST, VLD, VST, L2U)                                 \
     static void NAME##_unary(uint16_t *d, const uint16_t *a, size_t n,         \
                              float k, int div)                                 \
     {                                                                          \
         size_t i = 0;                                                          \
         kv_f kk = KV_SET1(k);                                                  \
+        L2U                                                                    \
         for (; i + KV <= n; i += KV)                                           \
             VST(d + i, div ? KV_DIV(VLD(a + i), kk) : KV_MUL(VLD(a + i), kk)); \
         for (; i < n; i++)                                                     \
             d[i] = ST(div ? LD(a[i]) / k : LD(a[i]) * k);                      \
     }
 #else
-#define F16_UNARY(NAME, LD, ST, VLD, VST)                                      \
+#define UNARY2_B
+#define F16_UNARY(NAME, LD, ST, VLD, VST, L2U)                                 \
     static void NAME##_unary(uint16_t *d, const uint16_t *a, size_t n,         \
                              float k, int div)                                 \
     {                                                                          \
@@ -299,9 +361,9 @@ INT_KERNELS(u64, uint64_t, uint64_t)
     }
 #endif
 
-F16_UNARY(f16, ncd__h2f, ncd__f2h, kv_ld_h, kv_st_h)
+F16_UNARY(f16, ncd__h2f, ncd__f2h, kv_ld_h, kv_st_h, )
 F16_KERNELS(f16, ncd__h2f, ncd__f2h, kv_ld_h, kv_st_h, NO_LOOP2)
-F16_UNARY(bf16, k_ld_b, k_st_b, kv_ld_b, kv_st_b)
+F16_UNARY(bf16, k_ld_b, k_st_b, kv_ld_b, kv_st_b, UNARY2_B)
 F16_KERNELS(bf16, k_ld_b, k_st_b, kv_ld_b, kv_st_b, LOOP2_B)
 
 /* float and double: plain loops for the vectoriser */
