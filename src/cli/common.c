@@ -272,6 +272,15 @@ int cli_print_json(json_t *j)
     return rc;
 }
 
+int cli_output_writable(const char *opt, const char *path)
+{
+    if (!path || ncd_file_writable(path) == 0)
+        return 0;
+    cli_err("%s %s: cannot write there: %s (checked before starting, so "
+            "nothing ran)", opt, path, strerror(errno));
+    return -1;
+}
+
 int cli_emit(const char *output, const struct ncd_strbuf *sb)
 {
     if (!output)
