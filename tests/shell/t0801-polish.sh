@@ -49,4 +49,37 @@ test_expect_success '--sysroot /dev/null: says what it is and what is expected' 
     test "$st" -eq 3 && grep -q "plain: not a capture tarball" err
 '
 
+# 2. A WARN no rule knows: its category comes from what the line shows
+# (source file, else subsystem tag, else the error code after it) and the
+# cause says which; with none of them it says the category is a default
+# instead of claiming it came from a source file.
+test_expect_success 'explain: unknown WARN category comes from what the line shows' '
+    echo "h1:1:1 [0] NCCL WARN Frobnicating the widget failed" >bare.log &&
+    st=0; $NCD explain bare.log >out 2>err || st=$?
+    test "$st" -eq 2 && grep -q "no rule for  \[net.unreachable\]" out &&
+    tr "\n" " " <out | tr -s " " >flat &&
+    grep -q "names no NCCL source file, no subsystem and no error code follows it; net.unreachable is only a default" flat &&
+    ! grep -q "source file that printed it" flat || exit 1
+    printf "%s\n" "h1:1:1 [0] NCCL WARN Frobnicating the widget failed" \
+        "h1:1:1 [0] NCCL INFO init.cc:1500 -> 1" >code.log &&
+    st=0; $NCD explain code.log >out 2>err || st=$?
+    tr "\n" " " <out | tr -s " " >flat &&
+    grep -q "no rule for  \[gpu.cuda\]" out &&
+    grep -q "comes from the error code NCCL returned after it (ncclUnhandledCudaError)" flat || exit 1
+    echo "h1:1:1 [0] NCCL WARN NET/IB : frobnicated the HCA" >tag.log &&
+    st=0; $NCD explain tag.log >out 2>err || st=$?
+    tr "\n" " " <out | tr -s " " >flat &&
+    grep -q "no rule for  \[net.ib\]" out &&
+    grep -q "comes from the subsystem its message names (.NET/IB.)" flat
+'
+
+# 9. A count of one is singular.
+test_expect_success 'explain: "1 line", not "1 lines"' '
+    echo "hello" >one.log &&
+    $NCD explain one.log >out 2>err || :
+    grep -q "1 input, 1 line (0 from NCCL)" out &&
+    grep -q "None of the rules matches this 1 line" out &&
+    ! grep -q "1 lines" out
+'
+
 test_done
