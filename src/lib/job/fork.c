@@ -71,6 +71,7 @@ static void rank_main(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
         _exit(o->fail_status);
     }
     ncd_ctx_clear_error(ctx);
+    ncd_pg_set_timeout(pg, o->exchange_timeout_ms);
     struct ncd_job job = {.plan = plan,
                           .pg = pg,
                           .nprocs = plan->nprocs,
