@@ -100,4 +100,18 @@ test_expect_success 'probe --rendezvous-timeout 2: the rendezvous gives up withi
     test "$st" -eq 3 && test "$ms" -lt 5000
 '
 
+# 8. A huge value is not echoed in full: findings keep its first 200
+# bytes and say how long it was.
+test_expect_success 'check: a 100 KB NCCL_SOCKET_IFNAME is echoed capped' '
+    big=$(head -c 100000 /dev/zero | tr "\0" e) &&
+    st=0; NCCL_SOCKET_IFNAME=$big $NCD check >out 2>err || st=$?
+    grep -q "NCCL_SOCKET_IFNAME=.e*\.\.\.(100000 bytes)" out &&
+    test "$(wc -c <out)" -lt 50000 &&
+    ! grep -q "e\{201\}" out &&
+    # --json: findings capped the same way; facts.nccl_env keeps the value
+    st=0; NCCL_SOCKET_IFNAME=$big $NCD check --json >out 2>err || st=$?
+    test "$(grep -c "e*\.\.\.(100000 bytes)" out)" -ge 2 &&
+    test "$(wc -c <out)" -lt 120000
+'
+
 test_done
