@@ -114,4 +114,40 @@ test_expect_success 'check: a 100 KB NCCL_SOCKET_IFNAME is echoed capped' '
     test "$(wc -c <out)" -lt 120000
 '
 
+# 5. gather on a full disk names the cause (ENOSPC from the write, kept
+# through libarchive), not "input/output error ... Write error".
+test_expect_success 'gather: a full disk says no space left on device' '
+    mkdir full &&
+    { mount -t tmpfs -o size=4k tmpfs full 2>/dev/null ||
+      { echo "cannot mount a tmpfs here (not root?)"; exit 77; }; } &&
+    st=0; $NCD gather -o full/c.tar.gz >out 2>err || st=$?
+    umount full
+    cat err
+    test "$st" -eq 3 && grep -q "gather: no space left on device: .*No space left on device" err &&
+    ! grep -q "input/output error" err
+'
+
+# gather -o onto a device node (as root) used to rename the capture over
+# it; an unwritable directory failed only after gathering.
+test_expect_success 'gather -o: a device or an unwritable path is refused up front' '
+    { mknod chr c 1 7 2>/dev/null || { echo "mknod needs root"; exit 77; }; } &&
+    st=0; $NCD gather -o chr >out 2>err || st=$?
+    test "$st" -eq 3 && test -c chr && grep -q "chr is a character device, not a file" err || exit 1
+    st=0; $NCD gather -o no/such/c.tar.gz >out 2>err || st=$?
+    test "$st" -eq 3 && grep -q "cannot write no/such/c.tar.gz" err
+'
+
+# 6. carrier/speed of a down interface read EINVAL: an answer (no
+# carrier, unknown speed), not an unreadable file.
+test_expect_success 'gather: sysfs EINVAL reads are not unreadable files' '
+    ns=ncdpolish$$ &&
+    { ip netns add $ns 2>/dev/null || { echo "cannot create a netns"; exit 77; }; } &&
+    st=0; ip netns exec $ns $NCD gather -o c.tar.gz >out 2>err || st=$?
+    ip netns del $ns
+    cat err
+    test "$st" -eq 0 && test -s c.tar.gz &&
+    ! grep -q "carrier: Invalid argument\|speed: Invalid argument" err &&
+    ! tar -xzOf c.tar.gz --wildcards "*/.ncd/unreadable" 2>/dev/null | grep -q "Invalid argument"
+'
+
 test_done
