@@ -150,4 +150,18 @@ test_expect_success 'gather: sysfs EINVAL reads are not unreadable files' '
     ! tar -xzOf c.tar.gz --wildcards "*/.ncd/unreadable" 2>/dev/null | grep -q "Invalid argument"
 '
 
+# 10. Shared options a command does nothing with are not taken: explain
+# --strict (every finding exits 2 already), --nccl-version of explain and
+# gather (explain reads the release from the logs; gather records).
+test_expect_success 'explain --strict / gather --nccl-version: refused, not ignored' '
+    echo hello >l.log &&
+    st=0; $NCD explain --strict l.log >out 2>err || st=$?
+    test "$st" -eq 3 && grep -q "unknown option .--strict." err || exit 1
+    st=0; $NCD gather --nccl-version 2.21.5 -o v.tar.gz >out 2>err || st=$?
+    test "$st" -eq 3 && grep -q "unknown option .--nccl-version." err && ! test -e v.tar.gz || exit 1
+    ! $NCD help explain | grep -q -- "--strict" &&
+    ! $NCD help gather | grep -q -- "--nccl-version" &&
+    $NCD help check | grep -q -- "--strict"
+'
+
 test_done
