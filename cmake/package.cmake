@@ -14,6 +14,10 @@ set(CPACK_DEBIAN_PACKAGE_MAINTAINER "nccl-doctor developers <nccl-doctor@localho
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# dlopen'ed on first use (so dpkg-shlibdeps cannot see them) and needed by
+# explain, verify and topo --topology: libyaml (src/lib/core/yaml.c),
+# hwloc (src/lib/node/topo.c), zlib (src/lib/explain/input.c).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "libyaml-0-2, libhwloc15, zlib1g")
 set(CPACK_STRIP_FILES OFF)
 set(CPACK_PROJECT_CONFIG_FILE ${CMAKE_BINARY_DIR}/ncd-cpack-config.cmake)
 file(WRITE ${CMAKE_BINARY_DIR}/ncd-cpack-config.cmake

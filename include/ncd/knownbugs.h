@@ -53,6 +53,8 @@ struct ncd_known_bug {
 struct ncd_known_bugs {
     struct ncd_known_bug *v;
     size_t n;
+    int is_static; /**< 1: the library's built-in tables (read-only, never
+                        freed: ncd_known_bugs_release() only forgets them) */
 };
 
 /**
@@ -66,9 +68,11 @@ int ncd_known_bugs_load(struct ncd_ctx *ctx, const char *buf, size_t len,
                         const char *fname, struct ncd_known_bugs *out);
 
 /**
- * Loads the list compiled into the library (data/nccl-known-bugs.yaml).
- * @return 0; NCD_ENOENT when this build has no such file; as
- *         ncd_known_bugs_load() otherwise.
+ * The list compiled into the library: data/nccl-known-bugs.yaml as
+ * ncd_known_bugs_load() reads it, turned into C tables at build time by
+ * src/gen/catgen.c (no parsing, no allocation).  `out` points into
+ * read-only tables (is_static set): do not modify it; releasing it is
+ * optional and frees nothing.  @return 0.
  */
 int ncd_known_bugs_builtin(struct ncd_ctx *ctx, struct ncd_known_bugs *out);
 

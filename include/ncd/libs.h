@@ -9,7 +9,11 @@
  *  2. each LD_LIBRARY_PATH directory;
  *  3. /etc/ld.so.cache entries named libnccl.so* (ld.so's cache, parsed);
  *  4. the default directories (/lib, /usr/lib, /lib64, /usr/lib64,
- *     /usr/lib/<arch>-linux-gnu, /usr/local/lib);
+ *     /usr/lib/<arch>-linux-gnu, /usr/local/lib): the names a loader asks
+ *     for there, libnccl.so.2 and libnccl.so, followed to their files, not
+ *     a listing (these directories are the node's largest; a versioned
+ *     file neither name reaches is loaded by no dlopen("libnccl.so.2"));
+ *     elsewhere every libnccl.so* file of the directory;
  *  5. CUDA toolkits: /usr/local/cuda{,-X.Y}/{lib64,lib} and
  *     targets/<arch>/lib;
  *  6. conda: $CONDA_PREFIX/lib, /opt/conda/lib, /opt/conda/envs/<env>/lib,

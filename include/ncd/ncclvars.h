@@ -70,6 +70,8 @@ struct ncd_var_catalog {
     char **other_tool;
     size_t n_other;
     char *source;
+    int is_static; /**< 1: the library's built-in tables (read-only, never
+                        freed: ncd_var_catalog_release() only forgets them) */
 };
 
 /**
@@ -81,7 +83,13 @@ struct ncd_var_catalog {
 int ncd_var_catalog_load(struct ncd_ctx *ctx, const char *buf, size_t len,
                          const char *fname, struct ncd_var_catalog *out);
 
-/** Loads the catalog compiled into the library (data/nccl-vars.yaml). */
+/**
+ * The catalog compiled into the library: data/nccl-vars.yaml as
+ * ncd_var_catalog_load() reads it, turned into C tables at build time by
+ * src/gen/catgen.c (no parsing, no allocation).  `out` points into
+ * read-only tables (is_static set): do not modify it; releasing it is
+ * optional and frees nothing.  @return 0.
+ */
 int ncd_var_catalog_builtin(struct ncd_ctx *ctx, struct ncd_var_catalog *out);
 
 void ncd_var_catalog_release(struct ncd_var_catalog *c);

@@ -183,6 +183,59 @@ static void test_sysroot(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* Files of exactly one sysfs attribute size (4096 bytes, as kernfs reports
+ * for every text attribute) in a capture are read whole, as are the sizes
+ * around it; the size limit holds; live sysfs attributes read as before. */
+static void test_read_page_sized(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/ncd-test-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 8192, 10000};
+    char path[512];
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        snprintf(path, sizeof path, "%s/f%zu", dir, sizes[i]);
+        FILE *f = fopen(path, "wb");
+        assert_non_null(f);
+        for (size_t k = 0; k < sizes[i]; k++)
+            fputc('a' + (int)(k % 26), f);
+        assert_int_equal(fclose(f), 0);
+    }
+    struct ncd_ctx *ctx;
+    assert_int_equal(ncd_ctx_new(dir, NULL, &ctx), 0);
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        snprintf(path, sizeof path, "/f%zu", sizes[i]);
+        char *buf;
+        size_t len;
+        assert_int_equal(ncd_fs_read(ctx, path, 0, &buf, &len), 0);
+        assert_int_equal(len, sizes[i]);
+        for (size_t k = 0; k < len; k++)
+            if (buf[k] != 'a' + (int)(k % 26))
+                fail_msg("%s: byte %zu", path, k);
+        assert_int_equal(buf[len], '\0');
+        free(buf);
+    }
+    char *buf;
+    assert_int_equal(ncd_fs_read(ctx, "/f4096", 4095, &buf, NULL),
+                     NCD_ERANGE);
+    ncd_ctx_free(ctx);
+    snprintf(path, sizeof path, "rm -rf %s", dir);
+    assert_int_equal(system(path), 0);
+    /* live: a text attribute is whole and NUL-terminated; a short limit
+     * is refused */
+    assert_int_equal(ncd_ctx_new("/", NULL, &ctx), 0);
+    size_t len;
+    if (ncd_fs_read(ctx, "/sys/class/net/lo/address", 0, &buf, &len) == 0) {
+        assert_int_equal(len, strlen(buf));
+        assert_string_equal(buf, "00:00:00:00:00:00\n");
+        free(buf);
+        assert_int_equal(ncd_fs_read(ctx, "/sys/class/net/lo/type", 1, &buf,
+                                     NULL),
+                         NCD_ERANGE);
+    }
+    ncd_ctx_free(ctx);
+}
+
 /* The grow-buffer reader: whole pipes, the size limit, the deadline. */
 static void test_read_fd(void **state)
 {
@@ -267,6 +320,7 @@ int main(void)
         cmocka_unit_test(test_strbuf),      cmocka_unit_test(test_findings),
         cmocka_unit_test(test_sysroot),     cmocka_unit_test(test_read_fd),
         cmocka_unit_test(test_text_helpers),
+        cmocka_unit_test(test_read_page_sized),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

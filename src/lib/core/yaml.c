@@ -3,12 +3,64 @@
 #define _GNU_SOURCE
 #include "core/yaml.h"
 
+#include <dlfcn.h>
+#include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
+
+/* libyaml is loaded on first use, as libarchive is (archive/libarchive.c):
+ * the catalogs `check` needs are C tables (src/gen/catgen.c), so only
+ * explain's rules, verify's bandwidth table and user files parse YAML, and
+ * linked, libyaml would be mapped and relocated at every start. */
+#define NCD__YAML_FUNCS(X)                                                    \
+    X(parser_initialize, yaml_parser_initialize)                              \
+    X(parser_set_input_string, yaml_parser_set_input_string)                  \
+    X(parser_load, yaml_parser_load)                                          \
+    X(parser_delete, yaml_parser_delete)                                      \
+    X(document_delete, yaml_document_delete)                                  \
+    X(document_get_node, yaml_document_get_node)                              \
+    X(document_get_root_node, yaml_document_get_root_node)
+
+static struct {
+#define NCD__YAML_FIELD(field, sym) __typeof__(sym) *field;
+    NCD__YAML_FUNCS(NCD__YAML_FIELD)
+#undef NCD__YAML_FIELD
+} api;
+static char load_error[256];
+static int loaded;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load(void)
+{
+    /* libyaml-0.so.2: the soname since 0.1.x (Debian libyaml-0-2); the dev
+     * symlink as a last resort for builds elsewhere. */
+    static const char *const names[] = {"libyaml-0.so.2", "libyaml.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(load_error, sizeof load_error,
+                 "libyaml cannot be loaded (%s): install libyaml-0-2",
+                 e ? e : "not found");
+        return;
+    }
+#define NCD__YAML_LOAD(field, sym)                                            \
+    api.field = (__typeof__(api.field))(uintptr_t)dlsym(h, #sym);             \
+    if (!api.field) {                                                         \
+        snprintf(load_error, sizeof load_error, "libyaml has no %s", #sym);   \
+        return;                                                               \
+    }
+    NCD__YAML_FUNCS(NCD__YAML_LOAD)
+#undef NCD__YAML_LOAD
+    /* never dlclose'd: the table points into it for the process' life */
+    loaded = 1;
+}
 
 int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
                    size_t len, struct ncd__yaml *y)
@@ -16,11 +68,14 @@ int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
     memset(y, 0, sizeof *y);
     y->ctx = ctx;
     y->name = name;
+    pthread_once(&once, load);
+    if (!loaded)
+        return ncd_fail(ctx, NCD_EDLOPEN, "%s: %s", name, load_error);
     yaml_parser_t p;
-    if (!yaml_parser_initialize(&p))
+    if (!api.parser_initialize(&p))
         return NCD_ENOMEM;
-    yaml_parser_set_input_string(&p, (const unsigned char *)buf, len);
-    if (!yaml_parser_load(&p, &y->doc)) {
+    api.parser_set_input_string(&p, (const unsigned char *)buf, len);
+    if (!api.parser_load(&p, &y->doc)) {
         int rc = p.error == YAML_MEMORY_ERROR
                      ? NCD_ENOMEM
                      : ncd_fail(ctx, NCD_EPARSE, "%s:%zu:%zu: %s%s%s", name,
@@ -29,10 +84,10 @@ int ncd__yaml_load(struct ncd_ctx *ctx, const char *name, const char *buf,
                                 p.problem ? p.problem : "YAML error",
                                 p.context ? " " : "",
                                 p.context ? p.context : "");
-        yaml_parser_delete(&p);
+        api.parser_delete(&p);
         return rc;
     }
-    yaml_parser_delete(&p);
+    api.parser_delete(&p);
     y->loaded = 1;
     return 0;
 }
@@ -58,13 +113,13 @@ int ncd__yaml_load_list(struct ncd_ctx *ctx, const char *name, const char *buf,
 void ncd__yaml_release(struct ncd__yaml *y)
 {
     if (y->loaded)
-        yaml_document_delete(&y->doc);
+        api.document_delete(&y->doc);
     y->loaded = 0;
 }
 
 yaml_node_t *ncd__yaml_root(struct ncd__yaml *y)
 {
-    return y->loaded ? yaml_document_get_root_node(&y->doc) : NULL;
+    return y->loaded ? api.document_get_root_node(&y->doc) : NULL;
 }
 
 const char *ncd__yaml_scalar(const yaml_node_t *n)
@@ -80,9 +135,9 @@ yaml_node_t *ncd__yaml_get(struct ncd__yaml *y, yaml_node_t *map,
         return NULL;
     for (yaml_node_pair_t *p = map->data.mapping.pairs.start;
          p < map->data.mapping.pairs.top; p++) {
-        const char *k = ncd__yaml_scalar(yaml_document_get_node(&y->doc, p->key));
+        const char *k = ncd__yaml_scalar(api.document_get_node(&y->doc, p->key));
         if (k && strcmp(k, key) == 0)
-            return yaml_document_get_node(&y->doc, p->value);
+            return api.document_get_node(&y->doc, p->value);
     }
     return NULL;
 }
@@ -122,7 +177,7 @@ yaml_node_t *ncd__yaml_seq_at(struct ncd__yaml *y, yaml_node_t *seq, size_t i)
 {
     if (i >= ncd__yaml_seq_len(seq))
         return NULL;
-    return yaml_document_get_node(&y->doc, seq->data.sequence.items.start[i]);
+    return api.document_get_node(&y->doc, seq->data.sequence.items.start[i]);
 }
 
 size_t ncd__yaml_map_len(const yaml_node_t *n)
@@ -136,7 +191,7 @@ yaml_node_t *ncd__yaml_map_key(struct ncd__yaml *y, yaml_node_t *map, size_t i)
 {
     if (i >= ncd__yaml_map_len(map))
         return NULL;
-    return yaml_document_get_node(&y->doc, map->data.mapping.pairs.start[i].key);
+    return api.document_get_node(&y->doc, map->data.mapping.pairs.start[i].key);
 }
 
 yaml_node_t *ncd__yaml_map_value(struct ncd__yaml *y, yaml_node_t *map,
@@ -144,7 +199,7 @@ yaml_node_t *ncd__yaml_map_value(struct ncd__yaml *y, yaml_node_t *map,
 {
     if (i >= ncd__yaml_map_len(map))
         return NULL;
-    return yaml_document_get_node(&y->doc,
+    return api.document_get_node(&y->doc,
                                   map->data.mapping.pairs.start[i].value);
 }
 

@@ -8,6 +8,7 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -15,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -143,10 +146,58 @@ static void free_names(char **names, long n)
     free(names);
 }
 
+/* zlib is dlopen'ed on first use, as libarchive is (archive/libarchive.c):
+ * only gzip input and pipes need it, and linked, it was mapped and
+ * relocated at every start of every command.  The names below stand for
+ * the loaded functions. */
+#define NCD__Z_FUNCS(X)                                                       \
+    X(dopen, gzdopen)                                                         \
+    X(buffer, gzbuffer)                                                       \
+    X(read, gzread)                                                           \
+    X(direct, gzdirect)                                                       \
+    X(error, gzerror)                                                         \
+    X(close, gzclose)
+
+static struct {
+#define NCD__Z_FIELD(field, sym) __typeof__(sym) *field;
+    NCD__Z_FUNCS(NCD__Z_FIELD)
+#undef NCD__Z_FIELD
+} zl;
+static char z_error[256];
+static int z_loaded;
+static pthread_once_t z_once = PTHREAD_ONCE_INIT;
+
+static void z_load(void)
+{
+    /* libz.so.1: zlib's soname since 1.x (Debian zlib1g); the dev symlink
+     * as a last resort for builds elsewhere. */
+    static const char *const names[] = {"libz.so.1", "libz.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(z_error, sizeof z_error,
+                 "zlib cannot be loaded (%s): install zlib1g",
+                 e ? e : "not found");
+        return;
+    }
+#define NCD__Z_LOAD(field, sym)                                               \
+    zl.field = (__typeof__(zl.field))(uintptr_t)dlsym(h, #sym);               \
+    if (!zl.field) {                                                          \
+        snprintf(z_error, sizeof z_error, "zlib has no %s: too old", #sym);   \
+        return;                                                               \
+    }
+    NCD__Z_FUNCS(NCD__Z_LOAD)
+#undef NCD__Z_LOAD
+    /* never dlclose'd: the table points into it for the process' life */
+    z_loaded = 1;
+}
+
 /* "<fd:3>: message" (zlib's prefix) -> "message" */
 static const char *gz_message(gzFile gz, int *errnum)
 {
-    const char *msg = gzerror(gz, errnum);
+    const char *msg = zl.error(gz, errnum);
     if (strncmp(msg, "<fd:", 4) == 0 && strstr(msg, ": "))
         msg = strstr(msg, ": ") + 2;
     return msg;
@@ -188,14 +239,14 @@ static void feed_plain(struct walk *w, int fd, const char *name, off_t size)
 /* gzip data, or a pipe / device that zlib reads transparently. */
 static void feed_gz(struct walk *w, gzFile gz, const char *name)
 {
-    gzbuffer(gz, 256 * 1024);
+    zl.buffer(gz, 256 * 1024);
     unsigned long long cap = w->in->max_inflated ? w->in->max_inflated
                                                  : NCD_EXPLAIN_MAX_INFLATED,
                        total = 0;
     for (;;) {
-        int n = gzread(gz, w->buf, READ_CHUNK);
+        int n = zl.read(gz, w->buf, READ_CHUNK);
         if (n > 0) {
-            if (!gzdirect(gz) && total + (unsigned long long)n > cap) {
+            if (!zl.direct(gz) && total + (unsigned long long)n > cap) {
                 /* the lines up to the cap count; the rest is dropped */
                 ncd_explain_feed(w->ex, w->buf, (size_t)(cap - total));
                 problem(w, NCD_ERANGE,
@@ -232,7 +283,15 @@ static void feed_fd(struct walk *w, int fd, const char *name)
                 !(pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f &&
                   magic[1] == 0x8b);
     gzFile gz = NULL;
-    if (!plain && !(gz = gzdopen(fd, "rb"))) {
+    if (!plain) {
+        pthread_once(&z_once, z_load);
+        if (!z_loaded) {
+            close(fd);
+            problem(w, NCD_EDLOPEN, "%s: cannot read: %s", name, z_error);
+            return;
+        }
+    }
+    if (!plain && !(gz = zl.dopen(fd, "rb"))) {
         close(fd);
         problem(w, NCD_ENOMEM, "%s: cannot read: out of memory", name);
         return;
@@ -242,7 +301,7 @@ static void feed_fd(struct walk *w, int fd, const char *name)
         const char *why = ncd_ctx_errdetail(w->ex->ctx);
         problem(w, rc, "%s: %s", name, *why ? why : ncd_strerror(rc));
         if (gz)
-            gzclose(gz);
+            zl.close(gz);
         else
             close(fd);
         return;
@@ -253,7 +312,7 @@ static void feed_fd(struct walk *w, int fd, const char *name)
         feed_plain(w, fd, name, st.st_size);
     ncd_explain_end(w->ex);
     if (gz)
-        gzclose(gz);
+        zl.close(gz);
     else
         close(fd);
     w->in->nread++;

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/embedded.h"
 #include "core/yaml.h"
 #include "explain/internal.h"
 #include "ncd/error.h"
@@ -31,6 +30,10 @@ void ncd__known_bug_free(struct ncd_known_bug *b)
 
 void ncd_known_bugs_release(struct ncd_known_bugs *b)
 {
+    if (b->is_static) {
+        memset(b, 0, sizeof *b);
+        return;
+    }
     for (size_t i = 0; i < b->n; i++)
         ncd__known_bug_free(&b->v[i]);
     free(b->v);
@@ -117,17 +120,6 @@ int ncd_known_bugs_load(struct ncd_ctx *ctx, const char *buf, size_t len,
     if (rc < 0)
         ncd_known_bugs_release(out);
     return rc;
-}
-
-int ncd_known_bugs_builtin(struct ncd_ctx *ctx, struct ncd_known_bugs *out)
-{
-    static const char name[] = "data/nccl-known-bugs.yaml";
-    const struct ncd_embedded_file *f = ncd_embedded_find(name);
-    if (!f) {
-        memset(out, 0, sizeof *out);
-        return ncd_fail(ctx, NCD_ENOENT, "%s is not in this build", name);
-    }
-    return ncd_known_bugs_load(ctx, (const char *)f->data, f->size, name, out);
 }
 
 int ncd_known_bug_affects(const struct ncd_known_bug *b, int version)

@@ -3,7 +3,6 @@
  * NCCL's config files. */
 #define _GNU_SOURCE
 #include "ncd/ncclvars.h"
-#include "core/embedded.h"
 #include "core/yaml.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
@@ -159,20 +158,12 @@ done:
     return rc;
 }
 
-int ncd_var_catalog_builtin(struct ncd_ctx *ctx, struct ncd_var_catalog *out)
-{
-    const struct ncd_embedded_file *f = ncd_embedded_find("data/nccl-vars.yaml");
-    if (!f) {
-        memset(out, 0, sizeof *out);
-        return ncd_fail(ctx, NCD_ENOENT, "built-in NCCL variable catalog "
-                                         "missing from this build");
-    }
-    return ncd_var_catalog_load(ctx, (const char *)f->data, f->size,
-                                "data/nccl-vars.yaml", out);
-}
-
 void ncd_var_catalog_release(struct ncd_var_catalog *c)
 {
+    if (c->is_static) {
+        memset(c, 0, sizeof *c);
+        return;
+    }
     for (size_t i = 0; i < c->n_defs; i++) {
         struct ncd_var_def *d = &c->defs[i];
         free(d->name);

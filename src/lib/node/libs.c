@@ -116,6 +116,22 @@ static void scan_glob(struct scan_state *st, const char *base, const char *pfx,
     ncd_fs_list_free(names, n);
 }
 
+/* A system directory: only the names a loader asks for there, the soname
+ * libnccl.so.2 (dlopen, programs linked with -lnccl) and the link-time name
+ * libnccl.so, each followed to its file.  These directories are the
+ * largest on the node (listing /usr/lib/x86_64-linux-gnu costs more than
+ * the rest of the scan), the ld cache names what ldconfig put in them, and
+ * a versioned file that neither name reaches (libnccl.so.2.18.1 left by an
+ * upgrade) is a file no dlopen("libnccl.so.2") loads. */
+static void scan_sonames(struct scan_state *st, const char *dir)
+{
+    char p[600];
+    snprintf(p, sizeof p, "%s/libnccl.so.2", dir);
+    add_file(st, p);
+    snprintf(p, sizeof p, "%s/libnccl.so", dir);
+    add_file(st, p);
+}
+
 static const char *const lib_only[] = {"/lib", NULL};
 
 /* <prefix>/lib/python3.N/{site,dist}-packages/nvidia/nccl/lib */
@@ -214,7 +230,7 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
         "/usr/lib/powerpc64le-linux-gnu", "/usr/local/lib"};
     st.origin = "system";
     for (size_t i = 0; i < sizeof sysdirs / sizeof *sysdirs; i++)
-        scan_dir(&st, sysdirs[i]);
+        scan_sonames(&st, sysdirs[i]);
     st.origin = "CUDA";
     static const char *const cuda_libs[] = {
         "/lib64", "/lib", "/targets/x86_64-linux/lib",

@@ -8,12 +8,85 @@
 #include "ncd/sysops.h"
 
 #include <ctype.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <hwloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* hwloc is dlopen'ed on first use, as libarchive is (archive/libarchive.c):
+ * only `topo --topology FILE.xml` reads an hwloc export, and linked, hwloc
+ * and the libudev it needs would be mapped and relocated at every start
+ * (the live topology is read from sysfs, below).  The names below stand
+ * for the loaded functions; the header's inline helpers that call others
+ * (hwloc_get_root_obj) are not used. */
+#define NCD__HWLOC_FUNCS(X)                                                   \
+    X(topology_init, hwloc_topology_init)                                     \
+    X(topology_set_io_types_filter, hwloc_topology_set_io_types_filter)       \
+    X(topology_set_xmlbuffer, hwloc_topology_set_xmlbuffer)                   \
+    X(topology_set_xml, hwloc_topology_set_xml)                               \
+    X(topology_load, hwloc_topology_load)                                     \
+    X(topology_destroy, hwloc_topology_destroy)                               \
+    X(get_obj_by_depth, hwloc_get_obj_by_depth)                               \
+    X(bitmap_iszero, hwloc_bitmap_iszero)                                     \
+    X(bitmap_weight, hwloc_bitmap_weight)                                     \
+    X(bitmap_first, hwloc_bitmap_first)                                       \
+    X(bitmap_list_snprintf, hwloc_bitmap_list_snprintf)                       \
+    X(distances_get_by_name, hwloc_distances_get_by_name)                     \
+    X(distances_release, hwloc_distances_release)
+
+static struct {
+#define NCD__HWLOC_FIELD(field, sym) __typeof__(sym) *field;
+    NCD__HWLOC_FUNCS(NCD__HWLOC_FIELD)
+#undef NCD__HWLOC_FIELD
+} hw;
+static char hw_error[256];
+static int hw_loaded;
+static pthread_once_t hw_once = PTHREAD_ONCE_INIT;
+
+static void hw_load(void)
+{
+    /* libhwloc.so.15: hwloc 2.x's soname (Debian libhwloc15); the dev
+     * symlink as a last resort for builds elsewhere. */
+    static const char *const names[] = {"libhwloc.so.15", "libhwloc.so"};
+    void *h = NULL;
+    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
+        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *e = dlerror();
+        snprintf(hw_error, sizeof hw_error,
+                 "hwloc cannot be loaded (%s): install libhwloc15",
+                 e ? e : "not found");
+        return;
+    }
+#define NCD__HWLOC_LOAD(field, sym)                                           \
+    hw.field = (__typeof__(hw.field))(uintptr_t)dlsym(h, #sym);               \
+    if (!hw.field) {                                                          \
+        snprintf(hw_error, sizeof hw_error, "hwloc has no %s: too old", #sym);\
+        return;                                                               \
+    }
+    NCD__HWLOC_FUNCS(NCD__HWLOC_LOAD)
+#undef NCD__HWLOC_LOAD
+    /* never dlclose'd: the table points into it for the process' life */
+    hw_loaded = 1;
+}
+
+#define hwloc_topology_init (hw.topology_init)
+#define hwloc_topology_set_io_types_filter (hw.topology_set_io_types_filter)
+#define hwloc_topology_set_xmlbuffer (hw.topology_set_xmlbuffer)
+#define hwloc_topology_set_xml (hw.topology_set_xml)
+#define hwloc_topology_load (hw.topology_load)
+#define hwloc_topology_destroy (hw.topology_destroy)
+#define hwloc_get_obj_by_depth (hw.get_obj_by_depth)
+#define hwloc_bitmap_iszero (hw.bitmap_iszero)
+#define hwloc_bitmap_weight (hw.bitmap_weight)
+#define hwloc_bitmap_first (hw.bitmap_first)
+#define hwloc_bitmap_list_snprintf (hw.bitmap_list_snprintf)
+#define hwloc_distances_get_by_name (hw.distances_get_by_name)
+#define hwloc_distances_release (hw.distances_release)
 
 const char *ncd_link_name(enum ncd_link l)
 {
@@ -580,6 +653,9 @@ int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
     if (pre < 0)
         return pre;
     snprintf(out->source, sizeof out->source, "hwloc XML %s", file);
+    pthread_once(&hw_once, hw_load);
+    if (!hw_loaded)
+        return ncd_fail(ctx, NCD_EDLOPEN, "%s: %s", file, hw_error);
     hwloc_topology_t topo;
     int rc = 0;
     if (hwloc_topology_init(&topo) < 0)
@@ -611,7 +687,7 @@ int ncd_topo_load_xml(struct ncd_ctx *ctx, const char *file,
     /* Walk the whole tree depth-first to get parents before children. */
     hwloc_obj_t stack[256];
     int sp = 0;
-    stack[sp++] = hwloc_get_root_obj(topo);
+    stack[sp++] = hwloc_get_obj_by_depth(topo, 0, 0);
     while (sp > 0 && !rc) {
         hwloc_obj_t o = stack[--sp];
         if (hw_is_pcifn(o)) {

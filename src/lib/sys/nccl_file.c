@@ -16,6 +16,53 @@
 #include <string.h>
 #include <unistd.h>
 
+/* ncd_nccl_version_in_buf() over a file's .rodata [off, off + size), read
+ * in windows from the start: the string sits in the first tens of KB of
+ * the libnccl builds seen (2.18..2.28), so reading the whole section (a
+ * few hundred KB to MB, copied and faulted in) is what the answer cost.
+ * Each hit of the tag is judged on the same bytes the whole-buffer search
+ * would read (the tag and at most 64 more), so the answer is the same;
+ * hits too close to a window's end wait for the next window, which
+ * overlaps.  Returns 1 found, 0 not (or a short read, or no memory). */
+static int rodata_version(int fd, off_t off, size_t size, int *code,
+                          char *cuda, size_t cudasz)
+{
+    static const char tag[] = "NCCL version ";
+    const size_t tl = sizeof tag - 1, ov = tl + 64, win = 32u << 10;
+    char *buf = malloc(win);
+    if (!buf)
+        return 0;
+    int found = 0;
+    size_t at = 0;
+    while (at < size && !found) {
+        size_t n = size - at < win ? size - at : win;
+        if (pread(fd, buf, n, off + (off_t)at) != (ssize_t)n)
+            break;
+        int last = at + n == size;
+        /* hits starting at or before `lim` have all their bytes here */
+        size_t lim = last ? n : n - ov;
+        const char *p = buf, *end = buf + n;
+        while (!found && p < end) {
+            const char *h = memmem(p, (size_t)(end - p), tag, tl);
+            if (!h || (size_t)(h - buf) > lim)
+                break;
+            /* this hit alone: up to the next tag's "NCCL" (its space ends
+             * the token as in the whole buffer), at most ov bytes */
+            size_t len = (size_t)(end - h) < ov ? (size_t)(end - h) : ov;
+            const char *h2 = memmem(h + 1, len - 1, tag, tl);
+            if (h2)
+                len = (size_t)(h2 - h) + 4;
+            found = ncd_nccl_version_in_buf(h, len, code, cuda, cudasz);
+            p = h + tl;
+        }
+        if (last)
+            break;
+        at += lim + 1;
+    }
+    free(buf);
+    return found;
+}
+
 int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
                           char *cuda, size_t cudasz)
 {
@@ -59,14 +106,8 @@ int ncd_nccl_file_version(struct ncd_ctx *ctx, const char *path, int *code,
         /* .rodata of libnccl is a few MB; refuse absurd sizes. */
         if (sh[i].sh_size == 0 || sh[i].sh_size > (256u << 20))
             break;
-        char *ro = malloc(sh[i].sh_size);
-        if (!ro)
-            break;
-        if (pread(fd, ro, sh[i].sh_size, (off_t)sh[i].sh_offset) ==
-            (ssize_t)sh[i].sh_size)
-            found = ncd_nccl_version_in_buf(ro, sh[i].sh_size, code, cuda,
-                                            cudasz);
-        free(ro);
+        found = rodata_version(fd, (off_t)sh[i].sh_offset, sh[i].sh_size,
+                               code, cuda, cudasz);
     }
     free(names);
 out:
