@@ -116,6 +116,14 @@ struct ncd_finding *ncd_findings_add(struct ncd_findings *list,
                                      ...)
     __attribute__((format(printf, 5, 6)));
 
+/**
+ * Findings' text (title, evidence, cause, fix) is capped where it echoes a
+ * value: a run of non-blank bytes whose value (after NAME= and a quote) is
+ * over NCD_FINDING_CLIP bytes keeps its first NCD_FINDING_CLIP bytes and
+ * then says "...(N bytes)" (a 100 KB NCCL_SOCKET_IFNAME is not repeated).
+ */
+#define NCD_FINDING_CLIP 200
+
 /** Appends one evidence line (printf format).  0 or NCD_ENOMEM. */
 int ncd_finding_evidence(struct ncd_finding *f, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -164,7 +164,11 @@ typedef void (*ncd_job_report_fn)(void *arg, const char *line);
 
 /** How the runner starts and watches the job. */
 struct ncd_job_opts {
-    int timeout_ms;       /**< rendezvous, and each exchange of the group */
+    int timeout_ms;       /**< the whole rendezvous wait, and each exchange
+                               of the group unless exchange_timeout_ms */
+    int exchange_timeout_ms; /**< > 0: each exchange after the rendezvous
+                                  (a job whose steps take longer than the
+                                  rendezvous may wait); 0 = timeout_ms */
     int ranks_per_proc;   /**< > 0: death reports name the process's ranks
                                "ranks a-b"; 0: they do not */
     int straggler_ms;     /**< -np: once a process has failed, kill those

@@ -68,6 +68,19 @@ void ncd_rdbuf_release(struct ncd_rdbuf *b);
 int ncd_write_file_atomic(const char *path, const void *data, size_t len,
                           unsigned mode);
 
+/**
+ * Checks, before a long run, that ncd_write_file_atomic(path, ...) could
+ * create its temporary file: refuses a `path` that is a directory or ends
+ * in '/', then creates ".<name>.tmp.XXXXXX" in the target's directory and
+ * removes it at once (nothing is left behind, on any path, so no signal
+ * handler has to clean up).  The target itself is not touched.  The
+ * directory may still change before the real write, which reports its own
+ * error then.  Outside any sysroot (a file the user named).
+ * @return 0, or -1 with errno (ENOENT for a missing directory, EACCES,
+ *         EROFS, ENOSPC, EISDIR, ENOTDIR...).
+ */
+int ncd_file_writable(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -161,6 +161,15 @@ int cli_print_sb(const struct ncd_strbuf *sb);
  */
 int cli_emit(const char *output, const struct ncd_strbuf *sb);
 
+/*
+ * Before a command's work: checks that the file `path` named by option
+ * `opt` (e.g. "--plot") can be written at the end (ncd_file_writable(): a
+ * temporary file created and removed in its directory).  NULL path: 0.
+ * Returns 0, or -1 after a message naming the option, path and reason;
+ * the caller exits with its usage status.
+ */
+int cli_output_writable(const char *opt, const char *path);
+
 /* Appends a JSON value as cli_print_json() prints it (indented, with a
  * newline) and drops the reference; NULL or a failed dump marks sb oom. */
 void cli_json_sb(json_t *j, struct ncd_strbuf *sb);

@@ -359,7 +359,7 @@ static int perf_main(struct perf_cli *P, struct ncd_ctx *ctx, int argc,
             cli_msg("nccl-doctor perf: ", "%s", why);
         return st;
     }
-    if (plan.proc <= 0 && P->plot_file && perf_plot_load(P))
+    if (plan.proc <= 0 && perf_plot_load(P))
         return 6;
     struct ncd_job_opts jo = {.timeout_ms = P->peer_timeout_s * 1000,
                               .ranks_per_proc = rpp,

@@ -236,11 +236,13 @@ int ncd_cmd_probe(int argc, char **argv)
         ncd_ctx_free(ctx);
         return NCD_EXIT_TOOL;
     }
-    /* every exchange waits at most for one step of pair tests */
+    /* --rendezvous-timeout bounds the whole rendezvous; every later
+     * exchange waits at most for one step of pair tests */
     long step_ms = 4L * P.o.timeout_ms + 3000;
     long timeout_ms = rdv_timeout_s * 1000 > step_ms ? rdv_timeout_s * 1000
                                                      : step_ms;
-    struct ncd_job_opts jo = {.timeout_ms = (int)timeout_ms,
+    struct ncd_job_opts jo = {.timeout_ms = (int)(rdv_timeout_s * 1000),
+                              .exchange_timeout_ms = (int)timeout_ms,
                               .straggler_ms = (int)timeout_ms + 5000,
                               .fail_status = NCD_EXIT_TOOL,
                               .argc = &argc,

@@ -94,8 +94,8 @@ static void on_planned(void *arg, const struct ncd_tune_set *set, int reps)
     T->total = n * reps;
     T->ncand = n;
     T->done = 0;
-    cli_progress_show(&T->prog, 0, T->total, "tune: %d candidates x %d runs",
-                      n, reps);
+    cli_progress_show(&T->prog, 0, T->total, "tune: %d candidate%s x %d run%s",
+                      n, n == 1 ? "" : "s", reps, reps == 1 ? "" : "s");
 }
 
 static void on_run(void *arg, const char *label, int rep, int failed,
@@ -341,6 +341,8 @@ int ncd_cmd_tune(int argc, char **argv)
     T->families = NCD_TUNE_ALL;
     T->run_timeout_s = 300;
     int st = parse(T, argc, argv);
+    if (st < 0 && cli_output_writable("tune: --plot", T->plot_file))
+        st = NCD_EXIT_TOOL; /* written at the end: checked before any run */
     cli_progress_start(&T->prog, 1);
     atomic_store(&stop_signal, 0);
     struct ncd_ctx *ctx = NULL;

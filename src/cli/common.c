@@ -96,9 +96,20 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
         cli_err("out of memory");
         return NCD_EXIT_TOOL;
     }
-    memcpy(lo, common, sizeof common);
+    /* the shared options the command's docs/cmdline file lists (its
+     * `globals:`, default all): one it does not take is not accepted */
+    const struct cli_doc *d = cli_doc_find(cmd);
+    size_t k = 0;
+    for (size_t i = 0; i < nc && common[i].name; i++) {
+        int take = !d;
+        for (const struct cli_doc_opt *x = d ? d->opts : NULL; x && x->name;
+             x++)
+            take |= strcmp(x->name, common[i].name) == 0;
+        if (take)
+            lo[k++] = common[i];
+    }
     if (ne)
-        memcpy(lo + nc, extra, ne * sizeof *lo);
+        memcpy(lo + k, extra, ne * sizeof *lo);
     /* A command's option whose value is a letter is also that short
      * option ("-o FILE" for {"output", required_argument, 0, 'o'}). */
     char shorts[64] = CLI_COMMON_SHORT;
@@ -270,6 +281,15 @@ int cli_print_json(json_t *j)
     }
     free(s);
     return rc;
+}
+
+int cli_output_writable(const char *opt, const char *path)
+{
+    if (!path || ncd_file_writable(path) == 0)
+        return 0;
+    cli_err("%s %s: cannot write there: %s (checked before starting, so "
+            "nothing ran)", opt, path, strerror(errno));
+    return -1;
 }
 
 int cli_emit(const char *output, const struct ncd_strbuf *sb)

@@ -46,7 +46,7 @@ void perf_on_preamble(void *arg, int nccl_version, const char *desc,
                       const struct ncd_perf_device *devs, int ndevs);
 void perf_on_row(void *arg, const struct ncd_perf_row *r);
 void perf_on_progress(void *arg, size_t i, size_t n, size_t bytes);
-/* --plot-with files into P->plot; 0 or an exit status. */
+/* -J/--plot writable, --plot-with files into P->plot; 0 or -1. */
 int perf_plot_load(struct perf_cli *P);
 /* --plot: the SVG; 0 or an exit status. */
 int perf_plot_write(struct perf_cli *P);

@@ -101,11 +101,23 @@ void perf_on_progress(void *arg, size_t i, size_t n, size_t bytes)
 
 /* --plot ------------------------------------------------------------------ */
 
-/* Reads the --plot-with files into the plot before the job starts (on the
- * process that will be global rank 0), so that a bad file stops perf
- * before any rank measures.  0, or -1 after a message. */
+/* Before the job starts (on the process that will be global rank 0), so
+ * that a bad path stops perf before any rank measures: checks that -J and
+ * --plot can be written, and reads the --plot-with files into the plot.
+ * 0, or -1 after a message. */
 int perf_plot_load(struct perf_cli *P)
 {
+    /* -J and --plot are written after the run: a path that cannot be
+     * written fails now, not after the whole benchmark */
+    char jp[PATH_MAX];
+    if (P->o.json_path &&
+        ncd_perf_json_pick_path(P->o.json_path, jp, sizeof jp) == 0 &&
+        cli_output_writable("-J", jp))
+        return -1;
+    if (!P->plot_file)
+        return 0;
+    if (cli_output_writable("--plot", P->plot_file))
+        return -1;
     for (int i = 0; i < P->nplot_with; i++) {
         struct ncd_rdbuf b = {.max = 64 << 20};
         if (ncd_read_file(P->plot_with[i], &b) != 0) {

@@ -105,8 +105,9 @@ int tune_report(struct tune_cli *T, const char *host, const char *launcher,
         int nskip = 0;
         for (int i = 0; i < T->set.n; i++)
             nskip += T->set.c[i].skip[0] != 0;
-        ncd_sb_printf(&sb, "Tune: %d candidates x %d runs", T->set.n - nskip,
-                      T->reps);
+        ncd_sb_printf(&sb, "Tune: %d candidate%s x %d run%s", T->set.n - nskip,
+                      T->set.n - nskip == 1 ? "" : "s", T->reps,
+                      T->reps == 1 ? "" : "s");
         if (nskip)
             ncd_sb_printf(&sb, " (%d more skipped)", nskip);
         ncd_sb_puts(&sb, " of `perf");
@@ -135,10 +136,11 @@ int tune_report(struct tune_cli *T, const char *host, const char *launcher,
             ncd_sb_putc(&sb, '\n');
         } else if (sig) {
             ncd_sb_printf(&sb,
-                          "\n  Interrupted (SIG%s) after %d of %d runs: no "
+                          "\n  Interrupted (SIG%s) after %d of %d run%s: no "
                           "settings chosen; the stopped run counts against "
                           "no candidate.\n",
-                          sigabbrev_np(sig), T->done, T->total);
+                          sigabbrev_np(sig), T->done, T->total,
+                          T->total == 1 ? "" : "s");
         } else {
             ncd_sb_puts(&sb, "\n  Keep the current settings.\n");
         }

@@ -76,6 +76,10 @@ run() {
     fi
     wait "$P"; st=$?
     check "$name: exit status $st (want $want)" [ "$st" -eq "$want" ]
+    # one line for the interruption, not "process N was killed by
+    # signal" once per rank
+    check "$name: one line says the run was interrupted" \
+        sh -c "! grep -q 'killed by signal' '$TMP/$name.err' && test \$(grep -c 'interrupted by signal' '$TMP/$name.err') -le 1"
     check "$name: no temporary or partial -J file left" \
         sh -c "! ls '$TMP' | grep -q '^$name\\.json'"
 }

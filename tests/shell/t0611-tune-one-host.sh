@@ -14,7 +14,7 @@ test_expect_success 'the header says what is measured; what cannot matter is ski
     printf 'shm: NCCL_SHM_DISABLE=1\nlo: NCCL_SOCKET_IFNAME=lo\nthreads: NCCL_SOCKET_NTHREADS=2\n' >s.txt &&
     cp s.txt sl.txt && printf '%s: NCCL_NSOCKS_PERTHREAD=2\n' $L >>sl.txt &&
     $T -np 2 --reps 1 --candidates sl.txt --no-color $PERF >s.out 2>s.err &&
-    grep -q '^Tune: 3 candidates x 1 runs (2 more skipped) of' s.out &&
+    grep -q '^Tune: 3 candidates x 1 run (2 more skipped) of' s.out &&
     grep -qx '  $L' s.out &&
     grep -q '^Measured: TCP between the ranks on this host .*not NCCL.s GPU path' s.out &&
     grep -Eq '^  shm +- +- +-  skipped \[1\]\$' s.out &&

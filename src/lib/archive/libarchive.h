@@ -20,6 +20,7 @@
     X(read_data, archive_read_data)                                           \
     X(read_free, archive_read_free)                                           \
     X(error_string, archive_error_string)                                     \
+    X(err_no, archive_errno)                                                  \
     X(entry_pathname, archive_entry_pathname)                                 \
     X(entry_hardlink, archive_entry_hardlink)                                 \
     X(entry_filetype, archive_entry_filetype)                                 \

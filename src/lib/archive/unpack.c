@@ -355,8 +355,10 @@ static int unpack(const char *tarball,
         goto out;
     }
     if (open_tar(A, a, open_fn, arg) != ARCHIVE_OK) {
-        rc = ncd_errbuf(err, errsz, NCD_EPARSE, "%s: %s", tarball,
-                    A->error_string(a));
+        rc = ncd_errbuf(err, errsz, NCD_EPARSE,
+                        "%s: not a capture tarball (%s); expected a capture "
+                        "directory or a tarball made by `nccl-doctor gather`",
+                        tarball, A->error_string(a));
         goto out;
     }
     long long total = 0;

@@ -5,7 +5,21 @@
 #include "ncd/archive.h"
 #include "ncd/error.h"
 
+#include <string.h>
 #include <time.h>
+
+/* A failed libarchive call: the errno of the system call under it (ENOSPC
+ * of a full disk) when it kept one, else NCD_EIO with its text. */
+static int archive_fail(struct ncd_ctx *ctx, const struct ncd__archive_api *A,
+                        struct archive *a, const char *what)
+{
+    int e = A->err_no(a);
+    const char *s = A->error_string(a);
+    if (e > 0)
+        return ncd_fail(ctx, ncd_err_from_errno(e), "%s: %s (libarchive: %s)",
+                        what, strerror(e), s ? s : "no detail");
+    return ncd_fail(ctx, NCD_EIO, "%s: %s", what, s ? s : "no detail");
+}
 
 int ncd_tar_write(struct ncd_ctx *ctx, int fd, const struct ncd_tar_entry *v,
                   size_t n)
@@ -21,7 +35,7 @@ int ncd_tar_write(struct ncd_ctx *ctx, int fd, const struct ncd_tar_entry *v,
     if (A->write_add_filter_gzip(a) != ARCHIVE_OK ||
         A->write_set_format_pax_restricted(a) != ARCHIVE_OK ||
         A->write_open_fd(a, fd) != ARCHIVE_OK) {
-        rc = ncd_fail(ctx, NCD_EIO, "archive: %s", A->error_string(a));
+        rc = archive_fail(ctx, A, a, "archive");
         A->write_free(a);
         return rc;
     }
@@ -51,13 +65,11 @@ int ncd_tar_write(struct ncd_ctx *ctx, int fd, const struct ncd_tar_entry *v,
         if (A->write_header(a, e) != ARCHIVE_OK ||
             (x->type == NCD_TAR_FILE && x->len &&
              A->write_data(a, x->data, x->len) != (la_ssize_t)x->len))
-            rc = ncd_fail(ctx, NCD_EIO, "writing the archive: %s",
-                          A->error_string(a));
+            rc = archive_fail(ctx, A, a, "writing the archive");
     }
     A->entry_free(e);
     if (A->write_close(a) != ARCHIVE_OK && !rc)
-        rc = ncd_fail(ctx, NCD_EIO, "closing the archive: %s",
-                      A->error_string(a));
+        rc = archive_fail(ctx, A, a, "closing the archive");
     A->write_free(a);
     return rc;
 }

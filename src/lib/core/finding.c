@@ -46,6 +46,49 @@ int ncd_severity_parse(const char *s)
     return -1;
 }
 
+/* Echoed values longer than this many bytes are cut (NCD_FINDING_CLIP). */
+#define CLIP NCD_FINDING_CLIP
+
+/* Copies s into sb with every run of non-blank bytes whose value is over
+ * CLIP bytes cut to CLIP bytes + "...(N bytes)": the value is what follows
+ * a NAME= (and a quote) in the run's first 64 bytes, else the whole run; a
+ * closing quote is kept.  The cut never splits a UTF-8 sequence. */
+static void clip_runs(struct ncd_strbuf *sb, const char *s)
+{
+    while (*s) {
+        size_t blank = strspn(s, " \t\n\r");
+        ncd_sb_add(sb, s, blank);
+        s += blank;
+        size_t run = strcspn(s, " \t\n\r");
+        if (run <= CLIP) {
+            ncd_sb_add(sb, s, run);
+            s += run;
+            continue;
+        }
+        size_t v0 = 0, v1 = run;
+        const char *eq = memchr(s, '=', run < 64 ? run : 64);
+        if (eq) {
+            v0 = (size_t)(eq - s) + 1;
+            if (s[v0] == '\'' || s[v0] == '"')
+                v0++;
+        }
+        if (s[v1 - 1] == '\'' || s[v1 - 1] == '"')
+            v1--;
+        if (v1 - v0 <= CLIP) {
+            ncd_sb_add(sb, s, run);
+            s += run;
+            continue;
+        }
+        size_t keep = CLIP;
+        while (keep && ((unsigned char)s[v0 + keep] & 0xC0) == 0x80)
+            keep--; /* not inside a UTF-8 sequence */
+        ncd_sb_add(sb, s, v0 + keep);
+        ncd_sb_printf(sb, "...(%zu bytes)", v1 - v0);
+        ncd_sb_add(sb, s + v1, run - v1);
+        s += run;
+    }
+}
+
 static char *vfmt(const char *fmt, va_list ap)
     __attribute__((format(printf, 1, 0)));
 static char *vfmt(const char *fmt, va_list ap)
@@ -58,7 +101,16 @@ static char *vfmt(const char *fmt, va_list ap)
     }
     char *s = ncd_sb_detach(&sb);
     ncd_utf8_sanitize(s); /* findings quote files of unknown content */
-    return s;
+    if (!s || strlen(s) <= CLIP)
+        return s;
+    struct ncd_strbuf out = {0};
+    clip_runs(&out, s);
+    free(s);
+    if (out.oom) {
+        ncd_sb_release(&out);
+        return NULL;
+    }
+    return ncd_sb_detach(&out);
 }
 
 struct ncd_finding *ncd_findings_add(struct ncd_findings *list,

@@ -26,8 +26,9 @@ static int write_all(int fd, const char *buf, size_t len)
     return 0;
 }
 
-int ncd_write_file_atomic(const char *path, const void *data, size_t len,
-                          unsigned mode)
+/* Creates the temporary file next to `path`: its fd, with *tmpp the
+ * malloc'd name, or -1 with errno. */
+static int make_tmp(const char *path, char **tmpp)
 {
     if (!path || !*path) {
         errno = EINVAL;
@@ -54,6 +55,34 @@ int ncd_write_file_atomic(const char *path, const void *data, size_t len,
         errno = e;
         return -1;
     }
+    *tmpp = tmp;
+    return fd;
+}
+
+int ncd_file_writable(const char *path)
+{
+    struct stat st;
+    if (path && *path && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        errno = EISDIR; /* rename() would fail at the end */
+        return -1;
+    }
+    char *tmp = NULL;
+    int fd = make_tmp(path, &tmp);
+    if (fd < 0)
+        return -1;
+    close(fd);
+    unlink(tmp);
+    free(tmp);
+    return 0;
+}
+
+int ncd_write_file_atomic(const char *path, const void *data, size_t len,
+                          unsigned mode)
+{
+    char *tmp = NULL;
+    int fd = make_tmp(path, &tmp);
+    if (fd < 0)
+        return -1;
     int rc = write_all(fd, data, len);
     if (rc == 0)
         rc = fchmod(fd, (mode_t)mode);

@@ -82,6 +82,7 @@ void ncd_explain_free(struct ncd_explain *ex)
     free(ex->obsrecs);
     for (size_t i = 0; i < NCD_CAT__COUNT; i++)
         ncd__rec_release(&ex->unmatched[i]);
+    ncd__rec_release(&ex->unmatched_bare);
     for (size_t i = 0; i < ex->nwfiles; i++)
         ncd__rec_release(&ex->wfiles[i].rec);
     for (uint32_t i = 0; i < ex->nsrc; i++)
@@ -334,12 +335,8 @@ static void line_apply(struct ncd_explain *ex, struct ncd__lscan *s)
         ncd__rec_add(ex, rec, ll, ex->nsrc - 1, ex->lineno);
         return;
     }
-    if (ll->level == NCD_LOG_WARN) {
-        /* A WARN no rule knows, of a file no subsystem rule names */
-        enum ncd_category cat = ncd__category_for_src(
-            ex->rules, ll->src, ll->src ? ll->src_len : 0);
-        ncd__rec_add(ex, &ex->unmatched[cat], ll, ex->nsrc - 1, ex->lineno);
-    }
+    if (ll->level == NCD_LOG_WARN) /* a WARN no rule knows */
+        ncd__unmatched_add(ex, ll);
 }
 
 static void process_line(struct ncd_explain *ex, const char *line, size_t len)

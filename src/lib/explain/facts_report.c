@@ -153,8 +153,11 @@ struct hostsum {
 void ncd_explain_facts_text(const struct ncd_explain *ex,
                             struct ncd_strbuf *out)
 {
-    ncd_sb_printf(out, "Facts from %llu lines (%llu NCCL lines, %zu processes%s):\n",
-                  ex->lines, ex->nccl_lines, ex->nprocs,
+    ncd_sb_printf(out,
+                  "Facts from %llu line%s (%llu NCCL line%s, %zu process%s%s):\n",
+                  ex->lines, ex->lines == 1 ? "" : "s", ex->nccl_lines,
+                  ex->nccl_lines == 1 ? "" : "s", ex->nprocs,
+                  ex->nprocs == 1 ? "" : "es",
                   ex->procs_dropped ? ", more not tracked" : "");
     /* versions */
     struct ncd_strbuf vers = {0};

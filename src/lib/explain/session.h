@@ -186,6 +186,12 @@ struct ncd_explain {
     struct ncd__rec *recs;    /* per rule */
     struct ncd__rec *obsrecs; /* per observer pattern (known-bug signature) */
     struct ncd__rec unmatched[NCD_CAT__COUNT];
+    /* what the first unmatched WARN of each category showed: the NCCL
+     * source file or the subsystem words (ncd__unmatched_add()) */
+    char unmatched_basis[NCD_CAT__COUNT][96];
+    /* unmatched WARNs that show neither: their category comes from the
+     * error code NCCL returned after them (ncd__cond_unmatched_warn()) */
+    struct ncd__rec unmatched_bare;
     struct ncd__wfile wfiles[NCD__MAX_WFILES];
     size_t nwfiles;
     struct ncd__rnet *rnet; /* NCD__RNET_SLOTS, allocated on first use */
@@ -249,6 +255,15 @@ void ncd__facts_fw_version(struct ncd_explain *ex, const struct ncd_log_line *ll
  * file of a WARN or of an error trail), net.unreachable when none does. */
 enum ncd_category ncd__category_for_src(const struct ncd_rules *r,
                                         const char *src, size_t len);
+
+/*
+ * Files a WARN line no rule claims (cond_fallback.c): under the category of
+ * the NCCL source file it names (rules/source-files.yaml), else of the
+ * subsystem its message starts with ("NET/IB :", "Bootstrap :", ...), else
+ * in ex->unmatched_bare, whose category the reasoning step takes from the
+ * NCCL error code of the trail that follows.
+ */
+void ncd__unmatched_add(struct ncd_explain *ex, const struct ncd_log_line *ll);
 
 /*
  * One line after its stateless part: parsed, and its best pattern rule over

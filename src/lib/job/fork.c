@@ -71,6 +71,7 @@ static void rank_main(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
         _exit(o->fail_status);
     }
     ncd_ctx_clear_error(ctx);
+    ncd_pg_set_timeout(pg, o->exchange_timeout_ms);
     struct ncd_job job = {.plan = plan,
                           .pg = pg,
                           .nprocs = plan->nprocs,
@@ -116,6 +117,7 @@ static void watch(const struct ncd_job_opts *o, pid_t *pids, int n,
      * to the handler: none is lost between fork() and here */
     sigprocmask(SIG_SETMASK, oldmask, NULL);
     int left = n, forwarded = 0, status0 = 0, first = 0, killed = 0;
+    int stopped = 0;
     double fail_at = 0, forwarded_at = 0;
     while (left > 0) {
         int ws;
@@ -170,7 +172,14 @@ static void watch(const struct ncd_job_opts *o, pid_t *pids, int n,
         pids[idx] = -1;
         left--;
         int st;
-        if (WIFSIGNALED(ws)) {
+        if (WIFSIGNALED(ws) && got_signal &&
+            (WTERMSIG(ws) == got_signal ||
+             (killed && WTERMSIG(ws) == SIGKILL))) {
+            /* stopped by the signal we forwarded: one line for the
+             * interruption once every rank is gone, not one per rank */
+            stopped++;
+            st = o->fail_status;
+        } else if (WIFSIGNALED(ws)) {
             char who[96];
             describe_proc(o, idx, pid, who, sizeof who);
             ncd__job_report(o, "%s was killed by signal %d (%s)", who,
@@ -189,6 +198,11 @@ static void watch(const struct ncd_job_opts *o, pid_t *pids, int n,
     for (size_t k = 0; k < NSIG_FWD; k++)
         sigaction(forwarded_signals[k], &old[k], NULL);
     res->signal = got_signal;
+    if (got_signal && stopped)
+        ncd__job_report(o, "interrupted by signal %d (%s): %d of %d "
+                        "process%s stopped", got_signal,
+                        strsignal(got_signal), stopped, n,
+                        n == 1 ? "" : "es");
     if (got_signal)
         res->status = 128 + got_signal;
     else

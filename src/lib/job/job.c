@@ -145,6 +145,7 @@ int ncd_job_run(struct ncd_ctx *ctx, const struct ncd_job_plan *plan,
         return 0;
     }
     ncd_ctx_clear_error(ctx);
+    ncd_pg_set_timeout(pg, o->exchange_timeout_ms);
     struct ncd_job job = {.plan = plan,
                           .pg = pg,
                           .nprocs = ncd_pg_nprocs(pg),

@@ -41,8 +41,9 @@ static void summary(const struct ncd_explain *ex, int ninputs,
     json_t *facts = ncd_explain_facts_json(ex);
     size_t nhosts = facts ? json_array_size(json_object_get(facts, "hosts")) : 0;
     json_t *vers = facts ? json_object_get(facts, "nccl_versions") : NULL;
-    ncd_sb_printf(out, "nccl-doctor explain: %d input%s, %llu lines (%llu from NCCL)",
-                  ninputs, ninputs == 1 ? "" : "s", lines, nl);
+    ncd_sb_printf(out, "nccl-doctor explain: %d input%s, %llu line%s (%llu from NCCL)",
+                  ninputs, ninputs == 1 ? "" : "s", lines,
+                  lines == 1 ? "" : "s", nl);
     if (nhosts)
         ncd_sb_printf(out, ", %zu host%s", nhosts, nhosts == 1 ? "" : "s");
     for (size_t i = 0; vers && i < json_array_size(vers); i++)
@@ -98,8 +99,9 @@ void ncd_explain_report_text(const struct ncd_explain *ex,
     /* nothing found is no finding and no category: say it in words */
     if (!fl->n)
         ncd_sb_printf(out, "No known failure\n  None of the rules matches "
-                           "these %llu lines (%llu from NCCL).\n",
-                      lines, nl);
+                           "%s %llu line%s (%llu from NCCL).\n",
+                      lines == 1 ? "this" : "these", lines,
+                      lines == 1 ? "" : "s", nl);
     ncd_sb_puts(out, "\nNext steps\n");
     if (!nl && ncd_explain_debug_on(ex))
         ncd_sb_puts(out, "  - NCCL_DEBUG=INFO was set, yet no NCCL line was "

@@ -9,6 +9,7 @@
 #include "ncd/sysops.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
+#include "ncd/readall.h"
 #include "ncd_version.h"
 #include "ncd/strbuf.h"
 
@@ -314,6 +315,14 @@ static int add_path(struct gather *g, const char *path, enum gkind kind)
     rc = ncd_fs_read(g->ctx, res, 8u << 20, &buf, &len);
     if (rc == NCD_ENOMEM)
         return rc;
+    if (rc == ncd_err_from_errno(EINVAL) && strncmp(res, "/sys/", 5) == 0) {
+        /* a sysfs attribute with no value now (carrier or speed of a down
+         * interface): an answer, not an unreadable file; the node layer
+         * reads it as "unknown" live and, the file being absent, in the
+         * replay alike (src/lib/net/netif.c) */
+        ncd_ctx_clear_error(g->ctx);
+        return 0;
+    }
     if (rc < 0) {
         note_failed_read(g, res, rc);
         return 0;
@@ -557,6 +566,23 @@ int ncd_gather(struct ncd_ctx *ctx, const char *out_path,
     if (!stats)
         stats = &dummy;
     memset(stats, 0, sizeof *stats);
+    /* checked before gathering: rename() would replace a device node
+     * (/dev/full, as root) and an unwritable directory wastes the work */
+    struct stat os;
+    if (lstat(out_path, &os) == 0 && !S_ISREG(os.st_mode) &&
+        !S_ISLNK(os.st_mode))
+        return ncd_fail(ctx, NCD_EINVAL,
+                        "%s is %s, not a file: give the path of the "
+                        "capture to write (FILE.tar.gz)",
+                        out_path, S_ISDIR(os.st_mode) ? "a directory"
+                                  : S_ISCHR(os.st_mode) ? "a character device"
+                                  : S_ISBLK(os.st_mode) ? "a block device"
+                                                        : "a special file");
+    if (ncd_file_writable(out_path) != 0) {
+        int e = errno;
+        return ncd_fail(ctx, ncd_err_from_errno(e), "cannot write %s: %s",
+                        out_path, strerror(e));
+    }
     struct gather g = {.ctx = ctx, .st = stats};
     int rc = copy_files(&g);
     if (rc >= 0)

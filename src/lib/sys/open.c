@@ -51,6 +51,17 @@ static int open_tarball(const char *tarball, char *const *envp,
     return 0;
 }
 
+/* "a character device", ... for a message about a path that is neither a
+ * directory nor a regular file. */
+static const char *file_kind(mode_t m)
+{
+    return S_ISCHR(m)    ? "a character device"
+           : S_ISBLK(m)  ? "a block device"
+           : S_ISFIFO(m) ? "a FIFO (named pipe)"
+           : S_ISSOCK(m) ? "a socket"
+                         : "not a regular file or directory";
+}
+
 int ncd_ctx_open(const struct ncd_ctx_config *cfg, struct ncd_ctx **out,
                  char *err, size_t errsz)
 {
@@ -60,8 +71,15 @@ int ncd_ctx_open(const struct ncd_ctx_config *cfg, struct ncd_ctx **out,
     *out = NULL;
     if (err && errsz)
         err[0] = '\0';
-    if (root && *root && stat(root, &st) == 0 && S_ISREG(st.st_mode))
+    int have = root && *root && stat(root, &st) == 0;
+    if (have && S_ISREG(st.st_mode))
         rc = open_tarball(root, cfg->envp, out, err, errsz);
+    else if (have && !S_ISDIR(st.st_mode))
+        rc = ncd_errbuf(err, errsz, NCD_EINVAL,
+                        "cannot open sysroot '%s': it is %s; expected a "
+                        "capture directory or a capture tarball (made by "
+                        "`nccl-doctor gather`)",
+                        root, file_kind(st.st_mode));
     else if ((rc = ncd_ctx_new(root, cfg->envp, out)) < 0)
         ncd_errbuf(err, errsz, rc, "cannot open sysroot '%s': %s",
             root ? root : "/", ncd_strerror(rc));

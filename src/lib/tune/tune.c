@@ -621,8 +621,8 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
             done += runs[i].n + runs[i].failed;
         struct ncd_finding *f = ncd_findings_add(
             out, "perf.config.tune-interrupted", NCD_CAT_PERF_CONFIG,
-            NCD_SEV_INFO, "Interrupted after %d runs: no settings chosen",
-            done);
+            NCD_SEV_INFO, "Interrupted after %d run%s: no settings chosen",
+            done, done == 1 ? "" : "s");
         if (f)
             ncd_finding_cause(f, "tune was stopped by a signal; the run it "
                                  "stopped counts against no candidate.");
@@ -634,12 +634,13 @@ int ncd_tune_summarize(const struct ncd_tune_set *set,
             set->c[win].label, s->ratio);
         if (!f)
             return win;
-        ncd_finding_evidence(f, "%s: median %.4g GB/s (%.4g-%.4g, %d runs)",
+        ncd_finding_evidence(f, "%s: median %.4g GB/s (%.4g-%.4g, %d run%s)",
                              set->c[win].label, s->median, s->min, s->max,
-                             runs[win].n);
+                             runs[win].n, runs[win].n == 1 ? "" : "s");
         ncd_finding_evidence(f, "current: median %.4g GB/s (%.4g-%.4g, %d "
-                                "runs)",
-                             b->median, b->min, b->max, runs[base].n);
+                                "run%s)",
+                             b->median, b->min, b->max, runs[base].n,
+                             runs[base].n == 1 ? "" : "s");
         ncd_finding_cause(f, "Measured, not predicted: every run with "
                              "these settings was faster than every run "
                              "with the current ones.");
@@ -771,8 +772,10 @@ void ncd_tune_render_text(struct ncd_strbuf *out,
             continue;
         }
         if (!s->ok) {
-            ncd_sb_printf(out, "  %-*s %12s %9s %9s  all %d runs failed\n",
-                          w, lab, "-", "-", "-", runs[i].failed);
+            ncd_sb_printf(out, "  %-*s %12s %9s %9s  %s%d run%s failed\n",
+                          w, lab, "-", "-", "-",
+                          runs[i].failed == 1 ? "" : "all ", runs[i].failed,
+                          runs[i].failed == 1 ? "" : "s");
             continue;
         }
         const char *note = i == winner         ? "<- best"
