@@ -80,8 +80,18 @@ static void test_short_letters(void **state)
     static const struct option lo[] = {CLI_COMMON_OPTS, TOPO_OWN, {0, 0, 0, 0}};
     assert_int_equal(verify("topo", lo, CLI_COMMON_SHORT "x"), -1);
     assert_non_null(strstr(last_err, "-x"));
+    /* gather's own globals (docs/cmdline/gather.yaml: no --strict, no
+     * --nccl-version) and its -o */
     static const struct option g[] = {
-        CLI_COMMON_OPTS, {"output", required_argument, 0, 'o'}, {0, 0, 0, 0}};
+        {"sysroot", required_argument, 0, CLI_OPT_SYSROOT},
+        {"json", no_argument, 0, CLI_OPT_JSON},
+        {"color", optional_argument, 0, CLI_OPT_COLOR},
+        {"no-color", no_argument, 0, CLI_OPT_NO_COLOR},
+        {"verbose", no_argument, 0, 'v'},
+        {"help", no_argument, 0, 'h'},
+        {"version", no_argument, 0, 'V'},
+        {"output", required_argument, 0, 'o'},
+        {0, 0, 0, 0}};
     assert_int_equal(verify("gather", g, "o:" CLI_COMMON_SHORT), 0);
     assert_int_equal(verify("gather", g, "o" CLI_COMMON_SHORT), -1);
     assert_int_equal(verify("gather", g, CLI_COMMON_SHORT), -1);

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* Loads libarchive on first use (see ncd/archive.h for why). */
 #define _GNU_SOURCE
+#include "core/dl.h"
 #include "archive/libarchive.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,25 +18,17 @@ static void load(void)
     /* The soname of libarchive 3.x since 2011; the dev symlink as a last
      * resort for builds elsewhere. */
     static const char *const names[] = {"libarchive.so.13", "libarchive.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "libarchive cannot be loaded (%s): install libarchive13",
-                 e ? e : "not found");
+    static const char *const syms[] = {NCD__ARCHIVE_FUNCS(NCD__DL_NAME)};
+    void *fn[sizeof syms / sizeof *syms];
+    if (ncd__dl_load("libarchive", "libarchive13", names,
+                     sizeof names / sizeof *names, syms, fn,
+                     sizeof fn / sizeof *fn, load_error, sizeof load_error) < 0)
         return;
-    }
-#define NCD__ARCHIVE_LOAD(field, sym)                                         \
-    api.field = (__typeof__(api.field))(uintptr_t)dlsym(h, #sym);             \
-    if (!api.field) {                                                         \
-        snprintf(load_error, sizeof load_error,                               \
-                 "libarchive has no %s: too old", #sym);                      \
-        return;                                                               \
-    }
-    NCD__ARCHIVE_FUNCS(NCD__ARCHIVE_LOAD)
-#undef NCD__ARCHIVE_LOAD
+    size_t i = 0;
+#define NCD__ARCHIVE_SET(field, sym)                                         \
+    api.field = (__typeof__(api.field))(uintptr_t)fn[i++];
+    NCD__ARCHIVE_FUNCS(NCD__ARCHIVE_SET)
+#undef NCD__ARCHIVE_SET
     /* never dlclose'd: the table points into it for the process' life */
     loaded = 1;
 }

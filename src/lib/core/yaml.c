@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /* The YAML helper layer (core/yaml.h) over libyaml's document API. */
 #define _GNU_SOURCE
+#include "core/dl.h"
 #include "core/yaml.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -40,24 +40,17 @@ static void load(void)
     /* libyaml-0.so.2: the soname since 0.1.x (Debian libyaml-0-2); the dev
      * symlink as a last resort for builds elsewhere. */
     static const char *const names[] = {"libyaml-0.so.2", "libyaml.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(load_error, sizeof load_error,
-                 "libyaml cannot be loaded (%s): install libyaml-0-2",
-                 e ? e : "not found");
+    static const char *const syms[] = {NCD__YAML_FUNCS(NCD__DL_NAME)};
+    void *fn[sizeof syms / sizeof *syms];
+    if (ncd__dl_load("libyaml", "libyaml-0-2", names,
+                     sizeof names / sizeof *names, syms, fn,
+                     sizeof fn / sizeof *fn, load_error, sizeof load_error) < 0)
         return;
-    }
-#define NCD__YAML_LOAD(field, sym)                                            \
-    api.field = (__typeof__(api.field))(uintptr_t)dlsym(h, #sym);             \
-    if (!api.field) {                                                         \
-        snprintf(load_error, sizeof load_error, "libyaml has no %s", #sym);   \
-        return;                                                               \
-    }
-    NCD__YAML_FUNCS(NCD__YAML_LOAD)
-#undef NCD__YAML_LOAD
+    size_t i = 0;
+#define NCD__YAML_SET(field, sym)                                            \
+    api.field = (__typeof__(api.field))(uintptr_t)fn[i++];
+    NCD__YAML_FUNCS(NCD__YAML_SET)
+#undef NCD__YAML_SET
     /* never dlclose'd: the table points into it for the process' life */
     loaded = 1;
 }

@@ -8,7 +8,6 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "core/dl.h"
 #include "explain/session.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
@@ -172,24 +172,17 @@ static void z_load(void)
     /* libz.so.1: zlib's soname since 1.x (Debian zlib1g); the dev symlink
      * as a last resort for builds elsewhere. */
     static const char *const names[] = {"libz.so.1", "libz.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(z_error, sizeof z_error,
-                 "zlib cannot be loaded (%s): install zlib1g",
-                 e ? e : "not found");
+    static const char *const syms[] = {NCD__Z_FUNCS(NCD__DL_NAME)};
+    void *fn[sizeof syms / sizeof *syms];
+    if (ncd__dl_load("zlib", "zlib1g", names,
+                     sizeof names / sizeof *names, syms, fn,
+                     sizeof fn / sizeof *fn, z_error, sizeof z_error) < 0)
         return;
-    }
-#define NCD__Z_LOAD(field, sym)                                               \
-    zl.field = (__typeof__(zl.field))(uintptr_t)dlsym(h, #sym);               \
-    if (!zl.field) {                                                          \
-        snprintf(z_error, sizeof z_error, "zlib has no %s: too old", #sym);   \
-        return;                                                               \
-    }
-    NCD__Z_FUNCS(NCD__Z_LOAD)
-#undef NCD__Z_LOAD
+    size_t i = 0;
+#define NCD__Z_SET(field, sym)                                               \
+    zl.field = (__typeof__(zl.field))(uintptr_t)fn[i++];
+    NCD__Z_FUNCS(NCD__Z_SET)
+#undef NCD__Z_SET
     /* never dlclose'd: the table points into it for the process' life */
     z_loaded = 1;
 }

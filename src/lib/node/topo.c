@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* GPU/NIC topology: sysfs or hwloc XML, NVML, nvidia-smi style matrix. */
 #define _GNU_SOURCE
+#include "core/dl.h"
 #include "ncd/topo.h"
 #include "ncd/error.h"
 #include "ncd/fs.h"
@@ -8,7 +9,6 @@
 #include "ncd/sysops.h"
 
 #include <ctype.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <hwloc.h>
 #include <pthread.h>
@@ -52,24 +52,17 @@ static void hw_load(void)
     /* libhwloc.so.15: hwloc 2.x's soname (Debian libhwloc15); the dev
      * symlink as a last resort for builds elsewhere. */
     static const char *const names[] = {"libhwloc.so.15", "libhwloc.so"};
-    void *h = NULL;
-    for (size_t i = 0; i < sizeof names / sizeof *names && !h; i++)
-        h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-        const char *e = dlerror();
-        snprintf(hw_error, sizeof hw_error,
-                 "hwloc cannot be loaded (%s): install libhwloc15",
-                 e ? e : "not found");
+    static const char *const syms[] = {NCD__HWLOC_FUNCS(NCD__DL_NAME)};
+    void *fn[sizeof syms / sizeof *syms];
+    if (ncd__dl_load("hwloc", "libhwloc15", names,
+                     sizeof names / sizeof *names, syms, fn,
+                     sizeof fn / sizeof *fn, hw_error, sizeof hw_error) < 0)
         return;
-    }
-#define NCD__HWLOC_LOAD(field, sym)                                           \
-    hw.field = (__typeof__(hw.field))(uintptr_t)dlsym(h, #sym);               \
-    if (!hw.field) {                                                          \
-        snprintf(hw_error, sizeof hw_error, "hwloc has no %s: too old", #sym);\
-        return;                                                               \
-    }
-    NCD__HWLOC_FUNCS(NCD__HWLOC_LOAD)
-#undef NCD__HWLOC_LOAD
+    size_t i = 0;
+#define NCD__HWLOC_SET(field, sym)                                           \
+    hw.field = (__typeof__(hw.field))(uintptr_t)fn[i++];
+    NCD__HWLOC_FUNCS(NCD__HWLOC_SET)
+#undef NCD__HWLOC_SET
     /* never dlclose'd: the table points into it for the process' life */
     hw_loaded = 1;
 }
