@@ -9,8 +9,12 @@ include_guard(GLOBAL)
 
 if(CMAKE_C_COMPILER_ID MATCHES "Clang" AND NCD_FUZZ)
   set(NCD_LIBFUZZER ON)
-  # coverage feedback from the library too
+  # coverage feedback from the library too: its code is compiled in
+  # ncd_objs (plus the *_builtin.c tables in ncd itself); catgen, which
+  # links ncd_objs at build time, then needs the coverage runtime too
+  target_compile_options(ncd_objs PRIVATE -fsanitize=fuzzer-no-link)
   target_compile_options(ncd PRIVATE -fsanitize=fuzzer-no-link)
+  target_link_options(catgen PRIVATE -fsanitize=fuzzer-no-link)
 else()
   set(NCD_LIBFUZZER OFF)
 endif()
