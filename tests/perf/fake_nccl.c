@@ -248,8 +248,12 @@ static int xjoin(struct comm *cm, int nranks, const char *id, int rank)
     }
     cm->x = x;
     cm->rank = rank;
-    if (xbarrier(x))
+    if (xbarrier(x)) {
+        /* a rank never came (a process without a GPU, a killed one): the
+         * file would be left in /dev/shm by every such test run */
+        unlink(name);
         return 2;
+    }
     if (rank == 0)
         unlink(name);
     return 0;
