@@ -177,6 +177,17 @@ int ncd_sys_dlopen(struct ncd_ctx *ctx, const char *soname,
                    struct ncd_dl_probe *out);
 
 /**
+ * The file dlopen(soname) would load in a program without RPATH/RUNPATH,
+ * in ld.so(8)'s order: the first LD_LIBRARY_PATH directory holding it,
+ * its /etc/ld.so.cache entry (when the file exists), the default
+ * directories (glibc's multiarch ones first).  Reads through the context
+ * (the sysroot on replay).  `why` receives a static text naming the rule
+ * that picked it.  @return 1 found (path filled), 0 none, NCD_ENOMEM.
+ */
+int ncd_sys_loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
+                        size_t len, const char **why);
+
+/**
  * The libnccl.so.2 an application's dlopen("libnccl.so.2") would load and
  * its version, without dlopen (the file is 200+ MB): live, the dynamic
  * loader's order for a program without RPATH (ld.so(8): LD_LIBRARY_PATH,

@@ -150,17 +150,6 @@ static void ldcache_cb(const char *name, const char *path, void *arg)
     add_file(arg, path);
 }
 
-struct first_cb {
-    char path[512];
-};
-
-static void ldcache_first(const char *name, const char *path, void *arg)
-{
-    struct first_cb *f = arg;
-    if (!f->path[0] && strcmp(name, "libnccl.so.2") == 0)
-        ncd__scpy(f->path, sizeof f->path, path);
-}
-
 static int find_real(const struct ncd_nccl_scan *s, struct ncd_ctx *ctx,
                      const char *path)
 {
@@ -193,34 +182,21 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     }
     v = ncd_getenv(ctx, "LD_LIBRARY_PATH");
     st.origin = "LD_LIBRARY_PATH";
-    char ldlp_first[512] = "";
     if (v && *v) {
         char *dup = strdup(v), *save = NULL;
         if (!dup)
             return NCD_ENOMEM;
         for (char *d = strtok_r(dup, ":;", &save); d;
-             d = strtok_r(NULL, ":;", &save)) {
-            size_t before = out->n;
+             d = strtok_r(NULL, ":;", &save))
             scan_dir(&st, d);
-            if (!*ldlp_first) {
-                char p[600];
-                snprintf(p, sizeof p, "%s/libnccl.so.2", d);
-                if (ncd_fs_exists(ctx, p))
-                    ncd__scpy(ldlp_first, sizeof ldlp_first, p);
-            }
-            (void)before;
-        }
         free(dup);
     }
     char *cache;
     size_t clen;
-    struct first_cb cache_first = {""};
     st.origin = "ld.so.cache";
     if (ncd_fs_read(ctx, "/etc/ld.so.cache", 64u << 20, &cache, &clen) == 0) {
         ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so",
                           ldcache_cb, &st);
-        ncd_ldcache_parse((unsigned char *)cache, clen, "libnccl.so.2",
-                          ldcache_first, &cache_first);
         free(cache);
     }
     ncd_ctx_clear_error(ctx);
@@ -269,25 +245,16 @@ static int scan_files(struct ncd_ctx *ctx, struct ncd_nccl_scan *out)
     }
     if (st.oom)
         return NCD_ENOMEM;
-    /* The loader's pick for dlopen("libnccl.so.2") without RPATH. */
-    if (*ldlp_first) {
-        out->winner = find_real(out, ctx, ldlp_first);
-        ncd__scpy(out->winner_why, sizeof out->winner_why,
-                  "first LD_LIBRARY_PATH directory holding libnccl.so.2");
-    } else if (*cache_first.path) {
-        out->winner = find_real(out, ctx, cache_first.path);
-        ncd__scpy(out->winner_why, sizeof out->winner_why,
-                  "/etc/ld.so.cache entry for libnccl.so.2");
-    } else {
-        for (size_t i = 0; i < out->n && out->winner < 0; i++)
-            if (strcmp(out->v[i].origin, "system") == 0) {
-                const char *b = strrchr(out->v[i].path, '/');
-                if (b && strcmp(b + 1, "libnccl.so.2") == 0) {
-                    out->winner = (int)i;
-                    ncd__scpy(out->winner_why, sizeof out->winner_why,
-                              "default library directory");
-                }
-            }
+    /* The loader's pick for dlopen("libnccl.so.2") without RPATH: the
+     * sys layer's, the one the version answer uses too. */
+    char pick[512];
+    const char *why = NULL;
+    int r = ncd_sys_loader_pick(ctx, "libnccl.so.2", pick, sizeof pick, &why);
+    if (r < 0)
+        return r;
+    if (r == 1) {
+        out->winner = find_real(out, ctx, pick);
+        ncd__scpy(out->winner_why, sizeof out->winner_why, why);
     }
     /* The live answer (the loader's order, version from the file) names
      * the pick even where the scan does not look. */

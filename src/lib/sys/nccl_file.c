@@ -229,6 +229,12 @@ int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
     return 0;
 }
 
+int ncd_sys_loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
+                        size_t len, const char **why)
+{
+    return ncd__loader_pick(ctx, soname, path, len, why);
+}
+
 int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
                           const char **why)
 {
