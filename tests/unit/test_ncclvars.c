@@ -113,6 +113,18 @@ static void test_names(void **state)
     assert_string_equal(g->rename, "NCCL_NET_GDR_LEVEL");
     assert_non_null(ncd_var_find_gone(&cat, "NCCL_ASYNC_ERROR_HANDLING"));
     assert_non_null(ncd_var_find(&cat, "NCCL_SOCKET_IFNAME"));
+    /* GIN knobs (2.28.7+) are NCCL's own: before they were catalogued,
+     * NCCL_GIN_ENABLE came out as a misspelling of NCCL_WIN_ENABLE */
+    static const char *const gin[] = {
+        "NCCL_GIN_ENABLE",       "NCCL_GIN_TYPE",  "NCCL_GIN_NCONNECTIONS",
+        "NCCL_GIN_PLUGIN",       "NCCL_GIN_IB_TC", "NCCL_GIN_GDAKI_QP_DEPTH",
+        "NCCL_GIN_PROXY_QUEUE_SIZE"};
+    for (size_t i = 0; i < sizeof gin / sizeof gin[0]; i++) {
+        const struct ncd_var_def *d = ncd_var_find(&cat, gin[i]);
+        if (!d || !d->since)
+            fail_msg("%s not catalogued with a 'since'", gin[i]);
+    }
+    assert_string_equal(ncd_var_find(&cat, "NCCL_GIN_ENABLE")->since, "2.28.7");
     /* every catalog entry has a known type and a name with the prefix */
     for (size_t i = 0; i < cat.n_defs; i++)
         assert_int_equal(strncmp(cat.defs[i].name, "NCCL_", 5), 0);
@@ -216,7 +228,8 @@ static void test_env_check(void **state)
     char *envp[] = {"NCCL_SOCKET_IFACE=eth0", "NCCL_TIMEOUT=1800",
                     "NCCL_IB_GDR_LEVEL=2",    "NCCL_TESTS_MIN_BW=100",
                     "NCCL_P2P_LEVEL=pix",     "NCCL_DEBUG=INFO",
-                    "NCCL_WEIRD_KNOB=1",      NULL};
+                    "NCCL_WEIRD_KNOB=1",      "NCCL_GIN_ENABLE=1",
+                    NULL};
     struct ncd_ctx *ctx;
     assert_int_equal(ncd_ctx_new("/", envp, &ctx), 0);
     struct ncd_findings l = {0};
@@ -251,6 +264,7 @@ static void test_env_check(void **state)
     for (size_t j = 0; j < l.n; j++) {
         assert_null(strstr(l.v[j].title, "NCCL_TESTS_MIN_BW"));
         assert_null(strstr(l.v[j].title, "NCCL_DEBUG="));
+        assert_null(strstr(l.v[j].title, "NCCL_GIN_ENABLE"));
     }
     assert_int_equal(l.n, 5);
     ncd_findings_release(&l);
