@@ -118,6 +118,37 @@ static void test_loopback_bootstrap_latent(void **state)
     ncd_explain_free(ex);
 }
 
+/* GLOO_SOCKET_IFNAME given NCCL's exclusion syntax: the Gloo failure is an
+ * interface-name problem, and the interface NCCL bootstraps on (a real,
+ * routable one) is the value to suggest; without NCCL lines nothing is
+ * suggested rather than a placeholder. */
+static void test_gloo_ifname_nccl_syntax(void **state)
+{
+    (void)state;
+    struct src a[] = {{"a",
+        "node1:7:7 [0] NCCL INFO Bootstrap : Using ens5:10.0.0.7<0>\n"
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84] "
+        "ifa != nullptr. Unable to find address for: ^lo\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "gloo.ifname-nccl-syntax");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IFNAME);
+    assert_string_equal(env_of(&fl.v[0], "GLOO_SOCKET_IFNAME"), "ens5");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src b[] = {{"b",
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84] "
+        "ifa != nullptr. Unable to find address for: ^lo,docker,veth\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "gloo.ifname-nccl-syntax");
+    assert_null(env_of(&fl.v[0], "GLOO_SOCKET_IFNAME"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_ifname_absent(void **state)
 {
     (void)state;
@@ -669,6 +700,7 @@ int main(void)
         cmocka_unit_test(test_ifname_absent),
         cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
         cmocka_unit_test(test_loopback_bootstrap_latent),
+        cmocka_unit_test(test_gloo_ifname_nccl_syntax),
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_framework_version_known_bug),
         cmocka_unit_test(test_ib_silent_fallback),
