@@ -336,6 +336,28 @@ int main(int argc, char **argv)
         check(name, buf, len);
         free(buf);
     }
+    /* lines of 1-3 bytes that the apply step needs ('N', '#', 'e'
+     * start an env dump, an nccl-tests line or an export), mixed with a
+     * WARN: kept at 8 bytes each, a 64 KiB or larger block of them
+     * outgrows its arena, and the apply step scans the rest itself */
+    {
+        static const char *const tiny[] = {"N\n", "#\n", "e\n", "NN\n",
+                                           "\n", "x\n"};
+        size_t cap = 600000, len = 0;
+        char *buf = malloc(cap + 256);
+        while (len < cap) {
+            const char *t = tiny[rnd(6)];
+            memcpy(buf + len, t, strlen(t));
+            len += strlen(t);
+            if (rnd(5000) == 0)
+                len += (size_t)sprintf(buf + len,
+                                       "node1:1:2 [0] NCCL WARN Call to "
+                                       "connect returned Connection refused, "
+                                       "retrying\n");
+        }
+        check("tiny-lines", buf, len);
+        free(buf);
+    }
     check_path();
     ncd_rules_free(rules);
     ncd_ctx_free(ctx);

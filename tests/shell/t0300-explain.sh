@@ -130,6 +130,7 @@ test_expect_success 'Gloo: loopback fallback first, connectFullMesh after it; th
     st=0; $X --json gloo.log >j || st=\$?; test \$st -eq 2 &&
     jq -e '.findings[0].id == \"gloo.loopback-fallback\" and .findings[0].category == \"net.iface-choice\"' j &&
     jq -e '.findings[] | select(.id == \"gloo.connect-failed\") | .role == \"wrapper\"' j &&
+    jq -e '.findings[] | select(.id == \"gloo.connect-failed\") | .category == \"net.iface-choice\"' j &&
     jq -e '.findings[] | select(.id == \"pytorch.store-connection-closed\") | .role == \"consequence\"' j
 "
 test_expect_success 'only a framework summary: general diagnosis pointing to check' "

@@ -165,10 +165,14 @@ static void check_pair(struct ncd__hdr_memo *memo, const char *first,
     struct ncd_log_line a, b;
     memset(memo, 0, NCD__MEMO_SLOTS * sizeof *memo);
     struct ncd__hdr_memo *used;
+    const char *raw;
     assert_int_equal(ncd__log_parse_memo(first, flen, s1, sizeof s1, &a, memo,
-                                         &used), 0);
+                                         &used, &raw), 0);
     assert_int_equal(ncd__log_parse_memo(line, len, s1, sizeof s1, &a, memo,
-                                         &used), 0);
+                                         &used, &raw), 0);
+    /* the raw bytes the matcher may read instead of the copy */
+    assert_true(raw == s1 || raw == line);
+    assert_memory_equal(raw + (a.text - s1), a.text, a.text_len);
     if (used) /* the text starts with the header the slot holds */
         assert_memory_equal(a.text, used->key + used->k, used->plen - used->k);
     assert_int_equal(ncd_log_parse(line, len, s2, sizeof s2, &b), 0);
@@ -262,8 +266,11 @@ static void test_memo_interleaved(void **state)
                          msgs[(x >> 40) % (sizeof msgs / sizeof msgs[0])]);
         struct ncd_log_line a, b;
         struct ncd__hdr_memo *used;
+        const char *raw;
         assert_int_equal(ncd__log_parse_memo(line, (size_t)n, s1, sizeof s1,
-                                             &a, m.memo, &used), 0);
+                                             &a, m.memo, &used, &raw), 0);
+        assert_true(raw == s1 || raw == line);
+        assert_memory_equal(raw + (a.text - s1), a.text, a.text_len);
         assert_int_equal(ncd_log_parse(line, (size_t)n, s2, sizeof s2, &b), 0);
         same_line(line, (size_t)n, &a, &b);
         if (!used)

@@ -41,14 +41,15 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->scratch = calloc(1, NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
     ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
-    ex->phash = malloc(NCD__PROC_HASH * sizeof *ex->phash);
+    ex->phash = malloc(NCD__PROC_HASH0 * sizeof *ex->phash);
+    ex->phash_mask = NCD__PROC_HASH0 - 1;
     if (!ex->part || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
         ncd__matcher_init(&ex->m, rules) < 0) {
         ncd_explain_free(ex);
         return NCD_ENOMEM;
     }
     ex->wd_rule = ncd__rules_find(rules, "pytorch.watchdog-timeout");
-    for (size_t i = 0; i < NCD__PROC_HASH; i++)
+    for (size_t i = 0; i < NCD__PROC_HASH0; i++)
         ex->phash[i] = -1;
     for (size_t i = 0; i < NCD__HOST_HASH; i++)
         ex->hhash[i] = -1;
@@ -262,10 +263,17 @@ static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
     if (len == 0 || (len == 1 && line[0] == '\r'))
         return 0; /* NCCL prints an empty line before every WARN */
     struct ncd__hdr_memo *hdr;
+    const char *raw;
     if (ncd__log_parse_memo(line, len, scratch, scratch_sz, &o->ll, m->memo,
-                            &hdr) < 0 ||
+                            &hdr, &raw) < 0 ||
         o->ll.text_len == 0)
         return 0;
+    /* the prefilter reads 4 bytes at every offset: in the copy just
+     * written, a load across two of its 16-byte stores waits until every
+     * older store is done, including the previous lines' stores to the
+     * block's arena and records, which another core has just read (with 2
+     * threads that cost the scanning thread 3x its time) */
+    const char *mt = raw + (o->ll.text - scratch);
     /* the prefilter's windows inside a known header: those without a
      * bitmap hit once, not on every line of the process */
     size_t from = 0;
@@ -275,7 +283,7 @@ static int line_scan(const struct ncd_rules *r, struct ncd__matcher *m,
                 r, o->ll.text, (size_t)(hdr->plen - hdr->k));
         from = hdr->pf_from;
     }
-    o->rule = ncd__rules_match_from(r, m, o->ll.text, o->ll.text_len, 0,
+    o->rule = ncd__rules_match_from(r, m, mt, o->ll.text_len, 0,
                                     o->ll.src, o->ll.src ? o->ll.src_len : 0,
                                     &o->pat, from);
     o->nobs = 0;
@@ -523,6 +531,31 @@ int ncd_explain_debug_on(const struct ncd_explain *ex)
  */
 #define SLOTS_PER_THREAD 3
 #define READ_TAIL 2048 /* bytes read past a block for its last line */
+/* a block's kept lines, each padded to 8 bytes (blocks of lines shorter
+ * than 8 bytes run out: the apply step scans the rest) */
+#define ARENA_BYTES(B) (2 * (size_t)(B) + NCD_LOG_MAX_LINE + 16)
+
+/*
+ * A kept line as the scanning thread hands it over: 72 bytes instead of
+ * the 184 of struct ncd__lscan (the calling thread reads every byte of it
+ * from another core's cache or from memory), the fields of its
+ * ncd_log_line as offsets into the line's bytes in the block's arena.
+ */
+struct lrec {
+    uint32_t at;   /* the line's bytes: arena + at (the parse's scratch) */
+    uint32_t line; /* index of the line in its block */
+    int32_t rule;  /* rule index or -1 */
+    uint32_t pat;  /* its pattern, UINT32_MAX: a subsystem rule of files: */
+    uint16_t text_off, text_len, msg_off, msg_len;
+    uint16_t host_off, host_len, src_off, src_len; /* _off 0xffff: none */
+    int32_t src_line, rank, dev;
+    uint8_t level, nobs; /* nobs uint32_t pattern indices follow the
+                          * line's bytes, at the next 8-byte boundary */
+    uint16_t obs_off;    /* their offset from arena + at */
+    int64_t pid, tid;
+    double ts;
+};
+_Static_assert(sizeof(struct lrec) % 8 == 0, "streamed 8 bytes at a time");
 
 struct slot {
     _Alignas(128) size_t k; /* its block */
@@ -530,11 +563,12 @@ struct slot {
     char *buf;              /* the block's bytes, `got` of them */
     size_t got;
     char *arena;            /* normalised text of the lines kept */
-    struct ncd__lscan *ev;
+    struct lrec *ev;
     size_t nev, capev;
     uint32_t nlines;        /* lines starting in the block, scanned */
     const char *first;      /* the first of them in buf */
     const char *lim;        /* lines start before this */
+    int owner;              /* the thread that scans into it, -1 any */
     int err;                /* errno of its read */
     int oom;                /* the lines from nlines on were not scanned */
 };
@@ -557,23 +591,114 @@ struct par {
  * on every line). */
 struct scanner {
     _Alignas(128) struct par *P;
+    int id; /* 0: the calling thread */
     struct ncd__matcher m;
-    char *scratch; /* NCD_LOG_MAX_LINE + 1 bytes: the line being scanned */
+    char *scratch; /* NCD_LOG_MAX_LINE + 8 bytes: the line being scanned */
 };
 
-/* Copies the normalised line `ll` points into (the n bytes of `scratch`
- * up to the NUL after its text) to `to` and points `ll` there. */
-static void keep_line(struct ncd_log_line *ll, const char *scratch, char *to,
-                      size_t n)
+/* The record of line `line` of a block, scanned into `ls` (its fields
+ * pointing into `scratch`), whose bytes go to arena + at, its known bugs'
+ * patterns to arena + at + obs_off. */
+static void pack_line(struct lrec *r, const struct ncd__lscan *ls,
+                      const char *scratch, uint32_t at, uint32_t line,
+                      uint16_t obs_off)
 {
-    memcpy(to, scratch, n);
-    ll->text = to + (ll->text - scratch);
-    ll->msg = to + (ll->msg - scratch);
-    if (ll->host)
-        ll->host = to + (ll->host - scratch);
-    if (ll->src)
-        ll->src = to + (ll->src - scratch);
+    const struct ncd_log_line *ll = &ls->ll;
+    memset(r, 0, sizeof *r);
+    r->at = at;
+    r->line = line;
+    r->rule = (int32_t)ls->rule;
+    r->pat = ls->pat == SIZE_MAX ? UINT32_MAX : (uint32_t)ls->pat;
+    r->text_off = (uint16_t)(ll->text - scratch);
+    r->text_len = (uint16_t)ll->text_len;
+    r->msg_off = (uint16_t)(ll->msg - scratch);
+    r->msg_len = (uint16_t)ll->msg_len;
+    r->host_off = ll->host ? (uint16_t)(ll->host - scratch) : 0xffff;
+    r->host_len = (uint16_t)ll->host_len;
+    r->src_off = ll->src ? (uint16_t)(ll->src - scratch) : 0xffff;
+    r->src_len = (uint16_t)ll->src_len;
+    r->src_line = ll->src_line;
+    r->rank = ll->rank;
+    r->dev = ll->dev;
+    r->level = (uint8_t)ll->level;
+    r->nobs = (uint8_t)ls->nobs;
+    r->obs_off = obs_off;
+    r->pid = ll->pid;
+    r->tid = ll->tid;
+    r->ts = ll->ts;
 }
+
+/* The line of record r, whose bytes are at arena + r->at. */
+static void unpack_line(struct ncd__lscan *ls, const struct lrec *r,
+                        const char *arena)
+{
+    const char *b = arena + r->at;
+    struct ncd_log_line *ll = &ls->ll;
+    ll->text = b + r->text_off;
+    ll->text_len = r->text_len;
+    ll->msg = b + r->msg_off;
+    ll->msg_len = r->msg_len;
+    ll->level = (enum ncd_log_level)r->level;
+    ll->host = r->host_off == 0xffff ? NULL : b + r->host_off;
+    ll->host_len = r->host_len;
+    ll->pid = (long)r->pid;
+    ll->tid = (long)r->tid;
+    ll->dev = r->dev;
+    ll->src = r->src_off == 0xffff ? NULL : b + r->src_off;
+    ll->src_len = r->src_len;
+    ll->src_line = r->src_line;
+    ll->rank = r->rank;
+    ll->ts = r->ts;
+    ls->rule = r->rule;
+    ls->pat = r->pat == UINT32_MAX ? SIZE_MAX : r->pat;
+    ls->line = r->line;
+    ls->nobs = r->nobs;
+    if (r->nobs)
+        memcpy(ls->obs, b + r->obs_off, r->nobs * sizeof ls->obs[0]);
+}
+
+/*
+ * What a scanning thread keeps for the apply step goes out with
+ * non-temporal stores, 8 bytes at a time (`to` 8-byte aligned): the
+ * calling thread has read those lines of the slot the last time round, so
+ * plain stores must first take each line back from its core, and a load
+ * that cannot be forwarded from a store (the prefilter's 4-byte loads
+ * across two of the scratch copy's 16-byte stores) waits for all of them.
+ * Measured with 2 threads on the init-shaped log: the second thread
+ * scanned a block in 3x the time of the first.  stream_fence() orders
+ * them before the slot is handed over.
+ */
+#if defined(__SSE2__)
+static inline void stream_words(void *to, const void *from, size_t words,
+                                int nt)
+{
+    if (!nt) {
+        memcpy(to, from, 8 * words);
+        return;
+    }
+    long long *d = to;
+    const char *f = from;
+    for (size_t i = 0; i < words; i++) {
+        long long w;
+        memcpy(&w, f + 8 * i, 8);
+        _mm_stream_si64(d + i, w);
+    }
+}
+static inline void stream_fence(void)
+{
+    _mm_sfence();
+}
+#else
+static inline void stream_words(void *to, const void *from, size_t words,
+                                int nt)
+{
+    (void)nt;
+    memcpy(to, from, 8 * words);
+}
+static inline void stream_fence(void)
+{
+}
+#endif
 
 /* pread until `len` bytes or end of file; the count or -errno. */
 static long read_at(int fd, char *buf, size_t len, size_t off)
@@ -629,8 +754,8 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
         p = nl ? nl + 1 : e;
     }
     s->first = p;
-    size_t nev = 0, capev = s->capev, used = 0, cap = B + NCD_LOG_MAX_LINE + 2;
-    struct ncd__lscan *ev = s->ev;
+    size_t nev = 0, capev = s->capev, used = 0, cap = ARENA_BYTES(B);
+    struct lrec *ev = s->ev;
     uint32_t nlines = 0;
     struct nl_scan ns;
     nl_init(&ns, p, (size_t)(e - p));
@@ -641,7 +766,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
         size_t len = (size_t)((nl ? nl : e) - p);
         if (nev == capev) {
             size_t nc = capev ? capev * 2 : 4096;
-            struct ncd__lscan *nv = realloc(ev, nc * sizeof *nv);
+            struct lrec *nv = realloc(ev, nc * sizeof *nv);
             if (!nv) {
                 s->oom = 1;
                 break;
@@ -649,22 +774,30 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             s->ev = ev = nv;
             s->capev = capev = nc;
         }
-        struct ncd__lscan *ls = &ev[nev];
+        struct ncd__lscan ls;
         if (line_scan(rules, &t->m, p, len, t->scratch, NCD_LOG_MAX_LINE + 1,
-                      ls)) {
-            /* the line was normalised and matched in the thread's own
-             * scratch, which stays in its cache: matched in the arena,
-             * whose lines are cold, its loads waited for the copy's
-             * stores (a third of the scan's time); the copy kept for the
-             * apply step is written once, nothing reads it back here */
-            size_t n = (size_t)(ls->ll.text + ls->ll.text_len - t->scratch) + 1;
-            if (n > cap - used) { /* cannot happen: text <= the raw line */
-                s->oom = 1;
+                      &ls)) {
+            /* the line's normalised bytes (from `scratch` up to the NUL
+             * after the text) and its known bugs' patterns at 8-byte
+             * boundaries of the arena, and its record */
+            size_t n = (size_t)(ls.ll.text + ls.ll.text_len - t->scratch) + 1;
+            size_t at = (used + 7) & ~(size_t)7, words = (n + 7) / 8;
+            size_t owords = (ls.nobs + 1) / 2;
+            if (at + (words + owords) * 8 > cap || at > UINT32_MAX) {
+                s->oom = 1; /* lines of a few bytes: apply scans them */
                 break;
             }
-            keep_line(&ls->ll, t->scratch, s->arena + used, n);
-            ls->line = nlines;
-            used += n;
+            struct lrec r;
+            pack_line(&r, &ls, t->scratch, (uint32_t)at, nlines,
+                      (uint16_t)(words * 8));
+            stream_words(s->arena + at, t->scratch, words, t->id != 0);
+            if (ls.nobs) {
+                uint32_t o[NCD__MAX_OBS_PER_LINE + 1] = {0};
+                memcpy(o, ls.obs, ls.nobs * sizeof o[0]);
+                stream_words(s->arena + at + words * 8, o, owords, t->id != 0);
+            }
+            stream_words(&ev[nev], &r, sizeof r / 8, t->id != 0);
+            used = at + (words + owords) * 8;
             nev++;
         }
         nlines++;
@@ -672,6 +805,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             break;
         p = nl + 1;
     }
+    stream_fence();
     s->nev = nev;
     s->nlines = nlines;
 }
@@ -682,9 +816,11 @@ static int apply_block(struct ncd_explain *ex, struct slot *s)
 {
     uint64_t line0 = ex->lineno, seq0 = ex->seq;
     for (size_t i = 0; i < s->nev; i++) {
-        ex->lineno = line0 + s->ev[i].line + 1;
-        ex->seq = seq0 + s->ev[i].line + 1;
-        line_apply(ex, &s->ev[i]);
+        struct ncd__lscan ls;
+        unpack_line(&ls, &s->ev[i], s->arena);
+        ex->lineno = line0 + ls.line + 1;
+        ex->seq = seq0 + ls.line + 1;
+        line_apply(ex, &ls);
     }
     ex->lineno = line0 + s->nlines;
     ex->seq = seq0 + s->nlines;
@@ -707,12 +843,13 @@ static int apply_block(struct ncd_explain *ex, struct slot *s)
 
 /* A free slot for the next block to scan, NULL when there is none or no
  * block is left (lock held). */
-static struct slot *take_slot(struct par *P)
+static struct slot *take_slot(struct par *P, int id)
 {
     if (P->done || P->next_scan >= P->nblocks)
         return NULL;
     for (size_t i = 0; i < P->nslots; i++)
-        if (P->slots[i].state == S_FREE) {
+        if (P->slots[i].state == S_FREE &&
+            (P->slots[i].owner == id || P->slots[i].owner < 0)) {
             struct slot *s = &P->slots[i];
             s->state = S_SCANNING;
             s->k = P->next_scan++;
@@ -738,7 +875,7 @@ static void *scan_thread(void *arg)
     for (;;) {
         if (P->done || P->next_scan >= P->nblocks)
             break;
-        struct slot *s = take_slot(P);
+        struct slot *s = take_slot(P, t->id);
         if (!s) {
             pthread_cond_wait(&P->cv, &P->lock);
             continue;
@@ -772,7 +909,7 @@ static int apply_loop(struct par *P, struct scanner *t)
                 break; /* the lines after a failed read are not used */
             continue;
         }
-        if ((s = take_slot(P))) {
+        if ((s = take_slot(P, t->id))) {
             pthread_mutex_unlock(&P->lock);
             scan_block(P, t, s);
             pthread_mutex_lock(&P->lock);
@@ -787,10 +924,11 @@ static int apply_loop(struct par *P, struct scanner *t)
     return err;
 }
 
-static int scanner_init(struct scanner *t, struct par *P)
+static int scanner_init(struct scanner *t, struct par *P, int id)
 {
     t->P = P;
-    t->scratch = malloc(NCD_LOG_MAX_LINE + 1);
+    t->id = id;
+    t->scratch = malloc(NCD_LOG_MAX_LINE + 8); /* + stream_words()'s tail */
     if (!t->scratch || ncd__matcher_init(&t->m, P->ex->rules) < 0) {
         free(t->scratch);
         return NCD_ENOMEM;
@@ -832,21 +970,28 @@ int ncd__explain_feed_fd(struct ncd_explain *ex, int fd, size_t size)
     for (; ok < P.nslots; ok++) {
         struct slot *s = &P.slots[ok];
         s->buf = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
-        s->arena = calloc(1, ex->block + NCD_LOG_MAX_LINE + 2);
+        s->arena = calloc(1, ARENA_BYTES(ex->block));
         if (!s->buf || !s->arena)
             break;
     }
     /* fewer slots than wanted still work; none does not */
-    if (ok < 2 || scanner_init(&t[0], &P) < 0) {
+    if (ok < 2 || scanner_init(&t[0], &P, 0) < 0) {
         slots_free(&P);
         return NCD_ENOMEM;
     }
+    /* each thread reads and scans into slots of its own, so a slot's
+     * buffers are written by one core only (a slot written by one thread
+     * after another had read it waited for those cache lines: the second
+     * thread scanned at half the first one's speed); with fewer slots
+     * than asked for, any thread takes any */
+    for (size_t i = 0; i < ok; i++)
+        P.slots[i].owner = ok == P.nslots ? (int)(i / SLOTS_PER_THREAD) : -1;
     P.nslots = ok;
     pthread_mutex_init(&P.lock, NULL);
     pthread_cond_init(&P.cv, NULL);
     int started = 0;
     for (int i = 1; i < nt; i++) {
-        if (scanner_init(&t[i], &P) < 0)
+        if (scanner_init(&t[i], &P, i) < 0)
             break;
         if (pthread_create(&tid[i], NULL, scan_thread, &t[i]) != 0) {
             scanner_release(&t[i]);

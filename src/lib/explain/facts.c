@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "explain/session.h"
+#include "ncd/error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +33,28 @@ uint32_t ncd__hash_proc(const char *h, size_t hl, long pid)
     return x;
 }
 
+/* Doubles the process index and fills it again; 0 or NCD_ENOMEM. */
+static int phash_grow(struct ncd_explain *ex)
+{
+    uint32_t mask = 2 * ex->phash_mask + 1;
+    int32_t *v = malloc(((size_t)mask + 1) * sizeof *v);
+    if (!v)
+        return NCD_ENOMEM;
+    for (size_t i = 0; i <= mask; i++)
+        v[i] = -1;
+    for (size_t i = 0; i < ex->nprocs; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        uint32_t k = ncd__hash_proc(p->host, p->hostlen, p->pid) & mask;
+        while (v[k] >= 0)
+            k = (k + 1) & mask;
+        v[k] = (int32_t)i;
+    }
+    free(ex->phash);
+    ex->phash = v;
+    ex->phash_mask = mask;
+    return 0;
+}
+
 struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
                                 const struct ncd_log_line *ll)
 {
@@ -46,7 +69,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0)
             return p;
     }
-    uint32_t k = ncd__hash_proc(h, hl, pid) & (NCD__PROC_HASH - 1);
+    uint32_t hash = ncd__hash_proc(h, hl, pid), k = hash & ex->phash_mask;
     for (;;) {
         int32_t idx = ex->phash[k];
         if (idx < 0)
@@ -56,11 +79,20 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
             ex->lastproc = idx;
             return p;
         }
-        k = (k + 1) & (NCD__PROC_HASH - 1);
+        k = (k + 1) & ex->phash_mask;
     }
     if (ex->nprocs >= NCD__MAX_PROCS) {
         ex->procs_dropped = 1;
         return NULL;
+    }
+    if (2 * (ex->nprocs + 1) > (size_t)ex->phash_mask + 1) {
+        /* the index grows with the table (a fixed 32768 slots for 16384
+         * processes put each line's lookup on a cold cache line) */
+        if (phash_grow(ex) < 0)
+            return NULL;
+        k = hash & ex->phash_mask;
+        while (ex->phash[k] >= 0)
+            k = (k + 1) & ex->phash_mask;
     }
     if (ex->nprocs == ex->capprocs) {
         /* grows; callers never keep a proc pointer across lines */

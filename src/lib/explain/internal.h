@@ -124,9 +124,13 @@ struct ncd__hdr_memo {
  * at first; NULL: none). */
 int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
                         size_t scratch_sz, struct ncd_log_line *o,
-                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used);
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used,
+                        const char **raw);
 /* *used: the memo slot holding this line's header (o->text starts with
- * its key[k, plen)), NULL when none. */
+ * its key[k, plen)), NULL when none.  *raw (raw may be NULL): `line` when
+ * the line needed no cleaning, so that raw + (o->text - scratch) holds
+ * o->text's bytes too, where no recent store lies (matching there does
+ * not wait for the copy's stores); else scratch. */
 /* Replaces control characters and invalid UTF-8 in s[0, n) by '?', so
  * evidence prints safely and JSON (jansson wants UTF-8) keeps it. */
 void ncd__sanitize(char *s, size_t n);

@@ -774,15 +774,19 @@ static int memo_keep(struct ncd__hdr_memo *mm, const char *text, size_t n,
 int ncd_log_parse(const char *line, size_t len, char *scratch,
                   size_t scratch_sz, struct ncd_log_line *o)
 {
-    return ncd__log_parse_memo(line, len, scratch, scratch_sz, o, NULL, NULL);
+    return ncd__log_parse_memo(line, len, scratch, scratch_sz, o, NULL, NULL,
+                               NULL);
 }
 
 int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
                         size_t scratch_sz, struct ncd_log_line *o,
-                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used)
+                        struct ncd__hdr_memo *mm, struct ncd__hdr_memo **used,
+                        const char **raw)
 {
     if (used)
         *used = NULL;
+    if (raw)
+        *raw = scratch;
     if (len > NCD_LOG_MAX_LINE)
         len = NCD_LOG_MAX_LINE;
     /* field by field: a memset here compiles to `rep stos` */
@@ -809,8 +813,11 @@ int ncd__log_parse_memo(const char *line, size_t len, char *scratch,
     } else {
         int same;
         n = ncd__line_clean_copy(line, len, scratch, &same);
-        if (same)
+        if (same) {
             base = line;
+            if (raw)
+                *raw = line;
+        }
     }
     /* trailing blanks carry nothing */
     while (n > 0 && (base[n - 1] == ' ' || base[n - 1] == '\t'))

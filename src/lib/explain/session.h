@@ -7,7 +7,7 @@
 
 #define NCD__MAX_EVID 6      /* evidence lines kept per finding */
 #define NCD__MAX_PROCS 16384 /* processes tracked (host, pid) */
-#define NCD__PROC_HASH 32768
+#define NCD__PROC_HASH0 1024 /* first size of the process table's index */
 #define NCD__MAX_ENV 256
 #define NCD__MAX_HOSTS 4096
 #define NCD__HOST_HASH 8192
@@ -199,7 +199,8 @@ struct ncd_explain {
     /* facts */
     struct ncd__proc *procs;
     size_t nprocs, capprocs;
-    int32_t *phash;
+    int32_t *phash; /* open addressing, phash_mask + 1 slots, <= half full */
+    uint32_t phash_mask;
     long lastproc;
     long curproc; /* process of the line being scanned, -1 none */
     int procs_dropped;
