@@ -81,6 +81,74 @@ static void test_linklocal_peer_and_unrelated_virtual(void **state)
     ncd_explain_free(ex);
 }
 
+/* A loopback bootstrap with no failed connection is latent (one node, or
+ * nothing tried yet): an explicit error of the job ranks first.  With a
+ * failed connection it stays the root cause. */
+static void test_loopback_bootstrap_latent(void **state)
+{
+    (void)state;
+    struct src a[] = {{"a",
+        "node1:7:7 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to ^docker0\n"
+        "node1:7:7 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+        "node1:7:7 [0] NCCL INFO NCCL version 2.23.4+cuda12.4\n"
+        "node1:7:9 [0] NCCL INFO NET/OFI Selected Provider is tcp (found 1 nics)\n"
+        "node1:7:9 [0] nccl_ofi_ofiutils_init_connection:335 NCCL WARN NET/OFI Disabling "
+        "shared memory failed: Protocol not available\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "plugin.ofi-non-efa-provider");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IB);
+    const struct ncd_finding *ll = ncd_findings_find(&fl, "net.iface-linklocal");
+    assert_non_null(ll);
+    assert_int_equal(ll->severity, NCD_SEV_WARNING);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src b[] = {{"b",
+        "node1:7:7 [0] NCCL INFO Bootstrap : Using lo:127.0.0.1<0>\n"
+        "node1:7:7 [0] NCCL INFO NCCL version 2.23.4+cuda12.4\n"
+        "node1:7:9 [0] misc/socket.cc:484 NCCL WARN socketStartConnect: Connect to "
+        "127.0.0.1<45069> failed : Connection refused\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "net.iface-linklocal");
+    assert_int_equal(fl.v[0].severity, NCD_SEV_ERROR);
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
+/* GLOO_SOCKET_IFNAME given NCCL's exclusion syntax: the Gloo failure is an
+ * interface-name problem, and the interface NCCL bootstraps on (a real,
+ * routable one) is the value to suggest; without NCCL lines nothing is
+ * suggested rather than a placeholder. */
+static void test_gloo_ifname_nccl_syntax(void **state)
+{
+    (void)state;
+    struct src a[] = {{"a",
+        "node1:7:7 [0] NCCL INFO Bootstrap : Using ens5:10.0.0.7<0>\n"
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84] "
+        "ifa != nullptr. Unable to find address for: ^lo\n"}};
+    struct ncd_findings fl = {0};
+    struct ncd_explain *ex = scan(a, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "gloo.ifname-nccl-syntax");
+    assert_int_equal(fl.v[0].category, NCD_CAT_NET_IFNAME);
+    assert_string_equal(env_of(&fl.v[0], "GLOO_SOCKET_IFNAME"), "ens5");
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+
+    struct src b[] = {{"b",
+        "RuntimeError: [enforce fail at ../third_party/gloo/gloo/transport/tcp/device.cc:84] "
+        "ifa != nullptr. Unable to find address for: ^lo,docker,veth\n"}};
+    ex = scan(b, 1, 0, &fl);
+    dump(&fl);
+    assert_string_equal(fl.v[0].id, "gloo.ifname-nccl-syntax");
+    assert_null(env_of(&fl.v[0], "GLOO_SOCKET_IFNAME"));
+    ncd_findings_release(&fl);
+    ncd_explain_free(ex);
+}
+
 static void test_ifname_absent(void **state)
 {
     (void)state;
@@ -631,6 +699,8 @@ int main(void)
         cmocka_unit_test(test_docker_plus_connect),
         cmocka_unit_test(test_ifname_absent),
         cmocka_unit_test(test_linklocal_peer_and_unrelated_virtual),
+        cmocka_unit_test(test_loopback_bootstrap_latent),
+        cmocka_unit_test(test_gloo_ifname_nccl_syntax),
         cmocka_unit_test(test_two_versions),
         cmocka_unit_test(test_framework_version_known_bug),
         cmocka_unit_test(test_ib_silent_fallback),

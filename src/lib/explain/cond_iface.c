@@ -144,6 +144,12 @@ static int iface_cond(struct ncd__reason *rs, size_t rule, enum iface_mode mode)
                 h->no_absorb = 1;
             }
         }
+        /* A loopback or link-local bootstrap breaks a job only when ranks
+         * elsewhere must reach it: with no failed connection in the logs
+         * it is a latent problem (one node, or nothing tried yet), and an
+         * explicit error of the same job comes first. */
+        if (mode == IF_LINKLOCAL && !ncd__rec_absorbed(ex, rule, NULL))
+            h->sev = NCD_SEV_WARNING;
         if (conn) {
             ncd__hit_from_rec(h, conn);
             ncd__hit_ev_rec(ex, h, conn);
