@@ -62,7 +62,7 @@ ncd_set_warnings(explain_corpus_cli)
 add_test(NAME explain.corpus_gathered
          COMMAND explain_corpus_cli $<TARGET_FILE:nccl-doctor> ${CMAKE_CURRENT_LIST_DIR}/corpus
                  ${NCD_CORPUS_MIN_PCT})
-set_tests_properties(explain.corpus_gathered PROPERTIES LABELS explain TIMEOUT 300)
+set_tests_properties(explain.corpus_gathered PROPERTIES LABELS explain TIMEOUT 900)
 
 # explain under valgrind memcheck (skips itself on an ASan build or without
 # valgrind; CI's clang build runs it).
