@@ -1,6 +1,7 @@
 #!/bin/sh
 # explain under valgrind's memcheck, errors fatal: the shared and gathered
-# corpora (text, --json, --facts) and the rules' self-test.  PCRE2's JIT
+# corpora (text, --json, --facts; and concatenated into one file large
+# enough for the threaded reader) and the rules' self-test.  PCRE2's JIT
 # reads a few bytes past the subject; explain's line buffers are zeroed so
 # that those reads see initialised memory (no suppression file needed).
 # Usage: valgrind.sh <nccl-doctor> <source dir> <asan:0|1>
@@ -24,4 +25,16 @@ vg() {
 vg "$bin" explain "$@"
 vg "$bin" explain --json --facts "$@"
 vg "$bin" explain --check-rules
-echo "ok: memcheck clean on explain over $* and the rules' self-test"
+# the threaded block reader (files of 2 MiB and more): the corpora's logs
+# concatenated past 3 MB, with 2 and 3 threads
+big=$(mktemp "${TMPDIR:-/tmp}/ncd-vg.XXXXXX") || exit 1
+trap 'rm -f "$big"' EXIT
+while [ "$(wc -c <"$big")" -lt 3000000 ]; do
+    for d in "$@"; do
+        cat "$d"/*/log.txt >>"$big" || { echo "FAIL: cannot write $big"; exit 1; }
+        printf '\n' >>"$big"
+    done
+done
+vg "$bin" explain --threads 2 --json --facts "$big"
+vg "$bin" explain --threads 3 "$big"
+echo "ok: memcheck clean on explain over $* (also as one 3 MB file on 2 and 3 threads) and the rules' self-test"
