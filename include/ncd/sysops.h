@@ -182,7 +182,10 @@ int ncd_sys_dlopen(struct ncd_ctx *ctx, const char *soname,
  * its /etc/ld.so.cache entry (when the file exists), the default
  * directories (glibc's multiarch ones first).  Reads through the context
  * (the sysroot on replay).  `why` receives a static text naming the rule
- * that picked it.  @return 1 found (path filled), 0 none, NCD_ENOMEM.
+ * that picked it.  dlopen() of the path found loads what dlopen(soname)
+ * would, without ld.so opening /etc/ld.so.cache again or walking its ~40
+ * directories when the library is not there (live.c's dlopen answers).
+ * @return 1 found (path filled), 0 none, NCD_ENOMEM.
  */
 int ncd_sys_loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
                         size_t len, const char **why);

@@ -555,7 +555,8 @@ struct lrec {
     int64_t pid, tid;
     double ts;
 };
-_Static_assert(sizeof(struct lrec) % 8 == 0, "streamed 8 bytes at a time");
+_Static_assert(sizeof(struct lrec) == 72,
+               "streamed 8 bytes at a time, no padding (pack_line)");
 
 struct slot {
     _Alignas(128) size_t k; /* its block */
@@ -604,8 +605,7 @@ static void pack_line(struct lrec *r, const struct ncd__lscan *ls,
                       uint16_t obs_off)
 {
     const struct ncd_log_line *ll = &ls->ll;
-    memset(r, 0, sizeof *r);
-    r->at = at;
+    r->at = at; /* every field is set: the record has no padding */
     r->line = line;
     r->rule = (int32_t)ls->rule;
     r->pat = ls->pat == SIZE_MAX ? UINT32_MAX : (uint32_t)ls->pat;

@@ -163,7 +163,8 @@ static int live_dlopen(struct ncd_ctx *ctx, const char *soname,
 static int live_nccl_version(struct ncd_ctx *ctx, struct ncd_nccl_lib *out)
 {
     const char *why = "";
-    int r = ncd__nccl_loader_pick(ctx, out->path, sizeof out->path, &why);
+    int r = ncd_sys_loader_pick(ctx, "libnccl.so.2", out->path,
+                                sizeof out->path, &why);
     if (r < 0)
         return r;
     if (r == 0) {
@@ -196,7 +197,7 @@ static int live_nccl_libs(struct ncd_ctx *ctx, ncd_sys_scan_fn scan,
     return scan(ctx, out);
 }
 
-/* dlopen by the path ld.so would pick (ncd__loader_pick): no second read
+/* dlopen by the path ld.so would pick (ncd_sys_loader_pick): no second read
  * of /etc/ld.so.cache by ld.so, no walk of its search path when the
  * library is absent.  NULL (and *found = 0 when it is not there). */
 static void *dlopen_picked(struct ncd_ctx *ctx, const char *soname, int flags,
@@ -204,7 +205,7 @@ static void *dlopen_picked(struct ncd_ctx *ctx, const char *soname, int flags,
 {
     char path[600];
     const char *why;
-    *found = ncd__loader_pick(ctx, soname, path, sizeof path, &why) == 1;
+    *found = ncd_sys_loader_pick(ctx, soname, path, sizeof path, &why) == 1;
     ncd_ctx_clear_error(ctx);
     return *found ? dlopen(path, flags) : NULL;
 }

@@ -5,6 +5,7 @@
 #include "ncd/error.h"
 #include "ncd/fs.h"
 #include "ncd/libs.h"
+#include "ncd/sysops.h"
 #include "ncd/version.h"
 #include "sys/sys_internal.h"
 
@@ -171,8 +172,8 @@ static void ldcache_first(const char *name, const char *path, void *arg)
         snprintf(f->out, sizeof f->out, "%s", path);
 }
 
-int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
-                     size_t len, const char **why)
+int ncd_sys_loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
+                        size_t len, const char **why)
 {
     /* ld.so(8) for a program without DT_RPATH/DT_RUNPATH (nccl-doctor has
      * none): LD_LIBRARY_PATH, then /etc/ld.so.cache, then the default
@@ -229,14 +230,3 @@ int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
     return 0;
 }
 
-int ncd_sys_loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
-                        size_t len, const char **why)
-{
-    return ncd__loader_pick(ctx, soname, path, len, why);
-}
-
-int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
-                          const char **why)
-{
-    return ncd__loader_pick(ctx, "libnccl.so.2", path, len, why);
-}

@@ -35,16 +35,6 @@ void ncd__record_gather_info_format(struct ncd_strbuf *out, const char *tool,
 int ncd__listen_ports_parse(const char *buf, size_t len, int **ports,
                             size_t *n);
 
-/* The file dlopen("libnccl.so.2") would load (nccl_file.c): ld.so's order
- * for a program without RPATH/RUNPATH.  `why` receives a static text.
- * @return 1 found (path filled), 0 none, NCD_ENOMEM. */
-int ncd__nccl_loader_pick(struct ncd_ctx *ctx, char *path, size_t len,
-                          const char **why);
-/* The same for any soname: dlopen() of the path found loads what
- * dlopen(soname) would, without ld.so opening /etc/ld.so.cache again or
- * walking its ~40 directories when the library is not there. */
-int ncd__loader_pick(struct ncd_ctx *ctx, const char *soname, char *path,
-                     size_t len, const char **why);
 
 /* The resolve operation (resolve.c), as ncd_resolve_first() documents. */
 int ncd__resolve_live(struct ncd_ctx *ctx, const char *name, int timeout_ms,
