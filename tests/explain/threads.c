@@ -299,6 +299,48 @@ static void check_path(void)
     free(buf);
 }
 
+/* The process table's index grows (1,024 slots at first, doubling at half
+ * load): 5,000 processes on 50 hosts, each seen twice, in two different
+ * orders, must stay 5,000 processes, each found again with its own
+ * facts. */
+static void check_procs(void)
+{
+    enum { NPROC = 5000 };
+    struct ncd_strbuf sb = {0};
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < NPROC; i++) {
+            int k = pass ? NPROC - 1 - i : i;
+            ncd_sb_printf(&sb, "host%d:%d:%d [0] NCCL INFO %s\n", k % 50,
+                          1000 + k, 1000 + k,
+                          pass ? "NCCL version 2.21.5+cuda12.4"
+                               : "Bootstrap : Using eth0:10.0.0.1<0>");
+        }
+    struct ncd_explain *ex;
+    if (ncd_explain_new(ctx, rules, &ex) < 0)
+        abort();
+    ncd_explain_begin(ex, "procs");
+    ncd_explain_feed(ex, ncd_sb_str(&sb), strlen(ncd_sb_str(&sb)));
+    ncd_explain_end(ex);
+    int bad = ex->nprocs != NPROC;
+    for (size_t i = 0; i < ex->nprocs && !bad; i++) {
+        const struct ncd__proc *p = &ex->procs[i];
+        char host[16];
+        snprintf(host, sizeof host, "host%ld", (p->pid - 1000) % 50);
+        bad = p->hostlen != strlen(host) || memcmp(p->host, host, p->hostlen) ||
+              strcmp(p->version, "2.21.5") != 0;
+    }
+    if (bad) {
+        fprintf(stderr, "FAIL procs: %zu processes (want %d) or a process "
+                        "lost its facts\n", ex->nprocs, (int)NPROC);
+        failures++;
+    } else {
+        printf("ok   procs (%d processes, index of %u slots)\n", (int)NPROC,
+               ex->phash_mask + 1);
+    }
+    ncd_explain_free(ex);
+    ncd_sb_release(&sb);
+}
+
 int main(int argc, char **argv)
 {
     if (ncd_ctx_new("/", NULL, &ctx) < 0 || ncd_rules_new(&rules) < 0 ||
@@ -359,6 +401,7 @@ int main(int argc, char **argv)
         free(buf);
     }
     check_path();
+    check_procs();
     ncd_rules_free(rules);
     ncd_ctx_free(ctx);
     printf("%s\n", failures ? "FAILED" : "all identical");
