@@ -46,7 +46,11 @@ static int from_text(struct ncd_if_addr *out, const char *text, int scope)
  * A dead DNS server must not stall the caller.  A worker thread resolves
  * the names one after the other into a job it shares with the caller
  * (reference counted); at the deadline the caller takes what is done and
- * leaves; the last one out frees the job.
+ * leaves; the last one out frees the job.  A worker that finished in time
+ * is joined, so no thread of ours outlives the call in the common case (a
+ * detached thread still running when the process exits made
+ * LeakSanitizer's stop-the-world tracer crash, "Tracer caught signal 11",
+ * in CI); only a worker stuck past the deadline is detached.
  */
 struct lookup {
     pthread_mutex_t mu;
@@ -147,7 +151,6 @@ int ncd_resolve_live_batch(const char *const *names, int n, int timeout_ms,
         lookup_put(l);
         return NCD_ESYS;
     }
-    pthread_detach(t);
     struct timespec dl;
     clock_gettime(CLOCK_MONOTONIC, &dl);
     dl.tv_sec += timeout_ms / 1000;
@@ -164,6 +167,10 @@ int ncd_resolve_live_batch(const char *const *names, int n, int timeout_ms,
     memcpy(answers, l->ans, (size_t)done * sizeof *answers);
     pthread_mutex_unlock(&l->mu);
     lookup_put(l);
+    if (done == n)
+        pthread_join(t, NULL); /* it only drops its reference and returns */
+    else
+        pthread_detach(t);
     return done;
 }
 
