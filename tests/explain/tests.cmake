@@ -13,6 +13,22 @@ ncd_set_warnings(explain_threads)
 add_test(NAME explain.threads COMMAND explain_threads ${CMAKE_SOURCE_DIR}/../shared/corpus/cases)
 set_tests_properties(explain.threads PROPERTIES LABELS explain TIMEOUT 600)
 
+# The lines the threaded reader hands over without their text (inert for
+# facts) take no fact, on fixed lines and every line of both corpora.
+add_executable(explain_facts_inert ${CMAKE_CURRENT_LIST_DIR}/facts_inert.c)
+target_link_libraries(explain_facts_inert PRIVATE ncd)
+target_include_directories(explain_facts_inert PRIVATE ${CMAKE_SOURCE_DIR}/src/lib)
+ncd_set_warnings(explain_facts_inert)
+add_executable(explain_gen_log ${CMAKE_SOURCE_DIR}/bench/explain/gen_log.c)
+add_test(NAME explain.facts_inert COMMAND sh -c
+         "set -e; \"$1\" 3000000 8 init >facts_inert_init.log; \"$1\" 3000000 8 coll >facts_inert_coll.log; \"$2\" facts_inert_init.log facts_inert_coll.log \"$3\" \"$4\" \"$5\""
+         sh $<TARGET_FILE:explain_gen_log> $<TARGET_FILE:explain_facts_inert>
+         ${CMAKE_SOURCE_DIR}/tests/explain/corpus ${CMAKE_SOURCE_DIR}/../shared/corpus/cases
+         ${CMAKE_SOURCE_DIR}/tests/explain/fuzz-seeds)
+set_tests_properties(explain.facts_inert PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 300
+                     WORKING_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+set_tests_properties(explain.facts_inert PROPERTIES LABELS explain SKIP_RETURN_CODE 77 TIMEOUT 300)
+
 # The corpus gathered from public threads (tests/explain/corpus, see its
 # SOURCES.md), run through the command line.  It fails below
 # NCD_CORPUS_MIN_PCT percent of the log_sufficient cases, and when the corpus

@@ -50,7 +50,7 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     }
     ex->wd_rule = ncd__rules_find(rules, "pytorch.watchdog-timeout");
     for (size_t i = 0; i < NCD__PROC_HASH0; i++)
-        ex->phash[i] = -1;
+        ex->phash[i].idx = -1;
     for (size_t i = 0; i < NCD__HOST_HASH; i++)
         ex->hhash[i] = -1;
     *out = ex;
@@ -347,6 +347,22 @@ static void line_apply(struct ncd_explain *ex, struct ncd__lscan *s)
         ncd__unmatched_add(ex, ll);
 }
 
+/* n lines in a row of one process that ncd__facts_inert() calls inert and
+ * that match no rule nor known bug (ninfo of them INFO, opcount: one of
+ * them NCD__INERT_OPCOUNT), the last of them ex->lineno: what line_apply()
+ * does for each of them, once. */
+static void lines_apply_inert(struct ncd_explain *ex,
+                              const struct ncd_log_line *ll, uint32_t n,
+                              uint32_t ninfo, int opcount)
+{
+    ex->nccl_lines += n;
+    ex->info_lines += ninfo;
+    struct ncd__proc *pr = ncd__proc_get(ex, ll);
+    ex->curproc = pr ? (long)(pr - ex->procs) : -1;
+    if (pr)
+        ncd__facts_inert_lines(ex, pr, opcount);
+}
+
 static void process_line(struct ncd_explain *ex, const char *line, size_t len)
 {
     struct ncd__lscan s;
@@ -557,6 +573,19 @@ struct lrec {
 };
 _Static_assert(sizeof(struct lrec) == 72,
                "streamed 8 bytes at a time, no padding (pack_line)");
+/*
+ * A record with rule LREC_INERT stands for a run of lines in a row of the
+ * block's kept lines, all of one process, that only count and mark the
+ * process's last line (ncd__facts_inert(), no rule, no known bug): most of
+ * NCCL's init output (topology dumps, "Ring 00 : 0 1 2 3", tuning tables)
+ * and its COLL lines.  Only the host name's bytes go to the arena (at),
+ * then: line: the run's last line; pat: its lines; src_line: how many of
+ * them are INFO; level: 1 when one of them had "opCount"; pid; host_len.
+ * The apply step does for the run what it does for each of its lines,
+ * once (lines_apply_inert()); the lines' text never crosses cores.
+ */
+#define LREC_INERT (-2)
+#define RUN_HOST_MAX 64 /* longer host names: a record per line */
 
 struct slot {
     _Alignas(128) size_t k; /* its block */
@@ -757,6 +786,15 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
     size_t nev = 0, capev = s->capev, used = 0, cap = ARENA_BYTES(B);
     struct lrec *ev = s->ev;
     uint32_t nlines = 0;
+    const int nt = t->id != 0;
+    /* the open run of inert lines (LREC_INERT), its record ev[run.idx] */
+    struct {
+        int on;
+        size_t idx;
+        struct lrec r;
+        char host[RUN_HOST_MAX];
+    } run;
+    run.on = 0;
     struct nl_scan ns;
     nl_init(&ns, p, (size_t)(e - p));
     while (!s->err && p < s->lim && p < e) {
@@ -775,8 +813,53 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             s->capev = capev = nc;
         }
         struct ncd__lscan ls;
-        if (line_scan(rules, &t->m, p, len, t->scratch, NCD_LOG_MAX_LINE + 1,
-                      &ls)) {
+        int kept = line_scan(rules, &t->m, p, len, t->scratch,
+                             NCD_LOG_MAX_LINE + 1, &ls),
+            inert = 0;
+        if (kept && ls.rule < 0 && ls.nobs == 0 &&
+            ls.ll.host_len <= RUN_HOST_MAX &&
+            (inert = ncd__facts_inert(&ls.ll)) != 0) {
+            const char *h = ls.ll.host ? ls.ll.host : "";
+            size_t hl = ls.ll.host ? ls.ll.host_len : 0;
+            int info = ls.ll.level == NCD_LOG_INFO;
+            if (run.on && run.r.pid == ls.ll.pid && run.r.host_len == hl &&
+                memcmp(run.host, h, hl) == 0) {
+                run.r.line = nlines;
+                run.r.pat++;
+                run.r.src_line += info;
+                run.r.level |= inert == NCD__INERT_OPCOUNT;
+            } else {
+                if (run.on)
+                    stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
+                size_t at = (used + 7) & ~(size_t)7, words = hl / 8 + 1;
+                if (at + words * 8 > cap || at > UINT32_MAX) {
+                    run.on = 0;
+                    s->oom = 1;
+                    break;
+                }
+                uint64_t hb[RUN_HOST_MAX / 8 + 1] = {0};
+                memcpy(hb, h, hl);
+                stream_words(s->arena + at, hb, words, nt);
+                used = at + words * 8;
+                memcpy(run.host, h, hl);
+                memset(&run.r, 0, sizeof run.r);
+                run.r.at = (uint32_t)at;
+                run.r.line = nlines;
+                run.r.rule = LREC_INERT;
+                run.r.pat = 1;
+                run.r.src_line = info;
+                run.r.level = inert == NCD__INERT_OPCOUNT;
+                run.r.host_len = (uint16_t)hl;
+                run.r.src_off = 0xffff;
+                run.r.pid = ls.ll.pid;
+                run.idx = nev++;
+                run.on = 1;
+            }
+        } else if (kept) {
+            if (run.on) {
+                stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
+                run.on = 0;
+            }
             /* the line's normalised bytes (from `scratch` up to the NUL
              * after the text) and its known bugs' patterns at 8-byte
              * boundaries of the arena, and its record */
@@ -790,13 +873,13 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             struct lrec r;
             pack_line(&r, &ls, t->scratch, (uint32_t)at, nlines,
                       (uint16_t)(words * 8));
-            stream_words(s->arena + at, t->scratch, words, t->id != 0);
+            stream_words(s->arena + at, t->scratch, words, nt);
             if (ls.nobs) {
                 uint32_t o[NCD__MAX_OBS_PER_LINE + 1] = {0};
                 memcpy(o, ls.obs, ls.nobs * sizeof o[0]);
-                stream_words(s->arena + at + words * 8, o, owords, t->id != 0);
+                stream_words(s->arena + at + words * 8, o, owords, nt);
             }
-            stream_words(&ev[nev], &r, sizeof r / 8, t->id != 0);
+            stream_words(&ev[nev], &r, sizeof r / 8, nt);
             used = at + (words + owords) * 8;
             nev++;
         }
@@ -805,6 +888,8 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             break;
         p = nl + 1;
     }
+    if (run.on)
+        stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
     stream_fence();
     s->nev = nev;
     s->nlines = nlines;
@@ -816,8 +901,21 @@ static int apply_block(struct ncd_explain *ex, struct slot *s)
 {
     uint64_t line0 = ex->lineno, seq0 = ex->seq;
     for (size_t i = 0; i < s->nev; i++) {
+        const struct lrec *r = &s->ev[i];
+        if (r->rule == LREC_INERT) {
+            struct ncd_log_line ll;
+            memset(&ll, 0, sizeof ll);
+            ll.host = s->arena + r->at;
+            ll.host_len = r->host_len;
+            ll.pid = (long)r->pid;
+            ex->lineno = line0 + r->line + 1;
+            ex->seq = seq0 + r->line + 1;
+            lines_apply_inert(ex, &ll, r->pat, (uint32_t)r->src_line,
+                              r->level);
+            continue;
+        }
         struct ncd__lscan ls;
-        unpack_line(&ls, &s->ev[i], s->arena);
+        unpack_line(&ls, r, s->arena);
         ex->lineno = line0 + ls.line + 1;
         ex->seq = seq0 + ls.line + 1;
         line_apply(ex, &ls);

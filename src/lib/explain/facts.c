@@ -37,17 +37,18 @@ uint32_t ncd__hash_proc(const char *h, size_t hl, long pid)
 static int phash_grow(struct ncd_explain *ex)
 {
     uint32_t mask = 2 * ex->phash_mask + 1;
-    int32_t *v = malloc(((size_t)mask + 1) * sizeof *v);
+    struct ncd__pslot *v = malloc(((size_t)mask + 1) * sizeof *v);
     if (!v)
         return NCD_ENOMEM;
     for (size_t i = 0; i <= mask; i++)
-        v[i] = -1;
-    for (size_t i = 0; i < ex->nprocs; i++) {
-        const struct ncd__proc *p = &ex->procs[i];
-        uint32_t k = ncd__hash_proc(p->host, p->hostlen, p->pid) & mask;
-        while (v[k] >= 0)
+        v[i].idx = -1;
+    for (size_t i = 0; i <= ex->phash_mask; i++) {
+        if (ex->phash[i].idx < 0)
+            continue;
+        uint32_t k = ex->phash[i].hash & mask;
+        while (v[k].idx >= 0)
             k = (k + 1) & mask;
-        v[k] = (int32_t)i;
+        v[k] = ex->phash[i];
     }
     free(ex->phash);
     ex->phash = v;
@@ -71,11 +72,12 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
     }
     uint32_t hash = ncd__hash_proc(h, hl, pid), k = hash & ex->phash_mask;
     for (;;) {
-        int32_t idx = ex->phash[k];
+        int32_t idx = ex->phash[k].idx;
         if (idx < 0)
             break;
         struct ncd__proc *p = &ex->procs[idx];
-        if (p->pid == pid && p->hostlen == hl && memcmp(p->host, h, hl) == 0) {
+        if (ex->phash[k].hash == hash && p->pid == pid && p->hostlen == hl &&
+            memcmp(p->host, h, hl) == 0) {
             ex->lastproc = idx;
             return p;
         }
@@ -91,7 +93,7 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
         if (phash_grow(ex) < 0)
             return NULL;
         k = hash & ex->phash_mask;
-        while (ex->phash[k] >= 0)
+        while (ex->phash[k].idx >= 0)
             k = (k + 1) & ex->phash_mask;
     }
     if (ex->nprocs == ex->capprocs) {
@@ -111,7 +113,8 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
     p->src = ex->nsrc - 1;
     p->rank = p->nranks = p->nnodes = p->local_ranks = p->cuda_dev = -1;
     p->nvls = -1;
-    ex->phash[k] = (int32_t)ex->nprocs;
+    ex->phash[k].idx = (int32_t)ex->nprocs;
+    ex->phash[k].hash = hash;
     ex->lastproc = (long)ex->nprocs;
     ex->nprocs++;
     return p;
@@ -635,6 +638,118 @@ static void env_dump_line(struct ncd_explain *ex, const struct ncd_log_line *ll)
     add_env(ex, ll, m, n, v, vl);
 }
 
+/* The error trail's cheap test, "<word ending in a digit> [(func)] -> ":
+ * the ' ' before "->", else NULL; *sp: the first ' ' (this runs on every
+ * line no other fact claims). */
+static const char *trail_arrow(const char *m, size_t ml, const char **sp)
+{
+    const char *end = m + ml, *arrow = NULL;
+    *sp = memchr(m, ' ', ml < 96 ? ml : 96);
+    if (*sp && *sp > m && (*sp)[-1] >= '0' && (*sp)[-1] <= '9') {
+        const char *q = *sp + 1;
+        if (q < end && *q == '(') {
+            const char *rp = memchr(q, ')', (size_t)(end - q));
+            q = rp ? rp + 2 : end;
+        }
+        if (q + 3 < end && q[0] == '-' && q[1] == '>' && q[2] == ' ')
+            arrow = q - 1;
+    }
+    return arrow;
+}
+
+int ncd__facts_inert(const struct ncd_log_line *ll)
+{
+    if (ll->level == NCD_LOG_NONE || ll->level == NCD_LOG_WARN)
+        return 0;
+    const char *m = ll->msg;
+    size_t ml = ll->msg_len;
+    if (ml < 4)
+        return NCD__INERT;
+    /* the branches of ncd__facts_line() that return before the trail */
+    switch (m[0]) {
+    case 'N':
+        if (STARTS(m, ml, "NCCL_") || STARTS(m, ml, "NCCL "))
+            return STARTS(m, ml, "NCCL version ") ||
+                           ncd__find(m, ml, " set by environment to ", 23)
+                       ? 0
+                       : NCD__INERT;
+        if (STARTS(m, ml, "NET") || STARTS(m, ml, "NVLS"))
+            return 0;
+        break;
+    case 'B':
+        if (STARTS(m, ml, "Bootstrap"))
+            return 0;
+        break;
+    case 'U':
+        if (STARTS(m, ml, "Using "))
+            return 0;
+        break;
+    case 'r':
+        if (STARTS(m, ml, "rank "))
+            return 0;
+        break;
+    case '0': case '1': case '2': case '3': case '4':
+    case '5': case '6': case '7': case '8': case '9':
+        if (NCD__FIND(m, ml, " via "))
+            return 0;
+        break;
+    case 'P':
+        if (STARTS(m, ml, "Plugin Path : "))
+            return 0;
+        break;
+    case 'F':
+    case 'C':
+        if (ncd__find(m, ml, "libibverbs", 10) ||
+            STARTS(m, ml, "Connected all"))
+            return 0;
+        if (STARTS(m, ml, "Channel "))
+            return NCD__FIND(m, ml, " via ") || memchr(m, '/', ml)
+                       ? 0
+                       : NCD__INERT;
+        break;
+    case 'R':
+        if (STARTS(m, ml, "Ring "))
+            return NCD__FIND(m, ml, " via ") ? 0 : NCD__INERT;
+        break;
+    case 'T':
+        if (STARTS(m, ml, "Trees "))
+            return 0;
+        break;
+    case 'G':
+        if (STARTS(m, ml, "GPU Direct RDMA "))
+            return 0;
+        break;
+    case 'I':
+        if (STARTS(m, ml, "Init timings"))
+            return 0;
+        break;
+    case 'c':
+        if (STARTS(m, ml, "cudaDriverVersion ") || STARTS(m, ml, "comm 0x"))
+            return 0;
+        break;
+    default:
+        break;
+    }
+    const char *sp;
+    if (ml > 6 && trail_arrow(m, ml, &sp))
+        return 0;
+    if (ml > 9 && memcmp(m + ml - 8, "COMPLETE", 8) == 0)
+        return 0;
+    if (ll->level == NCD_LOG_INFO && ncd__find(m, ml, "opCount", 7))
+        return NCD__INERT_OPCOUNT;
+    return NCD__INERT;
+}
+
+void ncd__facts_inert_lines(struct ncd_explain *ex, struct ncd__proc *pr,
+                            int opcount)
+{
+    pr->last_src = ex->nsrc - 1;
+    pr->last_line = ex->lineno;
+    pr->last_seq = ex->seq;
+    if (opcount && pr->phase == PH_COMPLETE)
+        pr->phase = PH_RUNNING;
+}
+
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr)
 {
@@ -905,19 +1020,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
     }
     /* error trail: "<file>:<line> [(func)] -> <code>[ [Async thread]]" */
     if (!ex->trail_file[0] && ml > 6) {
-        /* cheap test first: the first word ends in a digit and "->" or
-         * "(func) ->" follows (this runs on every unclassified line) */
-        const char *end = m + ml, *arrow = NULL;
-        const char *sp = memchr(m, ' ', ml < 96 ? ml : 96);
-        if (sp && sp > m && sp[-1] >= '0' && sp[-1] <= '9') {
-            const char *q = sp + 1;
-            if (q < end && *q == '(') {
-                const char *rp = memchr(q, ')', (size_t)(end - q));
-                q = rp ? rp + 2 : end;
-            }
-            if (q + 3 < end && q[0] == '-' && q[1] == '>' && q[2] == ' ')
-                arrow = q - 1;
-        }
+        const char *sp, *arrow = trail_arrow(m, ml, &sp);
         const char *colon = arrow ? memchr(m, ':', (size_t)(sp - m)) : NULL;
         if (arrow && colon && arrow[4] >= '0' && arrow[4] <= '9' &&
             memchr(m, ' ', (size_t)(colon - m)) == NULL && colon[1] >= '0' &&

@@ -199,7 +199,13 @@ struct ncd_explain {
     /* facts */
     struct ncd__proc *procs;
     size_t nprocs, capprocs;
-    int32_t *phash; /* open addressing, phash_mask + 1 slots, <= half full */
+    /* open addressing, phash_mask + 1 slots, <= half full: a process's
+     * index in procs (-1: a free slot) and its ncd__hash_proc(), so that
+     * a probe that misses reads no process */
+    struct ncd__pslot {
+        int32_t idx;
+        uint32_t hash;
+    } *phash;
     uint32_t phash_mask;
     long lastproc;
     long curproc; /* process of the line being scanned, -1 none */
@@ -247,6 +253,21 @@ struct ncd__proc *ncd__proc_get(struct ncd_explain *ex,
                                 const struct ncd_log_line *ll);
 void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
                      struct ncd__proc *pr);
+/* NCD__INERT when ncd__facts_line() would only note the line as its
+ * process's last (pr->last_src/last_line/last_seq) whatever the state: an
+ * NCCL line (not WARN) no fact is taken from; NCD__INERT_OPCOUNT when it
+ * would also move a process whose init completed to "running" (an INFO
+ * line with "opCount": NCCL_DEBUG_SUBSYS=COLL); else 0.  Stateless
+ * (scanning threads call it); conservative (0 when in doubt).
+ * explain.facts_inert checks it against ncd__facts_line() on every line of
+ * the corpora. */
+enum { NCD__INERT = 1, NCD__INERT_OPCOUNT = 2 };
+int ncd__facts_inert(const struct ncd_log_line *ll);
+/* What ncd__facts_line() does to pr for lines of pr that
+ * ncd__facts_inert() calls inert, the last of them ex->lineno / ex->seq;
+ * opcount: one of them was NCD__INERT_OPCOUNT. */
+void ncd__facts_inert_lines(struct ncd_explain *ex, struct ncd__proc *pr,
+                            int opcount);
 void ncd__facts_watchdog(struct ncd_explain *ex, const struct ncd_log_line *ll);
 /* A framework's NCCL error line that names the NCCL version: ex->fw_vcode. */
 void ncd__facts_fw_version(struct ncd_explain *ex, const struct ncd_log_line *ll);
