@@ -6,7 +6,7 @@
  * header memo (ncd__log_parse_memo): a line parsed after another that
  * primed the memo, with the same start and any ending (cut anywhere,
  * random bytes, blanks, CR, ANSI colour), parses as ncd_log_parse() does
- * without a memo, field by field.
+ * without a memo, field by field.  (3) ncd__find against a plain search.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -294,9 +294,56 @@ static void test_memo_interleaved(void **state)
     ncd_ctx_free(ctx);
 }
 
+/* (3) ncd__find (internal.h: 16 positions at a time with SSE2) against a
+ * plain search, on haystacks of 0..99 bytes in buffers of exactly that
+ * size (ASan: no byte read outside), needles of 1..12 bytes from a
+ * 3-letter alphabet (many partial matches), blanks in front included. */
+static const char *naive_find(const char *h, size_t hl, const char *nd,
+                              size_t nl)
+{
+    for (size_t i = 0; i + nl <= hl; i++)
+        if (memcmp(h + i, nd, nl) == 0)
+            return h + i;
+    return NULL;
+}
+
+static void test_find(void **state)
+{
+    (void)state;
+    unsigned seed = 12345;
+    for (int it = 0; it < 200000; it++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t hl = (seed >> 8) % 100, nl = 1 + (seed >> 20) % 12;
+        char *h = malloc(hl ? hl : 1), nd[12];
+        for (size_t i = 0; i < hl; i++) {
+            seed = seed * 1103515245u + 12345u;
+            h[i] = "ab "[(seed >> 16) % 3];
+        }
+        for (size_t i = 0; i < nl; i++) {
+            seed = seed * 1103515245u + 12345u;
+            nd[i] = "ab "[(seed >> 16) % 3];
+        }
+        if (hl >= nl && (seed & 1)) { /* plant it somewhere */
+            size_t at = (seed >> 9) % (hl - nl + 1);
+            memcpy(h + at, nd, nl);
+        }
+        const char *want = naive_find(h, hl, nd, nl);
+        const char *got = ncd__find(h, hl, nd, nl);
+        if (got != want)
+            fail_msg("find %.*s in %.*s: %td, want %td", (int)nl, nd, (int)hl,
+                     h, got ? got - h : -1, want ? want - h : -1);
+        free(h);
+    }
+    assert_null(NCD__FIND("AllReduce: opCoun", 17, "opCount"));
+    const char *l = "AllReduce: opCount 1a sendbuff";
+    assert_ptr_equal(NCD__FIND(l, strlen(l), "opCount"), l + 11);
+    assert_ptr_equal(ncd__find(l, 5, "", 0), l);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_find),
         cmocka_unit_test(test_prefix_shapes),
         cmocka_unit_test(test_memo),
         cmocka_unit_test(test_memo_interleaved),

@@ -30,6 +30,9 @@
 #include <pcre2.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ncd/explain.h"
 #include "ncd/knownbugs.h"
@@ -37,10 +40,14 @@
 /* ---- string search ---- */
 
 /*
- * First occurrence of nd[0, nl) in h[0, hl), or NULL.  memchr on the
- * needle's first non-blank byte, then memcmp: cheaper than glibc's memmem
- * on one log message and a short literal (memmem's set-up dominated the
- * fact extractor's profile).  NCD__FIND takes a string literal.
+ * First occurrence of nd[0, nl) in h[0, hl), or NULL.  With SSE2, 16
+ * candidate positions at a time whose first two bytes match the needle's,
+ * then memcmp; else (and for the last positions) memchr on the needle's
+ * first non-blank byte, then memcmp.  Both cheaper than glibc's memmem on
+ * one log message and a short literal (memmem's set-up dominated the fact
+ * extractor's profile; memchr stopped at every 'o' of a line when looking
+ * for "opCount").  Reads no byte outside h[0, hl).  NCD__FIND takes a
+ * string literal.
  */
 static inline const char *ncd__find(const char *h, size_t hl, const char *nd,
                                     size_t nl)
@@ -49,6 +56,33 @@ static inline const char *ncd__find(const char *h, size_t hl, const char *nd,
         return h;
     if (hl < nl)
         return NULL;
+#if defined(__SSE2__)
+    if (nl >= 2) {
+        /* positions i with h[i] == nd[0] and h[i + 1] == nd[1]; a block
+         * of 16 reads h[i .. i + 16] */
+        const __m128i c0 = _mm_set1_epi8(nd[0]), c1 = _mm_set1_epi8(nd[1]);
+        size_t i = 0;
+        for (; i + 17 <= hl && i + nl <= hl; i += 16) {
+            __m128i b0 = _mm_loadu_si128((const __m128i *)(const void *)(h + i));
+            __m128i b1 =
+                _mm_loadu_si128((const __m128i *)(const void *)(h + i + 1));
+            unsigned m = (unsigned)_mm_movemask_epi8(
+                _mm_and_si128(_mm_cmpeq_epi8(b0, c0), _mm_cmpeq_epi8(b1, c1)));
+            while (m) {
+                size_t j = i + (size_t)__builtin_ctz(m);
+                if (j + nl > hl)
+                    return NULL;
+                if (memcmp(h + j + 2, nd + 2, nl - 2) == 0)
+                    return h + j;
+                m &= m - 1;
+            }
+        }
+        for (; i + nl <= hl; i++)
+            if (h[i] == nd[0] && memcmp(h + i + 1, nd + 1, nl - 1) == 0)
+                return h + i;
+        return NULL;
+    }
+#endif
     size_t a = 0;
     while (a + 1 < nl && nd[a] == ' ')
         a++;
