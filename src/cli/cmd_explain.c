@@ -197,6 +197,7 @@ int ncd_cmd_explain(int argc, char **argv)
                 "stdin (see nccl-doctor help explain)");
         return NCD_EXIT_TOOL;
     }
+    cli_heap_bulk((size_t)30 << 20);
     struct ncd_ctx *ctx = cli_ctx_new(&c);
     if (!ctx)
         return NCD_EXIT_TOOL;
