@@ -380,15 +380,19 @@ int main(int argc, char **argv)
     }
     /* lines of 1-3 bytes that the apply step needs ('N', '#', 'e'
      * start an env dump, an nccl-tests line or an export), mixed with a
-     * WARN: kept at 8 bytes each, a 64 KiB or larger block of them
-     * outgrows its arena, and the apply step scans the rest itself */
+     * WARN and short NCCL lines of two processes that take no fact (runs
+     * of them cross as one record, LREC_INERT): kept at 8 bytes each, a
+     * 64 KiB or larger block of them outgrows its arena, also while a run
+     * is open, and the apply step scans the rest itself */
     {
         static const char *const tiny[] = {"N\n", "#\n", "e\n", "NN\n",
-                                           "\n", "x\n"};
+                                           "\n", "x\n",
+                                           "a:1:2 [0] NCCL INFO x\n",
+                                           "b:1:2 [0] NCCL INFO y\n"};
         size_t cap = 600000, len = 0;
         char *buf = malloc(cap + 256);
         while (len < cap) {
-            const char *t = tiny[rnd(6)];
+            const char *t = tiny[rnd(200) ? rnd(6) : 6 + rnd(2)];
             memcpy(buf + len, t, strlen(t));
             len += strlen(t);
             if (rnd(5000) == 0)
