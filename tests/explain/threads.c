@@ -7,6 +7,8 @@
  * (ncd_explain_feed) on every log of the corpus (argument 1, when present)
  * and on generated logs that mix launcher prefixes, NCCL versions (rules
  * that apply to some only), WARNs, nccl-tests lines, JSON-wrapped lines,
+ * runs of a process's lines that take no fact, COLL lines before and after
+ * its init completed, host names longer than a run record keeps,
  * CRLF, empty lines, lines longer than NCD_LOG_MAX_LINE and a last line
  * without '\n'; then ncd_explain_feed_path() on a file large enough for
  * the threaded path, as the CLI reads it.
@@ -157,9 +159,14 @@ static char *generate(size_t size, size_t *len)
         case 3: snprintf(p, sizeof p, "%d: ", r); break;
         default: snprintf(p, sizeof p, "(pid=%d, ip=10.0.0.9) ", r); break;
         }
-        char h[64];
-        snprintf(h, sizeof h, "%snode%d:%d:%d [%d]", p, r / 8, 1000 + r,
-                 2000 + r, r % 8);
+        char h[160];
+        /* one process in 6 on a host name longer than the 64 bytes a run
+         * of inert lines keeps (explain.c, RUN_HOST_MAX) */
+        snprintf(h, sizeof h, "%s%snode%d:%d:%d [%d]", p,
+                 r % 6 == 5 ? "a-host-name-longer-than-sixty-four-bytes-"
+                              "for-the-run-records."
+                            : "",
+                 r / 8, 1000 + r, 2000 + r, r % 8);
         switch (kind) {
         case 0:
             fprintf(f, "%s NCCL INFO NCCL version %s+cuda12.4\n", h,
@@ -225,6 +232,27 @@ static char *generate(size_t size, size_t *len)
         case 12:
             fprintf(f, "%s NCCL INFO NET : Using interface ib0:10.0.1.%d<0>\n", h,
                     r);
+            break;
+        case 13: /* a process's lines that take no fact, in a row: runs */
+        case 14:
+        case 15:
+            for (unsigned i = 0, k = 1 + rnd(12); i < k; i++)
+                fprintf(f, "%s NCCL INFO %s\n", h,
+                        i % 3 == 0   ? "+ PCI[24.0] - GPU/18000 (0)"
+                        : i % 3 == 1 ? "Ring 00 : 1 -> 0 -> 1"
+                                     : "threadThresholds 8/8/64 | 512");
+            break;
+        case 16: /* COLL lines: "running" once init completed */
+        case 17:
+            fprintf(f, "%s NCCL INFO AllReduce: opCount %x sendbuff 0x7f "
+                       "recvbuff 0x7f count 8 datatype 7 op 0 root 0 comm "
+                       "0x55 [nranks=24] stream 0x55\n",
+                    h, rnd(100));
+            break;
+        case 18:
+            fprintf(f, "%s NCCL INFO comm 0x55 rank %d nranks 24 cudaDev %d "
+                       "busId 1b000 commId 0x1 - Init COMPLETE\n",
+                    h, r, r % 8);
             break;
         default:
             fprintf(f, "%s NCCL INFO Channel %02u/0 : %d[%d] -> %d[%d] via "
