@@ -729,6 +729,24 @@ static inline void stream_fence(void)
 }
 #endif
 
+/* The open run of inert lines of a block scan (LREC_INERT): its record,
+ * to go to ev[idx], and its host name NUL-padded to whole words, as it
+ * went to the arena. */
+struct inert_run {
+    int on;
+    size_t idx;
+    struct lrec r;
+    uint64_t host[RUN_HOST_MAX / 8 + 1];
+};
+
+/* Hands the open run's record over (stream_words()), if one is open. */
+static void run_close(struct inert_run *run, struct lrec *ev, int nt)
+{
+    if (run->on)
+        stream_words(&ev[run->idx], &run->r, sizeof run->r / 8, nt);
+    run->on = 0;
+}
+
 /* pread until `len` bytes or end of file; the count or -errno. */
 static long read_at(int fd, char *buf, size_t len, size_t off)
 {
@@ -787,13 +805,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
     struct lrec *ev = s->ev;
     uint32_t nlines = 0;
     const int nt = t->id != 0;
-    /* the open run of inert lines (LREC_INERT), its record ev[run.idx] */
-    struct {
-        int on;
-        size_t idx;
-        struct lrec r;
-        char host[RUN_HOST_MAX];
-    } run;
+    struct inert_run run;
     run.on = 0;
     struct nl_scan ns;
     nl_init(&ns, p, (size_t)(e - p));
@@ -829,19 +841,16 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
                 run.r.src_line += info;
                 run.r.level |= inert == NCD__INERT_OPCOUNT;
             } else {
-                if (run.on)
-                    stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
+                run_close(&run, ev, nt);
                 size_t at = (used + 7) & ~(size_t)7, words = hl / 8 + 1;
                 if (at + words * 8 > cap || at > UINT32_MAX) {
-                    run.on = 0;
                     s->oom = 1;
                     break;
                 }
-                uint64_t hb[RUN_HOST_MAX / 8 + 1] = {0};
-                memcpy(hb, h, hl);
-                stream_words(s->arena + at, hb, words, nt);
-                used = at + words * 8;
+                memset(run.host, 0, sizeof run.host);
                 memcpy(run.host, h, hl);
+                stream_words(s->arena + at, run.host, words, nt);
+                used = at + words * 8;
                 memset(&run.r, 0, sizeof run.r);
                 run.r.at = (uint32_t)at;
                 run.r.line = nlines;
@@ -856,10 +865,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
                 run.on = 1;
             }
         } else if (kept) {
-            if (run.on) {
-                stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
-                run.on = 0;
-            }
+            run_close(&run, ev, nt);
             /* the line's normalised bytes (from `scratch` up to the NUL
              * after the text) and its known bugs' patterns at 8-byte
              * boundaries of the arena, and its record */
@@ -888,8 +894,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
             break;
         p = nl + 1;
     }
-    if (run.on)
-        stream_words(&ev[run.idx], &run.r, sizeof run.r / 8, nt);
+    run_close(&run, ev, nt);
     stream_fence();
     s->nev = nev;
     s->nlines = nlines;

@@ -740,12 +740,18 @@ int ncd__facts_inert(const struct ncd_log_line *ll)
     return NCD__INERT;
 }
 
-void ncd__facts_inert_lines(struct ncd_explain *ex, struct ncd__proc *pr,
-                            int opcount)
+/* The process's last NCCL line is the current one (every NCCL line). */
+static void note_last(const struct ncd_explain *ex, struct ncd__proc *pr)
 {
     pr->last_src = ex->nsrc - 1;
     pr->last_line = ex->lineno;
     pr->last_seq = ex->seq;
+}
+
+void ncd__facts_inert_lines(struct ncd_explain *ex, struct ncd__proc *pr,
+                            int opcount)
+{
+    note_last(ex, pr);
     if (opcount && pr->phase == PH_COMPLETE)
         pr->phase = PH_RUNNING;
 }
@@ -764,9 +770,7 @@ void ncd__facts_line(struct ncd_explain *ex, const struct ncd_log_line *ll,
         return;
     const char *m = ll->msg;
     size_t ml = ll->msg_len;
-    pr->last_src = ex->nsrc - 1;
-    pr->last_line = ex->lineno;
-    pr->last_seq = ex->seq;
+    note_last(ex, pr);
     if (ll->level == NCD_LOG_WARN) {
         pr->nwarn++;
         return;
