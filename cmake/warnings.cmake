@@ -23,3 +23,26 @@ if(NCD_SAN_FLAGS)
   add_compile_options(${NCD_SAN_FLAGS})
   add_link_options(${NCD_SAN_FLAGS})
 endif()
+
+# ncd_asan_defaults(): with NCD_ASAN, every executable target defined so
+# far (in this directory and below) gets cmake/asan_defaults.c, the ASan
+# runtime's default options.  Called once at the end of the top-level
+# CMakeLists.txt.
+function(ncd_asan_defaults)
+  if(NOT NCD_ASAN)
+    return()
+  endif()
+  set(dirs ${CMAKE_SOURCE_DIR})
+  while(dirs)
+    list(POP_FRONT dirs d)
+    get_property(sub DIRECTORY ${d} PROPERTY SUBDIRECTORIES)
+    list(APPEND dirs ${sub})
+    get_property(tgts DIRECTORY ${d} PROPERTY BUILDSYSTEM_TARGETS)
+    foreach(t ${tgts})
+      get_target_property(type ${t} TYPE)
+      if(type STREQUAL "EXECUTABLE")
+        target_sources(${t} PRIVATE ${CMAKE_SOURCE_DIR}/cmake/asan_defaults.c)
+      endif()
+    endforeach()
+  endwhile()
+endfunction()

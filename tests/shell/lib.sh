@@ -14,35 +14,10 @@ test_count=0
 test_failed=0
 test_skipped=0
 
-# lsan_tracer_crashed: a file the case wrote under $TEST_TMP (or its
-# output) holds LeakSanitizer's own crash at exit, "Tracer caught signal
-# 11" / "LeakSanitizer has encountered a fatal error": the sanitizer's
-# stop-the-world tracer failing intermittently on loaded CI machines
-# (google/sanitizers#1353), not a leak ("detected memory leaks") and not
-# the tool's failure.  Such a case is run once more, and says so.
-lsan_tracer_crashed() {
-    seen=$(find "$TEST_TMP" -type f -newer "$TEST_TMP/.start" -size -16M \
-        -exec grep -ho -e "LeakSanitizer has encountered a fatal error" \
-        -e "LeakSanitizer: detected memory leaks" {} + 2>/dev/null)
-    case $seen in
-    *"detected memory leaks"*) return 1 ;;
-    *"fatal error"*) return 0 ;;
-    esac
-    return 1
-}
-
 test_expect_success() {
     test_count=$((test_count + 1))
     st=0
-    : >"$TEST_TMP/.start"
     (set -e; cd "$TEST_TMP" && eval "$2") >"$TEST_TMP/.out" 2>&1 || st=$?
-    if [ "$st" -ne 0 ] && [ "$st" -ne 77 ] && lsan_tracer_crashed; then
-        echo "# $1: LeakSanitizer's tracer crashed at exit (not a leak); run again"
-        sed -n 's/^/#   /; /Tracer caught\|LeakSanitizer/p' "$TEST_TMP/.out"
-        st=0
-        : >"$TEST_TMP/.start"
-        (set -e; cd "$TEST_TMP" && eval "$2") >"$TEST_TMP/.out" 2>&1 || st=$?
-    fi
     if [ "$st" -eq 0 ]; then
         echo "ok $test_count - $1"
     elif [ "$st" -eq 77 ]; then
