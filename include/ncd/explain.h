@@ -301,8 +301,14 @@ int ncd_explain_begin(struct ncd_explain *ex, const char *name);
 
 /**
  * Feeds bytes of the current source, in chunks of any size; lines may span
- * chunks.  Memory stays bounded (a line longer than NCD_LOG_MAX_LINE is cut,
- * the rest of it skipped).  0 or NCD_EINVAL (no source begun).
+ * chunks.  Memory stays bounded: of a line longer than NCD_LOG_MAX_LINE
+ * bytes, its first NCD_LOG_MAX_LINE bytes are read as the line, and one
+ * piece of the rest under the same line number: the text after the rest's
+ * last '\r' (progress bars redraw with '\r' and never end their line, so
+ * the next message sticks to them), else the rest's last NCD_LOG_MAX_LINE
+ * bytes from a word boundary; the bytes between are skipped and the line
+ * is counted in ncd_explain_long_lines().  0 or NCD_EINVAL (no source
+ * begun).
  */
 int ncd_explain_feed(struct ncd_explain *ex, const void *buf, size_t len);
 
@@ -313,6 +319,10 @@ void ncd_explain_end(struct ncd_explain *ex);
 void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
                        unsigned long long *lines,
                        unsigned long long *nccl_lines);
+
+/** Lines longer than NCD_LOG_MAX_LINE bytes seen so far (read in part, see
+ * ncd_explain_feed()). */
+unsigned long long ncd_explain_long_lines(const struct ncd_explain *ex);
 
 /**
  * Runs the reasoner and appends the findings to `out`, ranked: root causes

@@ -195,7 +195,13 @@ static char *generate(size_t size, size_t *len)
             fprintf(f, "%s NCCL INFO ", h);
             for (int i = 0; i < big; i++)
                 fputc("abc via NET/IB/0 "[i % 17], f);
-            fputc('\n', f);
+            /* a message stuck to the line's end: after a progress bar's
+             * '\r', or after plain text (read from a word boundary) */
+            if (r % 3)
+                fprintf(f, "%c%s NCCL WARN NET/IB : Got completion from peer "
+                           "10.0.0.%d<49577> with error 12",
+                        r % 3 == 1 ? '\r' : ' ', h, r);
+            fputs(r % 4 == 3 ? "\r\n" : "\n", f);
             break;
         }
         case 6:

@@ -139,6 +139,23 @@ test_expect_success 'only a framework summary: general diagnosis pointing to che
     grep -q 'Most likely cause' out && grep -q 'NCCL_DEBUG=INFO' out &&
     grep -q 'nccl-doctor check' out
 "
+# A progress bar redraws itself with '\r' and never ends its line, so the
+# next message sticks to it; past 8192 bytes (NCD_LOG_MAX_LINE) only the
+# line's start used to be read, and the failure was missed.
+test_expect_success 'a failure stuck to a long progress bar (and to 9000 bytes of text) is read' "
+    wd='[Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out.' &&
+    i=0; : >bar.log; while [ \$i -lt 200 ]; do printf '\\rTraining:  %d%%|#####     | %d/10000 [10:00<10:00, 1.50it/s]' \$((i / 100)) \$i >>bar.log; i=\$((i + 1)); done &&
+    printf '%s\\n' \"\$wd\" >>bar.log && test \$(wc -c <bar.log) -gt 9000 &&
+    st=0; $X --json bar.log >j || st=\$?; test \$st -eq 2 &&
+    jq -e '.findings[0].id == \"pytorch.watchdog-timeout\" and .input.lines == 1 and .input.long_lines == 1' j &&
+    $X bar.log >out; grep -q '1 line longer than 8192 bytes' out &&
+    { head -c 9000 /dev/zero | tr '\\0' z; printf ' %s\\r\\n' \"\$wd\"; } >text.log &&
+    st=0; $X --json text.log >j || st=\$?; test \$st -eq 2 &&
+    jq -e '.findings[0].id == \"pytorch.watchdog-timeout\"' j &&
+    { head -c 20000 /dev/zero | tr '\\0' z; echo; } >plain.log &&
+    st=0; $X --json plain.log >j || st=\$?; test \$st -eq 0 &&
+    jq -e '.findings == [] and .input.long_lines == 1' j
+"
 test_expect_success 'corpus: every log_sufficient case names the confirmed cause first' "
     C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || { echo \"no shared corpus at \$C\"; exit 77; }
     for d in \$C/*/; do

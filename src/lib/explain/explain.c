@@ -38,12 +38,13 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->threads = 1;
     ex->block = NCD__BLOCK;
     ex->part = calloc(1, NCD_LOG_MAX_LINE + 1);
+    ex->tail = calloc(1, NCD_LOG_MAX_LINE + 1);
     ex->scratch = calloc(1, NCD_LOG_MAX_LINE + 1);
     ex->recs = calloc(rules->n ? rules->n : 1, sizeof *ex->recs);
     ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH0 * sizeof *ex->phash);
     ex->phash_mask = NCD__PROC_HASH0 - 1;
-    if (!ex->part || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
+    if (!ex->part || !ex->tail || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
         ncd__matcher_init(&ex->m, rules) < 0) {
         ncd_explain_free(ex);
         return NCD_ENOMEM;
@@ -90,6 +91,7 @@ void ncd_explain_free(struct ncd_explain *ex)
         free(ex->srcnames[i]);
     free(ex->srcnames);
     free(ex->part);
+    free(ex->tail);
     free(ex->scratch);
     free(ex->recs);
     free(ex->procs);
@@ -127,6 +129,8 @@ int ncd_explain_begin(struct ncd_explain *ex, const char *name)
     ex->lineno = 0;
     ex->partlen = 0;
     ex->skipping = 0;
+    ex->taillen = 0;
+    ex->tailcut = 0;
     return 0;
 }
 
@@ -375,6 +379,60 @@ static void process_line(struct ncd_explain *ex, const char *line, size_t len)
 }
 
 /*
+ * Lines longer than NCD_LOG_MAX_LINE.  Their first NCD_LOG_MAX_LINE bytes
+ * are read as the line; so is one piece of the rest, with the same line
+ * number: the text after the rest's last '\r' (what a terminal shows last:
+ * progress bars redraw themselves with '\r' and never end their line, so
+ * the next message sticks to them), else the rest's last NCD_LOG_MAX_LINE
+ * bytes from a word boundary.  tail_add() keeps that window of the rest as
+ * it streams by, tail_done() reads the piece at the line's end.
+ */
+static void tail_add(struct ncd_explain *ex, const char *p, size_t n)
+{
+    const size_t cap = NCD_LOG_MAX_LINE;
+    if (n >= cap) {
+        ex->tailcut |= n > cap || ex->taillen > 0;
+        memcpy(ex->tail, p + (n - cap), cap);
+        ex->taillen = cap;
+        return;
+    }
+    if (ex->taillen + n > cap) {
+        size_t drop = ex->taillen + n - cap;
+        memmove(ex->tail, ex->tail + drop, ex->taillen - drop);
+        ex->taillen -= drop;
+        ex->tailcut = 1;
+    }
+    memcpy(ex->tail + ex->taillen, p, n);
+    ex->taillen += n;
+}
+
+static void process_line(struct ncd_explain *ex, const char *line, size_t len);
+
+static void tail_done(struct ncd_explain *ex)
+{
+    const char *t = ex->tail, *e = t + ex->taillen;
+    if (e > t && e[-1] == '\r') /* CRLF */
+        e--;
+    const char *cr = memrchr(t, '\r', (size_t)(e - t));
+    if (cr)
+        t = cr + 1;
+    else if (ex->tailcut) { /* the window starts inside a word */
+        const char *sp = memchr(t, ' ', (size_t)(e - t));
+        if (sp)
+            t = sp + 1;
+    }
+    ex->long_lines++;
+    if (t < e) { /* the same line: its number, once in the counts */
+        ex->lineno--;
+        ex->lines--;
+        ex->seq--;
+        process_line(ex, t, (size_t)(e - t));
+    }
+    ex->taillen = 0;
+    ex->tailcut = 0;
+}
+
+/*
  * Line ends of a buffer, 64 bytes at a time: a mask of the '\n' bytes of
  * each 64-byte window, so that a short line costs a bit scan instead of a
  * memchr() call (~90 instructions per call on 84-byte lines); the last
@@ -454,34 +512,37 @@ int ncd_explain_feed(struct ncd_explain *ex, const void *buf, size_t len)
     ex->bytes += len;
     while (p < end) {
         const char *nl = nl_next(&ns, p);
-        if (!nl) {
-            /* partial line: keep up to the cap, drop the rest */
-            size_t n = (size_t)(end - p);
-            if (!ex->skipping) {
-                size_t room = NCD_LOG_MAX_LINE - ex->partlen;
-                if (n > room) {
-                    n = room;
-                    ex->skipping = 1;
-                }
-                memcpy(ex->part + ex->partlen, p, n);
-                ex->partlen += n;
-            }
-            return 0;
-        }
-        size_t n = (size_t)(nl - p);
-        if (ex->partlen || ex->skipping) {
-            if (!ex->skipping) {
-                size_t room = NCD_LOG_MAX_LINE - ex->partlen;
-                size_t k = n < room ? n : room;
-                memcpy(ex->part + ex->partlen, p, k);
-                ex->partlen += k;
-            }
-            process_line(ex, ex->part, ex->partlen);
-            ex->partlen = 0;
-            ex->skipping = 0;
-        } else {
+        /* a partial line (no '\n' in this buffer) is kept up to the cap,
+         * the window of its rest in ex->tail */
+        size_t n = (size_t)((nl ? nl : end) - p);
+        if (nl && !ex->partlen && !ex->skipping) {
             process_line(ex, p, n);
+            if (n > NCD_LOG_MAX_LINE) {
+                tail_add(ex, p + NCD_LOG_MAX_LINE, n - NCD_LOG_MAX_LINE);
+                tail_done(ex);
+            }
+            p = nl + 1;
+            continue;
         }
+        if (ex->skipping) {
+            tail_add(ex, p, n);
+        } else {
+            size_t room = NCD_LOG_MAX_LINE - ex->partlen;
+            size_t k = n < room ? n : room;
+            memcpy(ex->part + ex->partlen, p, k);
+            ex->partlen += k;
+            if (n > room) {
+                ex->skipping = 1;
+                tail_add(ex, p + room, n - room);
+            }
+        }
+        if (!nl)
+            return 0;
+        process_line(ex, ex->part, ex->partlen);
+        if (ex->skipping)
+            tail_done(ex);
+        ex->partlen = 0;
+        ex->skipping = 0;
         p = nl + 1;
     }
     return 0;
@@ -493,6 +554,8 @@ void ncd_explain_end(struct ncd_explain *ex)
         return;
     if (ex->partlen)
         process_line(ex, ex->part, ex->partlen);
+    if (ex->skipping)
+        tail_done(ex);
     ex->partlen = 0;
     ex->skipping = 0;
     ex->open = 0;
@@ -508,6 +571,11 @@ void ncd_explain_stats(const struct ncd_explain *ex, unsigned long long *bytes,
         *lines = ex->lines;
     if (nccl_lines)
         *nccl_lines = ex->nccl_lines;
+}
+
+unsigned long long ncd_explain_long_lines(const struct ncd_explain *ex)
+{
+    return ex->long_lines;
 }
 
 int ncd_explain_set_threads(struct ncd_explain *ex, int n)
@@ -812,8 +880,12 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
     while (!s->err && p < s->lim && p < e) {
         const char *nl = nl_next(&ns, p);
         /* without '\n' here: the file's last line, or one longer than
-         * NCD_LOG_MAX_LINE (only its first NCD_LOG_MAX_LINE bytes count) */
+         * NCD_LOG_MAX_LINE */
         size_t len = (size_t)((nl ? nl : e) - p);
+        if (len > NCD_LOG_MAX_LINE) {
+            s->oom = 1; /* rare: apply reads it and the rest of the block */
+            break;
+        }
         if (nev == capev) {
             size_t nc = capev ? capev * 2 : 4096;
             struct lrec *nv = realloc(ev, nc * sizeof *nv);
@@ -900,10 +972,40 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
     s->nlines = nlines;
 }
 
+/* The rest of a line longer than NCD_LOG_MAX_LINE that goes on past block
+ * s's bytes: read from the file at `off` up to its '\n' or the end of the
+ * file, into tail_add() (the calling thread only).  Returns a read error,
+ * 0 when none. */
+static int read_long_rest(struct par *P, size_t off)
+{
+    if (off >= P->size)
+        return 0;
+    char *buf = malloc(65536);
+    if (!buf)
+        return ENOMEM;
+    int err = 0;
+    while (off < P->size) {
+        size_t want = P->size - off < 65536 ? P->size - off : 65536;
+        long got = read_at(P->fd, buf, want, off);
+        if (got <= 0) {
+            err = got < 0 ? (int)-got : EIO;
+            break;
+        }
+        const char *nl = memchr(buf, '\n', (size_t)got);
+        tail_add(P->ex, buf, nl ? (size_t)(nl - buf) : (size_t)got);
+        if (nl)
+            break;
+        off += (size_t)got;
+    }
+    free(buf);
+    return err;
+}
+
 /* Applies a scanned block to the scan's state (the calling thread only).
  * Returns its read error, 0 when none. */
-static int apply_block(struct ncd_explain *ex, struct slot *s)
+static int apply_block(struct par *P, struct slot *s)
 {
+    struct ncd_explain *ex = P->ex;
     uint64_t line0 = ex->lineno, seq0 = ex->seq;
     for (size_t i = 0; i < s->nev; i++) {
         const struct lrec *r = &s->ev[i];
@@ -928,20 +1030,31 @@ static int apply_block(struct ncd_explain *ex, struct slot *s)
     ex->lineno = line0 + s->nlines;
     ex->seq = seq0 + s->nlines;
     ex->lines += s->nlines;
+    int err = s->err;
     if (s->oom) {
-        /* no room to keep the rest: scan it here, in order */
+        /* no room to keep the rest, or a line longer than NCD_LOG_MAX_LINE
+         * (its head and the piece of its rest, as ncd_explain_feed() reads
+         * them): scan the rest here, in order */
         const char *p = s->first, *e = s->buf + s->got;
         for (uint32_t i = 0; i < s->nlines; i++)
             p = (const char *)memchr(p, '\n', (size_t)(e - p)) + 1;
         while (p < s->lim && p < e) {
             const char *nl = memchr(p, '\n', (size_t)(e - p));
-            process_line(ex, p, (size_t)((nl ? nl : e) - p));
+            size_t len = (size_t)((nl ? nl : e) - p);
+            process_line(ex, p, len);
+            if (len > NCD_LOG_MAX_LINE) {
+                tail_add(ex, p + NCD_LOG_MAX_LINE, len - NCD_LOG_MAX_LINE);
+                if (!nl && !err) /* it goes on past the block's bytes */
+                    err = read_long_rest(
+                        P, (s->k ? s->k * ex->block - 1 : 0) + s->got);
+                tail_done(ex);
+            }
             if (!nl)
                 break;
             p = nl + 1;
         }
     }
-    return s->err;
+    return err;
 }
 
 /* A free slot for the next block to scan, NULL when there is none or no
@@ -1003,7 +1116,7 @@ static int apply_loop(struct par *P, struct scanner *t)
         struct slot *s = ready_slot(P, P->next_apply);
         if (s) {
             pthread_mutex_unlock(&P->lock);
-            err = apply_block(P->ex, s);
+            err = apply_block(P, s);
             pthread_mutex_lock(&P->lock);
             s->state = S_FREE;
             P->next_apply++;

@@ -176,6 +176,12 @@ struct ncd_explain {
     char *part; /* partial line across chunks */
     size_t partlen;
     int skipping; /* inside an over-long line */
+    /* an over-long line's last NCD_LOG_MAX_LINE bytes past its first
+     * NCD_LOG_MAX_LINE (tail_add()); tailcut: bytes before them dropped */
+    char *tail;
+    size_t taillen;
+    int tailcut;
+    unsigned long long long_lines; /* lines longer than NCD_LOG_MAX_LINE */
     int threads;  /* scan threads for large regular files (1: serial) */
     int debug_on; /* logs written with NCCL_DEBUG=INFO (run) */
     size_t block; /* bytes per block of the threaded reader (tests vary it) */

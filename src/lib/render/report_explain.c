@@ -49,6 +49,12 @@ static void summary(const struct ncd_explain *ex, int ninputs,
     for (size_t i = 0; vers && i < json_array_size(vers); i++)
         ncd_sb_printf(out, "%s%s", i ? ", " : ", NCCL ",
                       json_string_value(json_array_get(vers, i)));
+    unsigned long long nlong = ncd_explain_long_lines(ex);
+    if (nlong)
+        ncd_sb_printf(out, "\n  (%llu line%s longer than %d bytes: only the "
+                           "start and the last piece of %s were read)",
+                      nlong, nlong == 1 ? "" : "s", NCD_LOG_MAX_LINE,
+                      nlong == 1 ? "it" : "each");
     ncd_sb_puts(out, "\n\n");
     json_decref(facts);
 }
@@ -181,10 +187,11 @@ json_t *ncd_explain_report_json(const struct ncd_explain *ex,
     json_object_set_new(env, "recommended_env", rec);
     json_object_set_new(env, "facts", ncd_explain_facts_json(ex));
     json_object_set_new(env, "input",
-                        json_pack("{s:i, s:I, s:I, s:I}", "inputs", ninputs,
-                                  "bytes", (json_int_t)bytes, "lines",
+                        json_pack("{s:i, s:I, s:I, s:I, s:I}", "inputs",
+                                  ninputs, "bytes", (json_int_t)bytes, "lines",
                                   (json_int_t)lines, "nccl_lines",
-                                  (json_int_t)nl));
+                                  (json_int_t)nl, "long_lines",
+                                  (json_int_t)ncd_explain_long_lines(ex)));
     json_object_set_new(env, "next_steps", json_pack("[s]", "nccl-doctor check"));
     return env;
 }
