@@ -25,8 +25,8 @@ if(NCD_SAN_FLAGS)
 endif()
 
 # ncd_asan_defaults(): with NCD_ASAN, every executable target defined so
-# far (in this directory and below) gets cmake/asan_defaults.c, the ASan
-# runtime's default options.  Called once at the end of the top-level
+# far (in this directory and below) that is built with ASan gets
+# cmake/asan_defaults.c, the ASan runtime's default options.  Called once at the end of the top-level
 # CMakeLists.txt.
 function(ncd_asan_defaults)
   if(NOT NCD_ASAN)
@@ -40,7 +40,9 @@ function(ncd_asan_defaults)
     get_property(tgts DIRECTORY ${d} PROPERTY BUILDSYSTEM_TARGETS)
     foreach(t ${tgts})
       get_target_property(type ${t} TYPE)
-      if(type STREQUAL "EXECUTABLE")
+      get_target_property(opts ${t} COMPILE_OPTIONS)
+      # not the targets that drop the sanitizers (the NCCL oracle)
+      if(type STREQUAL "EXECUTABLE" AND "-fsanitize=address" IN_LIST opts)
         target_sources(${t} PRIVATE ${CMAKE_SOURCE_DIR}/cmake/asan_defaults.c)
       endif()
     endforeach()

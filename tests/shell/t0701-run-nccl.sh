@@ -42,6 +42,18 @@ test_expect_success 'bad NCCL_COMM_ID: Invalid NCCL_COMM_ID in the log, env.inva
     grep -q "NCCL_COMM_ID has an invalid value  \[env.invalid\]" err
 '
 
+# NCCL trims no blank in NCCL_SOCKET_IFNAME (src/misc/utils.cc
+# parseStringList): " lo" names no interface.  explain exports the value
+# without its blanks, and with it the real NCCL bootstraps on lo.
+test_expect_success 'a blank in NCCL_SOCKET_IFNAME: explain exports the value without it, which the real NCCL takes' '
+    st=0; NCCL_SOCKET_IFNAME="$BAD, lo" $R --json --logs blk -- "$ORACLE" "$lib" >doc 2>err || st=$?
+    [ $st -eq 1 ] && jq -e ".findings[0].id == \"net.ifname-blank\"" doc &&
+    fix=$(jq -r .recommended_env.NCCL_SOCKET_IFNAME doc) && [ "$fix" = "$BAD,lo" ] &&
+    NCCL_SOCKET_IFNAME=$fix $R --logs blkok -- "$ORACLE" "$lib" >out 2>err &&
+    grep -q "^oracle result 0 " out &&
+    grep -q "NCCL INFO Bootstrap: *Using lo:" blkok/nccl.*.log
+'
+
 test_expect_success 'a good run: exit 0, the INFO log kept, nothing explained' '
     $R --logs ok -- "$ORACLE" "$lib" >out 2>err &&
     grep -q "^oracle result 0 " out &&

@@ -172,6 +172,38 @@ static void test_peer_garbage_address(void **state)
     done(ex, &fl);
 }
 
+/* NCCL_SOCKET_IFNAME with a blank: NCCL trims none (src/misc/utils.cc
+ * parseStringList), so the value without its blanks is the fix; without a
+ * blank the general no-match rule answers and exports nothing. */
+static void test_ifname_blank(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *value, *id, *fixed;
+    } cases[] = {
+        {"eth1, eth0", "net.ifname-blank", "eth1,eth0"},
+        {" ens5", "net.ifname-blank", "ens5"},
+        {"=eth0 ", "net.ifname-no-match", NULL}, /* the log drops it */
+        {"eth9", "net.ifname-no-match", NULL},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        struct ncd_findings fl = {0};
+        char log[512];
+        snprintf(log, sizeof log,
+                 "node1:10:10 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to %s\n"
+                 "node1:10:10 [0] misc/socket.cc:412 NCCL WARN Bootstrap : no socket interface found\n",
+                 cases[i].value);
+        struct ncd_explain *ex = first(log, cases[i].id, &fl);
+        assert_int_equal(fl.v[0].category, NCD_CAT_NET_IFNAME);
+        const char *v = env_of(&fl.v[0], "NCCL_SOCKET_IFNAME");
+        if (cases[i].fixed)
+            assert_string_equal(v ? v : "(none)", cases[i].fixed);
+        else
+            assert_null(v);
+        done(ex, &fl);
+    }
+}
+
 /* NCCL 2.27.3 src/misc/socket.cc: "%s: connect to %s returned %s, exceeded
  * error retry count after %d attempts". */
 static void test_peer_loopback(void **state)
@@ -690,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_override_topo_file_and_wrappers),
         cmocka_unit_test(test_override_forced_feature),
         cmocka_unit_test(test_peer_garbage_address),
+        cmocka_unit_test(test_ifname_blank),
         cmocka_unit_test(test_peer_loopback),
         cmocka_unit_test(test_peer_unusable_address),
         cmocka_unit_test(test_peer_refused),

@@ -41,6 +41,7 @@
     X(iface_wrong_connect, "iface-wrong-connect", MAIN)                       \
     X(container_bridge, "container-bridge", MAIN)                             \
     X(ifname_no_match, "ifname-no-match", MAIN)                               \
+    X(ifname_blank, "ifname-blank", MAIN)                                     \
     /* cond_net.c: which network transport NCCL ended up with */             \
     X(ib_fallback, "ib-fallback", MAIN)                                       \
     X(gdr_off, "gdr-off", MAIN)                                               \

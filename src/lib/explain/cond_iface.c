@@ -226,19 +226,33 @@ int ncd__cond_container_bridge(struct ncd__reason *rs, size_t rule)
     return 1;
 }
 
-/* NCCL_SOCKET_IFNAME was set and NCCL found no interface matching it. */
-int ncd__cond_ifname_no_match(struct ncd__reason *rs, size_t rule)
+/* NCCL_SOCKET_IFNAME was set and NCCL found no interface matching it;
+ * `blank`: only when its value holds a blank (1), only when not (0).
+ * NCCL takes every byte between commas as part of a name and trims none
+ * (src/misc/utils.cc parseStringList, 2.4..2.30), so "eth1, eth0" asks
+ * for " eth0". */
+static int ifname_none(struct ncd__reason *rs, size_t rule, int blank)
 {
     const struct ncd_explain *ex = rs->ex;
     const struct ncd__env *e = NULL;
     const char *v = ncd__env_get(ex, "NCCL_SOCKET_IFNAME", &e);
     const struct ncd__rec *fail = NULL;
-    if (!v || !ncd__rec_absorbed(ex, rule, &fail))
+    if (!v || (strpbrk(v, " \t") != NULL) != blank ||
+        !ncd__rec_absorbed(ex, rule, &fail))
         return 0;
     struct ncd__hit *h = ncd__hit_new(rs, rule);
     if (!h)
         return NCD_ENOMEM;
     ncd__hit_var(h, "value", v);
+    if (blank) {
+        char fixed[256];
+        size_t k = 0;
+        for (const char *p = v; *p && k + 1 < sizeof fixed; p++)
+            if (*p != ' ' && *p != '\t')
+                fixed[k++] = *p;
+        fixed[k] = '\0';
+        ncd__hit_var(h, "fixed", fixed);
+    }
     ncd__hit_var(h, "host", fail->ev[0].host[0] ? fail->ev[0].host : e->host);
     ncd__hit_var(h, "good_iface", rs->good_iface);
     ncd__hit_ev(h, "%s:%llu: NCCL_SOCKET_IFNAME set by environment to %s",
@@ -246,4 +260,14 @@ int ncd__cond_ifname_no_match(struct ncd__reason *rs, size_t rule)
     ncd__hit_ev_rec(ex, h, fail);
     ncd__hit_from_rec(h, fail);
     return 1;
+}
+
+int ncd__cond_ifname_no_match(struct ncd__reason *rs, size_t rule)
+{
+    return ifname_none(rs, rule, 0);
+}
+
+int ncd__cond_ifname_blank(struct ncd__reason *rs, size_t rule)
+{
+    return ifname_none(rs, rule, 1);
 }
