@@ -39,7 +39,8 @@ test_expect_success 'bad NCCL_COMM_ID: Invalid NCCL_COMM_ID in the log, env.inva
     st=0; NCCL_COMM_ID=no-such-host-$$ $R --logs cid -- "$ORACLE" "$lib" >out 2>err || st=$?
     [ $st -eq 1 ] &&
     grep -q "NCCL WARN Invalid NCCL_COMM_ID" cid/nccl.*.log &&
-    grep -q "NCCL_COMM_ID has an invalid value  \[env.invalid\]" err
+    grep -q "NCCL_COMM_ID has an invalid value  \[env.invalid\]" err &&
+    sed -n "/^Root cause/{n;p;}" err | grep -q "NCCL_COMM_ID has an invalid value"
 '
 
 # NCCL trims no blank in NCCL_SOCKET_IFNAME (src/misc/utils.cc
