@@ -156,6 +156,18 @@ test_expect_success 'a failure stuck to a long progress bar (and to 9000 bytes o
     st=0; $X --json plain.log >j || st=\$?; test \$st -eq 0 &&
     jq -e '.findings == [] and .input.long_lines == 1' j
 "
+test_expect_success 'a program, a core file or a log in a format explain does not open is not read as text' "
+    cp $NCD_BIN prog && printf '\\375\\067zXZ\\000rest' >l.xz && printf 'BZh91AY&SY' >l.bz2 &&
+    st=0; $X prog >out 2>err || st=\$?; test \$st -eq 3 &&
+    grep -q 'prog: an ELF binary (program, library or core file), not a log' err &&
+    ! grep -q 'Root cause' out &&
+    st=0; $X l.xz >out 2>err || st=\$?; test \$st -eq 3 &&
+    grep -q \"l.xz: xz-compressed, not read (decompress it first: xzcat 'l.xz' | nccl-doctor explain -)\" err &&
+    mkdir d && mv prog l.bz2 d/ && cp shm.log d/ &&
+    st=0; $X --json d >j 2>err || st=\$?; test \$st -eq 2 &&
+    grep -q 'd/l.bz2: bzip2-compressed, not read (decompress it first: bzcat' err &&
+    jq -e '.input.inputs == 1 and .findings[0].category == \"sys.shm\"' j
+"
 test_expect_success 'corpus: every log_sufficient case names the confirmed cause first' "
     C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || { echo \"no shared corpus at \$C\"; exit 77; }
     for d in \$C/*/; do

@@ -267,14 +267,63 @@ static void feed_gz(struct walk *w, gzFile gz, const char *name)
     }
 }
 
+/*
+ * What a regular file's first bytes say it is when it is no log: an
+ * executable or core file, or an archive or compression explain does not
+ * open (it reads gzip itself); NULL for anything else.  `how` gets the
+ * command that makes a log of it, or "".  Magic numbers: elf(5), bzip2
+ * "BZh1".."BZh9", xz FD 37 7A 58 5A 00, zstd frame 28 B5 2F FD, lz4 frame
+ * 04 22 4D 18, zip 50 4B 03 04, 7z 37 7A BC AF 27 1C.
+ */
+static const char *not_a_log(const unsigned char *m, size_t n, const char **how)
+{
+    static const struct {
+        unsigned char magic[6];
+        size_t len;
+        const char *what, *how;
+    } kinds[] = {
+        {{0x7f, 'E', 'L', 'F'}, 4, "an ELF binary (program, library or core file)", ""},
+        {{0xfd, '7', 'z', 'X', 'Z', 0}, 6, "xz-compressed", "xzcat"},
+        {{0x28, 0xb5, 0x2f, 0xfd}, 4, "zstd-compressed", "zstdcat"},
+        {{0x04, 0x22, 0x4d, 0x18}, 4, "lz4-compressed", "lz4cat"},
+        {{'P', 'K', 3, 4}, 4, "a zip archive", "unzip -p"},
+        {{'7', 'z', 0xbc, 0xaf, 0x27, 0x1c}, 6, "a 7z archive", "7z x -so"},
+    };
+    *how = "";
+    if (n >= 4 && m[0] == 'B' && m[1] == 'Z' && m[2] == 'h' && m[3] >= '1' &&
+        m[3] <= '9') {
+        *how = "bzcat";
+        return "bzip2-compressed";
+    }
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
+        if (n >= kinds[i].len && memcmp(m, kinds[i].magic, kinds[i].len) == 0) {
+            *how = kinds[i].how;
+            return kinds[i].what;
+        }
+    return NULL;
+}
+
 /* Feeds one open file descriptor (closed here) as source `name`. */
 static void feed_fd(struct walk *w, int fd, const char *name)
 {
     struct stat st;
-    unsigned char magic[2];
-    int plain = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-                !(pread(fd, magic, 2, 0) == 2 && magic[0] == 0x1f &&
-                  magic[1] == 0x8b);
+    unsigned char magic[6];
+    int reg = fstat(fd, &st) == 0 && S_ISREG(st.st_mode);
+    ssize_t nm = reg ? pread(fd, magic, sizeof magic, 0) : -1;
+    const char *how, *what = nm > 0 ? not_a_log(magic, (size_t)nm, &how) : NULL;
+    if (what) {
+        close(fd);
+        if (*how)
+            problem(w, NCD_EUNSUPPORTED,
+                    "%s: %s, not read (decompress it first: %s '%s' | "
+                    "nccl-doctor explain -)",
+                    name, what, how, name);
+        else
+            problem(w, NCD_EUNSUPPORTED, "%s: %s, not a log: not read", name,
+                    what);
+        return;
+    }
+    int plain = reg && !(nm >= 2 && magic[0] == 0x1f && magic[1] == 0x8b);
     gzFile gz = NULL;
     if (!plain) {
         pthread_once(&z_once, z_load);
