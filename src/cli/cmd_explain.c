@@ -113,10 +113,62 @@ static struct ncd_rules *load_rules(struct ncd_ctx *ctx,
     return rules;
 }
 
+/* --list-rules / --check-rules --json: one object, {"rules": [...]} with
+ * each rule's id, category, severity, role, title, condition, NCCL
+ * versions, source and where it was loaded from, and for --check-rules
+ * {"checked", "problems", "report"} (the self-test's lines). */
+static int rules_only_json(const struct ncd_rules *rules,
+                           const struct explain_opts *o)
+{
+    json_t *doc = json_object(), *arr = json_array();
+    if (!doc || !arr) {
+        json_decref(doc);
+        json_decref(arr);
+        cli_err("explain: out of memory");
+        return NCD_EXIT_TOOL;
+    }
+    json_object_set_new(doc, "rules", arr);
+    for (size_t i = 0; o->list && i < ncd_rules_count(rules); i++) {
+        struct ncd_rule_info ri;
+        ncd_rules_info(rules, i, &ri);
+        json_array_append_new(
+            arr, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:i}",
+                           "id", ri.id, "category",
+                           ncd_category_name(ri.category), "severity",
+                           ncd_severity_name(ri.severity), "role",
+                           ncd_rule_role_name(ri.role), "title", ri.title,
+                           "when", ri.when, "nccl_versions", ri.nccl_versions,
+                           "source", ri.source, "file", ri.file, "line",
+                           ri.line));
+    }
+    int status = NCD_EXIT_OK;
+    if (o->check_rules) {
+        struct ncd_strbuf sb = {0};
+        size_t fails = ncd_rules_selftest(rules, &sb);
+        json_t *rep = json_array();
+        const char *p = ncd_sb_str(&sb);
+        while (rep && p && *p) {
+            const char *nl = strchr(p, '\n');
+            size_t n = nl ? (size_t)(nl - p) : strlen(p);
+            json_array_append_new(rep, json_stringn(p, n));
+            p = nl ? nl + 1 : p + n;
+        }
+        ncd_sb_release(&sb);
+        json_object_set_new(doc, "checked", json_integer((json_int_t)ncd_rules_count(rules)));
+        json_object_set_new(doc, "problems", json_integer((json_int_t)fails));
+        json_object_set_new(doc, "report", rep ? rep : json_array());
+        if (fails)
+            status = NCD_EXIT_TOOL;
+    }
+    return cli_print_json(doc) < 0 ? NCD_EXIT_TOOL : status;
+}
+
 /* --list-rules, --dump-patterns, --check-rules: the rules, no input. */
-static int rules_only(const struct ncd_rules *rules,
+static int rules_only(const struct cli_common *c, const struct ncd_rules *rules,
                       const struct explain_opts *o)
 {
+    if (c->json)
+        return rules_only_json(rules, o);
     struct ncd_strbuf sb = {0};
     int status = NCD_EXIT_OK;
     if (o->dump)
@@ -191,6 +243,17 @@ int ncd_cmd_explain(int argc, char **argv)
                         &first);
     if (pst != CLI_CONTINUE)
         return pst;
+    if ((o.list || o.dump || o.check_rules) && first < argc) {
+        cli_err("explain: --list-rules, --dump-patterns and --check-rules "
+                "read the rules, not logs ('%s' given)",
+                argv[first]);
+        return NCD_EXIT_TOOL;
+    }
+    if (o.dump && c.json) {
+        cli_err("explain: --dump-patterns writes patterns for grep -E -f; "
+                "it has no --json form");
+        return NCD_EXIT_TOOL;
+    }
     if (first >= argc && !o.list && !o.dump && !o.check_rules &&
         isatty(STDIN_FILENO)) {
         cli_err("explain: give log files or directories, or pipe a log on "
@@ -208,7 +271,7 @@ int ncd_cmd_explain(int argc, char **argv)
     if (!rules)
         goto out;
     if (o.list || o.dump || o.check_rules) {
-        status = rules_only(rules, &o);
+        status = rules_only(&c, rules, &o);
         goto out;
     }
     if (ncd_explain_new(ctx, rules, &ex) < 0) {

@@ -113,7 +113,12 @@ Y
     echo 'frobnicator 7 is down' >site.log &&
     st=0; $X --rules site site.log >out || st=\$?; test \$st -eq 2 &&
     grep -q 'Unit 7 is down' out &&
-    $X --rules site --check-rules >chk && grep -q ', 0 problems' chk
+    $X --rules site --check-rules >chk && grep -q ', 0 problems' chk &&
+    $X --rules site --check-rules --json >chk.json && jq -e '.problems == 0 and .checked > 100' chk.json &&
+    $X --rules site --list-rules --json >list.json &&
+    jq -e '[.rules[] | select(.file | endswith(\"site/site.yaml\"))] | length == 1' list.json &&
+    st=0; $X --list-rules shm.log >out 2>err || st=\$?; test \$st -eq 3 && grep -q 'read the rules, not logs' err &&
+    st=0; $X --dump-patterns --json >out 2>err || st=\$?; test \$st -eq 3
 "
 test_expect_success 'c10d connect failure after a getaddrinfo error: name resolution first, the wrapper after' "
     printf '%s\n' '[W1008 23:40:22.836678340 socket.cpp:767] [c10d] The client socket has failed to connect to [node1.internal]:50745 (errno: 22 - Invalid argument).' \
