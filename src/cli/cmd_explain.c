@@ -194,10 +194,13 @@ static int rules_only(const struct cli_common *c, const struct ncd_rules *rules,
     return status;
 }
 
+/* An input that could not be read: said on stderr, and kept for --json's
+ * input.problems (arg: a JSON array). */
 static void on_problem(void *arg, const char *msg)
 {
-    (void)arg;
     cli_err("%s", msg);
+    if (arg)
+        json_array_append_new(arg, json_string(msg));
 }
 
 static double seconds_since(const struct timespec *t0)
@@ -210,7 +213,7 @@ static double seconds_since(const struct timespec *t0)
 /* Prints the report; returns the exit status. */
 static int report(const struct cli_common *c, const struct explain_opts *o,
                   struct ncd_ctx *ctx, const struct ncd_explain *ex,
-                  const struct ncd_findings *fl, int ninputs)
+                  const struct ncd_findings *fl, int ninputs, json_t *problems)
 {
     int status = ncd_findings_worst(fl) >= NCD_SEV_WARNING ? NCD_EXIT_FINDINGS
                                                            : NCD_EXIT_OK;
@@ -220,6 +223,9 @@ static int report(const struct cli_common *c, const struct explain_opts *o,
             cli_err("explain: out of memory");
             return NCD_EXIT_TOOL;
         }
+        json_t *input = json_object_get(j, "input");
+        if (input && problems)
+            json_object_set(input, "problems", problems);
         return cli_print_json(j) < 0 ? NCD_EXIT_TOOL : status;
     }
     struct ncd_strbuf sb = {0};
@@ -267,6 +273,7 @@ int ncd_cmd_explain(int argc, char **argv)
     int status = NCD_EXIT_TOOL;
     struct ncd_explain *ex = NULL;
     struct ncd_findings fl = {0};
+    json_t *problems = NULL; /* inputs that could not be read */
     struct ncd_rules *rules = load_rules(ctx, &o);
     if (!rules)
         goto out;
@@ -286,7 +293,8 @@ int ncd_cmd_explain(int argc, char **argv)
     ncd_explain_set_threads(ex, nthreads);
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    struct ncd_explain_inputs in = {.problem = on_problem};
+    problems = json_array();
+    struct ncd_explain_inputs in = {.problem = on_problem, .arg = problems};
     if (first >= argc && ncd_explain_feed_path(ex, "-", &in) == NCD_ENOMEM)
         goto oom;
     for (int i = first; i < argc; i++)
@@ -317,13 +325,14 @@ int ncd_cmd_explain(int argc, char **argv)
                 "explain: %llu bytes, %llu lines (%llu NCCL) in %.3f s = %.1f MB/s\n",
                 bytes, lines, nl, s, s > 0 ? bytes / s / 1e6 : 0.0);
     }
-    status = report(&c, &o, ctx, ex, &fl, in.nread);
+    status = report(&c, &o, ctx, ex, &fl, in.nread, problems);
     if (in.nfailed && status == NCD_EXIT_OK)
         status = NCD_EXIT_TOOL;
     goto out;
 oom:
     cli_err("explain: out of memory");
 out:
+    json_decref(problems);
     ncd_findings_release(&fl);
     ncd_explain_free(ex);
     ncd_rules_free(rules);

@@ -171,7 +171,8 @@ test_expect_success 'a program, a core file or a log in a format explain does no
     mkdir d && mv prog l.bz2 d/ && cp shm.log d/ &&
     st=0; $X --json d >j 2>err || st=\$?; test \$st -eq 2 &&
     grep -q 'd/l.bz2: bzip2-compressed, not read (decompress it first: bzcat' err &&
-    jq -e '.input.inputs == 1 and .findings[0].category == \"sys.shm\"' j
+    jq -e '.input.inputs == 1 and .findings[0].category == \"sys.shm\"' j &&
+    jq -e '.input.problems | length == 2 and (.[0] | test(\"l.bz2: bzip2\")) and (.[1] | test(\"prog: an ELF\"))' j
 "
 test_expect_success 'corpus: every log_sufficient case names the confirmed cause first' "
     C=\$NCD_SHARED_DIR/corpus/cases; test -d \"\$C\" || { echo \"no shared corpus at \$C\"; exit 77; }
