@@ -119,8 +119,10 @@ int cli_print_version(void);
 /* After a bad option: says on stderr where the options are listed. */
 void cli_usage_hint(const char *cmd);
 
-/* Prints the usage of `cmd` to `f`. */
-void cli_usage(const char *cmd, FILE *f);
+/* Prints the usage of `cmd` to `f` and flushes it.  Returns NCD_EXIT_OK,
+ * or NCD_EXIT_TOOL when it could not be written (a full disk, a closed
+ * pipe): the status of `--help`. */
+int cli_usage(const char *cmd, FILE *f);
 
 /* Parses a decimal integer in [lo, hi] (the whole string); -1 otherwise. */
 int cli_parse_range(const char *s, long lo, long hi, long *out);

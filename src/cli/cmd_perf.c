@@ -140,8 +140,7 @@ static int parse(struct perf_cli *P, int argc, char **argv)
                       -1) {
         struct ncd_perf_optmsg m;
         if (c == 'h') {
-            cli_usage("perf", stdout);
-            return 1;
+            return cli_usage("perf", stdout) ? 1000 + 1 : 1;
         } else if (c == CLI_OPT_VERSION) {
             return cli_print_version() ? 1000 + 1 : 1;
         } else if (c == CLI_OPT_JSON) {

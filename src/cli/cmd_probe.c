@@ -164,9 +164,9 @@ int ncd_cmd_probe(int argc, char **argv)
             continue;
         switch (opt) {
         case 'h':
-            cli_usage("probe", stdout);
+            int hst = cli_usage("probe", stdout);
             free(av);
-            return NCD_EXIT_OK;
+            return hst;
         case OPT_NP:
             if (cli_parse_range(optarg, 1, NCD_PROBE_MAX_RANKS, &np)) {
                 cli_err("probe: -np takes 1..%d", NCD_PROBE_MAX_RANKS);

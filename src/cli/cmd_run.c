@@ -53,8 +53,7 @@ static int parse(struct run_cli *R, int argc, char **argv, int *first)
         case 'V':
             return cli_print_version() ? RUN_EXIT_TOOL : NCD_EXIT_OK;
         case 'h':
-            cli_usage("run", stdout);
-            return NCD_EXIT_OK;
+            return cli_usage("run", stdout);
         case OPT_LOGS:
             if (!*optarg) {
                 cli_err("run: --logs needs a directory");

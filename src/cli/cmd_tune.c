@@ -291,8 +291,7 @@ static int parse(struct tune_cli *T, int argc, char **argv)
         if (r == 2) {
             st = NCD_EXIT_OK;
         } else if (opt == 'h') {
-            cli_usage("tune", stdout);
-            st = NCD_EXIT_OK;
+            st = cli_usage("tune", stdout);
         } else if (r < 0 || (!r && tune_opt(T, opt, optarg))) {
             st = NCD_EXIT_TOOL;
         }

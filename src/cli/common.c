@@ -132,8 +132,7 @@ int cli_parse(const char *cmd, int argc, char **argv, struct cli_common *c,
         } else if (r == 2) {
             status = NCD_EXIT_OK;
         } else if (r == 0 && opt == 'h') {
-            cli_usage(cmd, stdout);
-            status = NCD_EXIT_OK;
+            status = cli_usage(cmd, stdout);
         } else if (r == 0 && (opt == '?' || opt == ':' || !fn)) {
             cli_usage_hint(cmd);
             status = NCD_EXIT_TOOL;

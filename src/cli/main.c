@@ -26,11 +26,19 @@ const struct cli_cmd *cli_find_cmd(const char *name)
     return NULL;
 }
 
-void cli_usage(const char *cmd, FILE *f)
+/* `text` to stdout; the exit status of printing help */
+static int put_help(const char *text)
+{
+    fputs(text, stdout);
+    return fflush(stdout) || ferror(stdout) ? NCD_EXIT_TOOL : NCD_EXIT_OK;
+}
+
+int cli_usage(const char *cmd, FILE *f)
 {
     const struct cli_doc *d = cli_doc_find(cmd);
     if (d)
         fputs(d->help, f);
+    return fflush(f) || ferror(f) ? NCD_EXIT_TOOL : NCD_EXIT_OK;
 }
 
 int cli_print_version(void)
@@ -57,10 +65,8 @@ static int unknown_command(const char *name)
 /* nccl-doctor help [COMMAND] */
 static int cmd_help(int argc, char **argv)
 {
-    if (argc < 3) {
-        fputs(cli_doc_main_help, stdout);
-        return 0;
-    }
+    if (argc < 3)
+        return put_help(cli_doc_main_help);
     const char *a = argv[2];
     if (!strcmp(a, "--version") || !strcmp(a, "-V"))
         return cli_print_version();
@@ -80,8 +86,7 @@ static int cmd_help(int argc, char **argv)
                 argv[3]);
         return NCD_EXIT_TOOL;
     }
-    cli_usage(a, stdout);
-    return 0;
+    return cli_usage(a, stdout);
 }
 
 int main(int argc, char **argv)
@@ -96,8 +101,7 @@ int main(int argc, char **argv)
     if (argc < 2 || argv[1][0] == '-') {
         if (argc >= 2 &&
             (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-            fputs(cli_doc_main_help, stdout);
-            return 0;
+            return put_help(cli_doc_main_help);
         }
         /* Default command: check, with the options given (--version and
          * -V anywhere are handled by the option parser). */

@@ -47,6 +47,14 @@ test_expect_success 'help CMD lists the shared options' "
     $NCD_BIN help topo >h &&
     for o in --json --sysroot --color --verbose --nccl-version; do grep -q -- \"  \$o\" h; done
 "
+test_expect_success 'help that cannot be written (a full disk) exits 3, not 0' "
+    test -w /dev/full || { echo 'no /dev/full here'; exit 77; }
+    for a in '--help' 'help' 'help explain' 'explain --help' 'check --help' 'run --help' 'tune --help' 'probe --help'; do
+        st=0; \$NCD_BIN \$a >/dev/full 2>/dev/null || st=\$?
+        test \$st -eq 3 || { echo \"\$a: exit \$st\"; exit 1; }
+        \$NCD_BIN \$a >/dev/null || { echo \"\$a to /dev/null failed\"; exit 1; }
+    done
+"
 test_expect_success 'the man page renders (man -l) without groff warnings' "
     command -v man >/dev/null || { echo 'no man: skipped part'; exit 0; }
     MANWIDTH=80 man -l \"$GEN/nccl-doctor.1\" >page 2>err &&
