@@ -132,14 +132,13 @@ static int rules_only_json(const struct ncd_rules *rules,
         struct ncd_rule_info ri;
         ncd_rules_info(rules, i, &ri);
         json_array_append_new(
-            arr, json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:i}",
-                           "id", ri.id, "category",
-                           ncd_category_name(ri.category), "severity",
-                           ncd_severity_name(ri.severity), "role",
-                           ncd_rule_role_name(ri.role), "title", ri.title,
-                           "when", ri.when, "nccl_versions", ri.nccl_versions,
-                           "source", ri.source, "file", ri.file, "line",
-                           ri.line));
+            arr,
+            json_pack("{s:s, s:s, s:s, s:s, s:s?, s:s?, s:s?, s:s?, s:s?, s:i}",
+                      "id", ri.id, "category", ncd_category_name(ri.category),
+                      "severity", ncd_severity_name(ri.severity), "role",
+                      ncd_rule_role_name(ri.role), "title", ri.title, "when",
+                      ri.when, "nccl_versions", ri.nccl_versions, "source",
+                      ri.source, "file", ri.file, "line", ri.line));
     }
     int status = NCD_EXIT_OK;
     if (o->check_rules) {
@@ -154,7 +153,8 @@ static int rules_only_json(const struct ncd_rules *rules,
             p = nl ? nl + 1 : p + n;
         }
         ncd_sb_release(&sb);
-        json_object_set_new(doc, "checked", json_integer((json_int_t)ncd_rules_count(rules)));
+        json_object_set_new(doc, "checked",
+                            json_integer((json_int_t)ncd_rules_count(rules)));
         json_object_set_new(doc, "problems", json_integer((json_int_t)fails));
         json_object_set_new(doc, "report", rep ? rep : json_array());
         if (fails)

@@ -79,7 +79,7 @@ test_expect_success 'node_exporter: the README wiring, read back over HTTP' '
     head -n 1 "$TEST_TMP/ne.sh" >"$TEST_TMP/cron.sh" &&
     flag=$(sed -n 2p "$TEST_TMP/ne.sh" | grep -o -- "--collector.textfile.directory=[^ ]*") &&
     NCD_SYSROOT=$SICK sh "$TEST_TMP/cron.sh"; [ -s "$tf/nccl-doctor.prom" ] || exit 1
-    port=$((20000 + $$ % 20000))
+    port=$((20000 + $$ % 12000)) # below the ephemeral ports (32768-60999)
     "$ne" --collector.disable-defaults --collector.textfile "$flag" \
         --web.listen-address="127.0.0.1:$port" >"$TEST_TMP/ne.log" 2>&1 &
     pid=$!

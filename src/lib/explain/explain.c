@@ -44,8 +44,8 @@ int ncd_explain_new(struct ncd_ctx *ctx, const struct ncd_rules *rules,
     ex->obsrecs = calloc(rules->nobs ? rules->nobs : 1, sizeof *ex->obsrecs);
     ex->phash = malloc(NCD__PROC_HASH0 * sizeof *ex->phash);
     ex->phash_mask = NCD__PROC_HASH0 - 1;
-    if (!ex->part || !ex->tail || !ex->scratch || !ex->recs || !ex->obsrecs || !ex->phash ||
-        ncd__matcher_init(&ex->m, rules) < 0) {
+    if (!ex->part || !ex->tail || !ex->scratch || !ex->recs ||
+        !ex->obsrecs || !ex->phash || ncd__matcher_init(&ex->m, rules) < 0) {
         ncd_explain_free(ex);
         return NCD_ENOMEM;
     }

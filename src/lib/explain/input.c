@@ -282,7 +282,8 @@ static const char *not_a_log(const unsigned char *m, size_t n, const char **how)
         size_t len;
         const char *what, *how;
     } kinds[] = {
-        {{0x7f, 'E', 'L', 'F'}, 4, "an ELF binary (program, library or core file)", ""},
+        {{0x7f, 'E', 'L', 'F'}, 4,
+         "an ELF binary (program, library or core file)", ""},
         {{0xfd, '7', 'z', 'X', 'Z', 0}, 6, "xz-compressed", "xzcat"},
         {{0x28, 0xb5, 0x2f, 0xfd}, 4, "zstd-compressed", "zstdcat"},
         {{0x04, 0x22, 0x4d, 0x18}, 4, "lz4-compressed", "lz4cat"},
