@@ -163,10 +163,11 @@ int ncd_cmd_probe(int argc, char **argv)
         if (r)
             continue;
         switch (opt) {
-        case 'h':
+        case 'h': {
             int hst = cli_usage("probe", stdout);
             free(av);
             return hst;
+        }
         case OPT_NP:
             if (cli_parse_range(optarg, 1, NCD_PROBE_MAX_RANKS, &np)) {
                 cli_err("probe: -np takes 1..%d", NCD_PROBE_MAX_RANKS);
