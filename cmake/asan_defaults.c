@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* AddressSanitizer's default options for this project's sanitizer builds
- * (NCD_ASAN=ON; cmake/warnings.cmake adds this file to every executable).
+ * (NCD_ASAN=ON; cmake/warnings.cmake adds this file to every executable
+ * built with ASan).
  * The ASan runtime calls this weak hook before it parses ASAN_OPTIONS, so
  * the environment still overrides anything set here.
  *

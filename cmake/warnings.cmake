@@ -26,8 +26,8 @@ endif()
 
 # ncd_asan_defaults(): with NCD_ASAN, every executable target defined so
 # far (in this directory and below) that is built with ASan gets
-# cmake/asan_defaults.c, the ASan runtime's default options.  Called once at the end of the top-level
-# CMakeLists.txt.
+# cmake/asan_defaults.c, the ASan runtime's default options.  Called once,
+# at the end of the top-level CMakeLists.txt.
 function(ncd_asan_defaults)
   if(NOT NCD_ASAN)
     return()
