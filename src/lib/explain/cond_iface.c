@@ -8,6 +8,7 @@
 #include "explain/reason.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "ncd/error.h"
@@ -244,14 +245,17 @@ static int ifname_none(struct ncd__reason *rs, size_t rule, int blank)
     if (!h)
         return NCD_ENOMEM;
     ncd__hit_var(h, "value", v);
-    if (blank) {
-        char fixed[256];
+    if (blank) { /* the whole value, without its blanks */
+        char *fixed = strdup(v);
+        if (!fixed)
+            return NCD_ENOMEM;
         size_t k = 0;
-        for (const char *p = v; *p && k + 1 < sizeof fixed; p++)
+        for (const char *p = v; *p; p++)
             if (*p != ' ' && *p != '\t')
                 fixed[k++] = *p;
         fixed[k] = '\0';
         ncd__hit_var(h, "fixed", fixed);
+        free(fixed);
     }
     ncd__hit_var(h, "host", fail->ev[0].host[0] ? fail->ev[0].host : e->host);
     ncd__hit_var(h, "good_iface", rs->good_iface);

@@ -367,15 +367,22 @@ static void lines_apply_inert(struct ncd_explain *ex,
         ncd__facts_inert_lines(ex, pr, opcount);
 }
 
-static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+/* Scans and applies `line` under the current line number. */
+static void read_line(struct ncd_explain *ex, const char *line, size_t len)
 {
     struct ncd__lscan s;
-    ex->lineno++;
-    ex->lines++;
-    ex->seq++;
     if (line_scan(ex->rules, &ex->m, line, len, ex->scratch,
                   NCD_LOG_MAX_LINE + 1, &s))
         line_apply(ex, &s);
+}
+
+/* The next line of the input. */
+static void process_line(struct ncd_explain *ex, const char *line, size_t len)
+{
+    ex->lineno++;
+    ex->lines++;
+    ex->seq++;
+    read_line(ex, line, len);
 }
 
 /*
@@ -406,8 +413,6 @@ static void tail_add(struct ncd_explain *ex, const char *p, size_t n)
     ex->taillen += n;
 }
 
-static void process_line(struct ncd_explain *ex, const char *line, size_t len);
-
 static void tail_done(struct ncd_explain *ex)
 {
     const char *t = ex->tail, *e = t + ex->taillen;
@@ -422,12 +427,8 @@ static void tail_done(struct ncd_explain *ex)
             t = sp + 1;
     }
     ex->long_lines++;
-    if (t < e) { /* the same line: its number, once in the counts */
-        ex->lineno--;
-        ex->lines--;
-        ex->seq--;
-        process_line(ex, t, (size_t)(e - t));
-    }
+    if (t < e) /* the same line: its number, once in the counts */
+        read_line(ex, t, (size_t)(e - t));
     ex->taillen = 0;
     ex->tailcut = 0;
 }
@@ -666,6 +667,7 @@ struct slot {
     uint32_t nlines;        /* lines starting in the block, scanned */
     const char *first;      /* the first of them in buf */
     const char *lim;        /* lines start before this */
+    size_t from;            /* the file offset of buf[0] */
     int owner;              /* the thread that scans into it, -1 any */
     int err;                /* errno of its read */
     int oom;                /* the lines from nlines on were not scanned */
@@ -841,6 +843,7 @@ static void scan_block(struct par *P, struct scanner *t, struct slot *s)
     size_t B = P->ex->block, k = s->k;
     size_t start = k * B;
     size_t from = k ? start - 1 : 0;
+    s->from = from;
     size_t to = start + B + NCD_LOG_MAX_LINE + 1;
     if (to > P->size)
         to = P->size;
@@ -1045,8 +1048,7 @@ static int apply_block(struct par *P, struct slot *s)
             if (len > NCD_LOG_MAX_LINE) {
                 tail_add(ex, p + NCD_LOG_MAX_LINE, len - NCD_LOG_MAX_LINE);
                 if (!nl && !err) /* it goes on past the block's bytes */
-                    err = read_long_rest(
-                        P, (s->k ? s->k * ex->block - 1 : 0) + s->got);
+                    err = read_long_rest(P, s->from + s->got);
                 tail_done(ex);
             }
             if (!nl)
